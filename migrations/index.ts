@@ -1,0 +1,4 @@
+import { TenantsAndApiKeys1700000000000 } from './1700000000000-tenants-and-api-keys';
+
+/** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
+export const MIGRATIONS = [TenantsAndApiKeys1700000000000];

@@ -1,0 +1,44 @@
+import type { DynamicModule } from '@nestjs/common';
+import { Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { LoggerModule } from 'nestjs-pino';
+import type { DestinationStream } from 'pino';
+import type { AppConfig } from './config/app-config';
+import { AppConfigModule } from './config/config.module';
+import { HttpExceptionFilter } from './common/http-exception.filter';
+import { loggerParams } from './common/logging';
+import { DatabaseModule } from './database/database.module';
+import { ConnectionsModule } from './connections/connections.module';
+import { FieldsCacheModule } from './fields-cache/fields-cache.module';
+import { OpsModule } from './ops/ops.module';
+import { RewardDispatchModule } from './reward-dispatch/reward-dispatch.module';
+import { RewardsApiModule } from './rewards-api/rewards-api.module';
+import { TokenVaultModule } from './token-vault/token-vault.module';
+import { TenantsModule } from './tenants/tenants.module';
+
+export interface AppModuleOptions {
+  /** Where structured logs go (tests capture them to prove no secret is logged). Default: stdout. */
+  logDestination?: DestinationStream;
+}
+
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig, options: AppModuleOptions = {}): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        AppConfigModule.forRoot(config),
+        LoggerModule.forRoot(loggerParams(config.logLevel, options.logDestination)),
+        DatabaseModule,
+        TenantsModule,
+        RewardsApiModule,
+        TokenVaultModule,
+        ConnectionsModule,
+        FieldsCacheModule,
+        RewardDispatchModule,
+        OpsModule,
+      ],
+      providers: [{ provide: APP_FILTER, useClass: HttpExceptionFilter }],
+    };
+  }
+}

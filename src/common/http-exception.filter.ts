@@ -1,0 +1,90 @@
+import type { ArgumentsHost, ExceptionFilter } from '@nestjs/common';
+import { Catch, HttpException, HttpStatus, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import type { ErrorDetail } from './app-error';
+import { AppError } from './app-error';
+
+interface ErrorBody {
+  error: { code: string; message: string; details: ErrorDetail[]; request_id?: string };
+}
+
+const STATUS_CODES: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable_entity',
+  429: 'too_many_requests',
+};
+
+/** Maps anything thrown to the one JSON error shape. Unknown errors are logged and answered with a generic 500. */
+export function toErrorResponse(exception: unknown, req: Request, logger: Logger): { status: number; body: ErrorBody; headers: Record<string, string> } {
+  const requestId = String((req as { id?: unknown }).id ?? '');
+  if (exception instanceof AppError) {
+    return {
+      status: exception.status,
+      body: { error: { code: exception.code, message: exception.message, details: exception.details } },
+      headers: exception.headers,
+    };
+  }
+  const bodyParserError = exception as { type?: string; status?: number; expose?: boolean };
+  if (bodyParserError && typeof bodyParserError.type === 'string' && typeof bodyParserError.status === 'number') {
+    switch (bodyParserError.type) {
+      case 'entity.parse.failed':
+        return simple(400, 'invalid_json', 'The request body is not valid JSON.');
+      case 'entity.too.large':
+        return simple(413, 'payload_too_large', 'The request body is larger than 1 MiB.');
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        return simple(415, 'unsupported_media_type', 'The request body encoding or charset is not supported.');
+      default:
+        if (bodyParserError.status >= 400 && bodyParserError.status < 500) {
+          return simple(bodyParserError.status, 'bad_request', 'The request body could not be read.');
+        }
+    }
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    if (status < 500) {
+      const message =
+        status === 404 ? `No route ${req.method} ${req.path}.` : exception.message || 'The request was rejected.';
+      return simple(status, STATUS_CODES[status] ?? 'bad_request', message);
+    }
+  }
+  logger.error(
+    { err: exception instanceof Error ? { name: exception.name, message: exception.message, stack: exception.stack } : String(exception), requestId },
+    'unhandled error',
+  );
+  const body = simple(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the logs.');
+  body.body.error.request_id = requestId;
+  return body;
+}
+
+function simple(status: number, code: string, message: string) {
+  return { status, body: { error: { code, message, details: [] as ErrorDetail[] } } as ErrorBody, headers: {} };
+}
+
+@Catch()
+export class HttpExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HttpExceptionFilter');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const req = ctx.getRequest<Request>();
+    const res = ctx.getResponse<Response>();
+    const { status, body, headers } = toErrorResponse(exception, req, this.logger);
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    res.status(status).json(body);
+  }
+}
+
+export { HttpStatus };

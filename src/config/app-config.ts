@@ -1,0 +1,236 @@
+import * as path from 'node:path';
+
+/**
+ * The gateway's configuration, typed and validated once at start-up (see `parseConfig`).
+ * Every value comes from an environment variable documented in `.env.example` and the README.
+ */
+export type RewardsEnvironment = 'sandbox' | 'production';
+export const REWARDS_ENVIRONMENTS: readonly RewardsEnvironment[] = ['sandbox', 'production'];
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export interface RewardsEnvironmentConfig {
+  name: RewardsEnvironment;
+  /** Base URL of the rewards service (no trailing slash); `/oauth/...` and `/api/v2/...` hang below it. */
+  baseUrl: string;
+  clientId: string;
+  /** Secret: never logged, never returned. */
+  clientSecret: string;
+  /** True when the base URL points at the sandbox mounted inside this process (`/sandbox`). */
+  embedded: boolean;
+  /** Send PKCE (S256) on the authorization request. */
+  pkce: boolean;
+}
+
+export interface VaultKey {
+  id: string;
+  /** 32 bytes for AES-256-GCM. Secret. */
+  key: Buffer;
+}
+
+export interface AppConfig {
+  port: number;
+  publicBaseUrl: string;
+  /** Unset → the gateway runs an embedded Postgres in `$DATA_DIR/postgres`. */
+  databaseUrl?: string;
+  databasePoolSize: number;
+  dataDir: string;
+  /** Secret. Filled at start-up (generated into `$DATA_DIR`) when the variable is unset. */
+  operatorApiKey?: string;
+  /** Secret. The first key encrypts, all decrypt. Filled at start-up in the embedded default. */
+  vaultKeys: VaultKey[];
+  rewards: Partial<Record<RewardsEnvironment, RewardsEnvironmentConfig>>;
+  defaultEnvironment: RewardsEnvironment;
+  /** Mount the rewards-service emulator in this process under `/sandbox`. */
+  mountSandbox: boolean;
+  /** Enable the sandbox's `/__control` test API (never in production). */
+  sandboxControl: boolean;
+  logLevel: LogLevel;
+}
+
+/** The built-in sandbox's pre-registered developer app. Not a secret: it only opens the local emulator. */
+export const EMBEDDED_SANDBOX_CLIENT = { clientId: 'rewards-gateway-demo', clientSecret: 'sandbox-demo-secret' };
+
+export class ConfigValidationError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigValidationError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Parses and validates the environment. Collects every problem before failing, so one run shows them all. */
+export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
+  const problems: string[] = [];
+  const get = (name: string): string | undefined => {
+    const value = env[name];
+    return value === undefined || value.trim() === '' ? undefined : value.trim();
+  };
+
+  const port = parseIntVar(get('PORT'), 3000, 'PORT', 0, 65535, problems);
+  const publicBaseUrl = parseUrlVar(get('PUBLIC_BASE_URL') ?? `http://localhost:${port}`, 'PUBLIC_BASE_URL', problems);
+
+  const databaseUrl = get('DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
+    problems.push('DATABASE_URL must be a postgres:// or postgresql:// connection URL');
+  }
+  const databasePoolSize = parseIntVar(get('DATABASE_POOL_SIZE'), 20, 'DATABASE_POOL_SIZE', 4, 500, problems);
+  const dataDir = path.resolve(cwd, get('DATA_DIR') ?? './.data');
+
+  const operatorApiKey = get('OPERATOR_API_KEY');
+  if (operatorApiKey !== undefined && operatorApiKey.length < 24) {
+    problems.push('OPERATOR_API_KEY must be at least 24 characters long');
+  }
+
+  const vaultKeysRaw = get('VAULT_KEYS');
+  const vaultKeys = vaultKeysRaw === undefined ? [] : parseVaultKeys(vaultKeysRaw, problems);
+  if (vaultKeysRaw === undefined && databaseUrl !== undefined) {
+    problems.push(
+      'VAULT_KEYS is required when DATABASE_URL is set (the generated key of the embedded default lives in ' +
+        'DATA_DIR, which replicas do not share); generate one with `npm run cli -- vault:generate-key`',
+    );
+  }
+
+  const sandboxBase = get('REWARDS_SANDBOX_BASE_URL');
+  const mountSandbox = sandboxBase === undefined;
+  const rewards: AppConfig['rewards'] = {};
+  if (mountSandbox) {
+    rewards.sandbox = {
+      name: 'sandbox',
+      baseUrl: `${publicBaseUrl}/sandbox`,
+      clientId: get('REWARDS_SANDBOX_CLIENT_ID') ?? EMBEDDED_SANDBOX_CLIENT.clientId,
+      clientSecret: get('REWARDS_SANDBOX_CLIENT_SECRET') ?? EMBEDDED_SANDBOX_CLIENT.clientSecret,
+      embedded: true,
+      pkce: true,
+    };
+  } else {
+    rewards.sandbox = parseEnvironment('sandbox', 'SANDBOX', sandboxBase, get, problems, true);
+  }
+  const productionBase = get('REWARDS_PRODUCTION_BASE_URL');
+  if (productionBase !== undefined) {
+    rewards.production = parseEnvironment('production', 'PRODUCTION', productionBase, get, problems, false);
+  } else if (get('REWARDS_PRODUCTION_CLIENT_ID') || get('REWARDS_PRODUCTION_CLIENT_SECRET')) {
+    problems.push('REWARDS_PRODUCTION_CLIENT_ID/SECRET are set but REWARDS_PRODUCTION_BASE_URL is not');
+  }
+
+  const defaultEnvRaw = get('REWARDS_DEFAULT_ENVIRONMENT') ?? (rewards.production ? 'production' : 'sandbox');
+  let defaultEnvironment: RewardsEnvironment = 'sandbox';
+  if (!REWARDS_ENVIRONMENTS.includes(defaultEnvRaw as RewardsEnvironment)) {
+    problems.push(`REWARDS_DEFAULT_ENVIRONMENT must be one of ${REWARDS_ENVIRONMENTS.join(', ')}`);
+  } else if (!rewards[defaultEnvRaw as RewardsEnvironment]) {
+    problems.push(`REWARDS_DEFAULT_ENVIRONMENT is ${defaultEnvRaw} but that environment is not configured`);
+  } else {
+    defaultEnvironment = defaultEnvRaw as RewardsEnvironment;
+  }
+
+  const sandboxControl = parseBoolVar(get('SANDBOX_CONTROL_ENABLED'), false, 'SANDBOX_CONTROL_ENABLED', problems);
+
+  const logLevelRaw = (get('LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(logLevelRaw as LogLevel)) {
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+
+  if (problems.length > 0) throw new ConfigValidationError(problems);
+  return {
+    port,
+    publicBaseUrl,
+    databaseUrl,
+    databasePoolSize,
+    dataDir,
+    operatorApiKey,
+    vaultKeys,
+    rewards,
+    defaultEnvironment,
+    mountSandbox,
+    sandboxControl,
+    logLevel: logLevelRaw as LogLevel,
+  };
+}
+
+function parseEnvironment(
+  name: RewardsEnvironment,
+  prefix: string,
+  baseUrl: string,
+  get: (name: string) => string | undefined,
+  problems: string[],
+  pkceDefault: boolean,
+): RewardsEnvironmentConfig {
+  const clientId = get(`REWARDS_${prefix}_CLIENT_ID`);
+  const clientSecret = get(`REWARDS_${prefix}_CLIENT_SECRET`);
+  if (!clientId) problems.push(`REWARDS_${prefix}_CLIENT_ID is required when REWARDS_${prefix}_BASE_URL is set`);
+  if (!clientSecret) {
+    problems.push(`REWARDS_${prefix}_CLIENT_SECRET is required when REWARDS_${prefix}_BASE_URL is set`);
+  }
+  const pkce = parseBoolVar(get(`REWARDS_${prefix}_PKCE`), pkceDefault, `REWARDS_${prefix}_PKCE`, problems);
+  return {
+    name,
+    baseUrl: parseUrlVar(baseUrl, `REWARDS_${prefix}_BASE_URL`, problems),
+    clientId: clientId ?? '',
+    clientSecret: clientSecret ?? '',
+    embedded: false,
+    pkce,
+  };
+}
+
+function parseIntVar(
+  raw: string | undefined,
+  fallback: number,
+  name: string,
+  min: number,
+  max: number,
+  problems: string[],
+): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    problems.push(`${name} must be a whole number from ${min} to ${max} (got "${raw}")`);
+    return fallback;
+  }
+  return Number(raw);
+}
+
+function parseBoolVar(raw: string | undefined, fallback: boolean, name: string, problems: string[]): boolean {
+  if (raw === undefined) return fallback;
+  const v = raw.toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  problems.push(`${name} must be true or false (got "${raw}")`);
+  return fallback;
+}
+
+function parseUrlVar(raw: string, name: string, problems: string[]): string {
+  try {
+    const url = new URL(raw);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('protocol');
+    if (url.search || url.hash) throw new Error('query');
+    return url.toString().replace(/\/+$/, '');
+  } catch {
+    problems.push(`${name} must be an absolute http(s) URL without query or fragment (got "${raw}")`);
+    return raw;
+  }
+}
+
+/** `VAULT_KEYS=k2:<base64 32 bytes>,k1:<base64 32 bytes>` — the first encrypts, all decrypt. */
+export function parseVaultKeys(raw: string, problems: string[]): VaultKey[] {
+  const keys: VaultKey[] = [];
+  for (const [index, entry] of raw.split(',').map((e) => e.trim()).entries()) {
+    const sep = entry.indexOf(':');
+    const id = sep > 0 ? entry.slice(0, sep) : '';
+    if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) {
+      problems.push(`VAULT_KEYS entry ${index + 1} must look like <id>:<base64 key> with an id of [A-Za-z0-9_-]{1,32}`);
+      continue;
+    }
+    const key = Buffer.from(entry.slice(sep + 1), 'base64');
+    if (key.length !== 32) {
+      problems.push(`VAULT_KEYS key "${id}" must be 32 bytes, base64-encoded (got ${key.length} bytes)`);
+      continue;
+    }
+    if (keys.some((k) => k.id === id)) {
+      problems.push(`VAULT_KEYS key id "${id}" appears twice`);
+      continue;
+    }
+    keys.push({ id, key });
+  }
+  return keys;
+}

@@ -1,0 +1,18 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import { dataSourceOptions } from './data-source';
+
+@Module({
+  imports: [
+    TypeOrmModule.forRootAsync({
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => {
+        if (!config.databaseUrl) throw new Error('databaseUrl must be resolved before the app starts');
+        return { ...dataSourceOptions(config.databaseUrl, config.databasePoolSize), retryAttempts: 3, retryDelay: 1000 };
+      },
+    }),
+  ],
+})
+export class DatabaseModule {}

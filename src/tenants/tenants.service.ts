@@ -1,0 +1,66 @@
+import { HttpStatus, Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { AppError, NotFoundError } from '../common/app-error';
+import { TenantEntity } from './entities/tenant.entity';
+import type { CreateTenantDto, TenantResponse, UpdateTenantDto } from './dto/tenant.dto';
+
+export class TenantNotFoundError extends NotFoundError {
+  constructor(id: string) {
+    super('tenant_not_found', `No tenant ${JSON.stringify(id)}.`);
+  }
+}
+
+@Injectable()
+export class TenantsService {
+  constructor(@InjectRepository(TenantEntity) private readonly tenants: Repository<TenantEntity>) {}
+
+  async create(dto: CreateTenantDto): Promise<TenantResponse> {
+    const inserted = await this.tenants
+      .createQueryBuilder()
+      .insert()
+      .values({
+        id: dto.id,
+        name: dto.name,
+        returnUrls: dto.return_urls ?? [],
+        defaultFundingSourceId: dto.default_funding_source_id ?? null,
+      })
+      .orIgnore()
+      .returning('*')
+      .execute();
+    if ((inserted.raw as unknown[]).length === 0) {
+      throw new AppError(HttpStatus.CONFLICT, 'tenant_exists', `A tenant with id ${JSON.stringify(dto.id)} already exists.`, [
+        { field: 'id', reason: 'already taken' },
+      ]);
+    }
+    return this.get(dto.id);
+  }
+
+  async get(id: string): Promise<TenantResponse> {
+    return toResponse(await this.require(id));
+  }
+
+  async update(id: string, dto: UpdateTenantDto): Promise<TenantResponse> {
+    const tenant = await this.require(id);
+    if (dto.name !== undefined) tenant.name = dto.name;
+    if (dto.return_urls !== undefined) tenant.returnUrls = dto.return_urls;
+    if (dto.default_funding_source_id !== undefined) tenant.defaultFundingSourceId = dto.default_funding_source_id;
+    return toResponse(await this.tenants.save(tenant));
+  }
+
+  async require(id: string): Promise<TenantEntity> {
+    const tenant = await this.tenants.findOne({ where: { id } });
+    if (!tenant) throw new TenantNotFoundError(id);
+    return tenant;
+  }
+}
+
+function toResponse(t: TenantEntity): TenantResponse {
+  return {
+    id: t.id,
+    name: t.name,
+    return_urls: t.returnUrls,
+    default_funding_source_id: t.defaultFundingSourceId,
+    created_at: t.createdAt.toISOString(),
+  };
+}

