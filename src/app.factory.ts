@@ -12,6 +12,7 @@ import { AppModule } from './app.module';
 import { AppError } from './common/app-error';
 import { toErrorResponse } from './common/http-exception.filter';
 import { createValidationPipe } from './common/validation';
+import { createSandbox } from './sandbox/sandbox.app';
 
 export const BODY_LIMIT = '1mb';
 
@@ -34,6 +35,7 @@ export async function createApp(config: AppConfig, options: AppModuleOptions = {
 
 function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   const errorLogger = new NestLogger('Http');
+  if (config.mountSandbox) mountSandbox(app, config);
   // JSON bodies only on the gateway's own API; the sandbox (mounted later under /sandbox) parses its own.
   app.use('/v1', requireJsonContentType);
   app.use('/v1', express.json({ limit: BODY_LIMIT, strict: true }));
@@ -44,6 +46,24 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   });
   app.useGlobalPipes(createValidationPipe());
   setupOpenApi(app, config);
+}
+
+/** The built-in rewards-service emulator under /sandbox, with the gateway's callback pre-registered. */
+function mountSandbox(app: NestExpressApplication, config: AppConfig): void {
+  const env = config.rewards.sandbox;
+  if (!env) return;
+  const sandbox = createSandbox({
+    clients: [
+      {
+        clientId: env.clientId,
+        clientSecret: env.clientSecret,
+        redirectUris: [`${config.publicBaseUrl}/oauth/callback`],
+        name: 'Rewards Gateway',
+      },
+    ],
+    control: config.sandboxControl,
+  });
+  app.use('/sandbox', sandbox.app);
 }
 
 /** A body sent with anything but JSON is refused with 415, instead of being silently ignored. */
