@@ -1,4 +1,5 @@
 import { TenantsAndApiKeys1700000000000 } from './1700000000000-tenants-and-api-keys';
+import { ConnectionsAndVault1700000001000 } from './1700000001000-connections-and-vault';
 
 /** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
-export const MIGRATIONS = [TenantsAndApiKeys1700000000000];
+export const MIGRATIONS = [TenantsAndApiKeys1700000000000, ConnectionsAndVault1700000001000];

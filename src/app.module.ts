@@ -33,7 +33,7 @@ export class AppModule {
         TenantsModule,
         RewardsApiModule,
         TokenVaultModule,
-        ConnectionsModule,
+        ConnectionsModule.forRoot(config),
         FieldsCacheModule,
         RewardDispatchModule,
         OpsModule,

@@ -176,6 +176,12 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
         }
       }
     }
-    expect(publicRoutes.sort()).toEqual(['HealthController.live', 'HealthController.ready']);
+    expect(publicRoutes.sort()).toEqual([
+      'ConnectFlowController.authorize',
+      'ConnectFlowController.callback',
+      'ConnectFlowController.page',
+      'HealthController.live',
+      'HealthController.ready',
+    ]);
   });
 });

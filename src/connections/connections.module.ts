@@ -1,5 +1,26 @@
-import { Module } from '@nestjs/common';
+import { Module, type Provider } from '@nestjs/common';
+import { PassportModule } from '@nestjs/passport';
+import type { AppConfig } from '../config/app-config';
+import { TenantsModule } from '../tenants/tenants.module';
+import { TokenVaultModule } from '../token-vault/token-vault.module';
+import { ConnectFlowController } from './connect-flow.controller';
+import { ConnectionsController } from './connections.controller';
+import { ConnectionsService } from './connections.service';
+import { ProductionOAuthStrategy, SandboxOAuthStrategy } from './rewards-oauth.strategies';
 
-/** Connections: connect sessions, the OAuth authorization-code flow, the callback, the connection state machine and the connect page. Filled by its own issue; empty until then. */
+/** Connect sessions, the OAuth authorization-code flow (passport-oauth2, one strategy per environment), the callback. */
 @Module({})
-export class ConnectionsModule {}
+export class ConnectionsModule {
+  static forRoot(config: AppConfig) {
+    const strategies: Provider[] = [];
+    if (config.rewards.sandbox) strategies.push(SandboxOAuthStrategy);
+    if (config.rewards.production) strategies.push(ProductionOAuthStrategy);
+    return {
+      module: ConnectionsModule,
+      imports: [PassportModule.register({ session: false }), TenantsModule, TokenVaultModule],
+      controllers: [ConnectionsController, ConnectFlowController],
+      providers: [ConnectionsService, ...strategies],
+      exports: [ConnectionsService],
+    };
+  }
+}

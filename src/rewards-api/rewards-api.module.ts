@@ -1,5 +1,7 @@
-import { Module } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
+import { RewardsApiClient } from './rewards-api.client';
 
-/** RewardsApi: the typed HTTP client of the rewards service (/oauth/token, /api/v2/...), error mapping and timeouts. Filled by its own issue; empty until then. */
-@Module({})
+/** The typed HTTP client of the rewards service (/oauth/token, /api/v2/...), error mapping and timeouts. */
+@Global()
+@Module({ providers: [RewardsApiClient], exports: [RewardsApiClient] })
 export class RewardsApiModule {}

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
+import { AccessTokenProvider } from './access-token.provider';
 
-/** TokenVault: encrypted grant storage and the AccessTokenProvider with the cross-process refresh lock. Filled by its own issue; empty until then. */
-@Module({})
+/** Encrypted grant storage and the AccessTokenProvider with the cross-process refresh lock. */
+@Module({ providers: [AccessTokenProvider], exports: [AccessTokenProvider] })
 export class TokenVaultModule {}

@@ -1,0 +1,157 @@
+import { Controller, Get, Inject, Logger, Param, Req, Res } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Request, Response } from 'express';
+import { randomBytes } from 'node:crypto';
+import passport from 'passport';
+import type { DataSource } from 'typeorm';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import { Public } from '../tenants/auth/auth.decorators';
+import { VaultCipher } from '../token-vault/vault-cipher';
+import { connectLandingPage, connectPage } from './connect-pages';
+import type { ConnectSession } from './connections.service';
+import { ConnectionsService } from './connections.service';
+import type { ConnectRequest } from './oauth-state.store';
+import { BROWSER_COOKIE, PgStateStore, STATE_TTL_MS } from './oauth-state.store';
+import type { OAuthResult } from './rewards-oauth.strategies';
+import { strategyName } from './rewards-oauth.strategies';
+
+const TOKEN_EXCHANGE_TIMEOUT_MS = 15_000;
+
+const MESSAGES: Record<string, string> = {
+  access_denied: 'You did not approve the connection, so nothing was connected. You can try again at any time.',
+  state_invalid: 'This sign-in response is not one we started. Start again from the platform.',
+  state_missing: 'The sign-in response is incomplete. Start again from the platform.',
+  state_expired: 'The sign-in took too long and expired. Start again from the platform.',
+  state_replayed: 'This sign-in response was already used. Start again from the platform.',
+  browser_mismatch: 'The sign-in was finished in another browser than the one that started it. Start again in one browser.',
+  missing_code: 'The rewards service sent no authorization code. Start again from the platform.',
+  token_exchange_failed: 'The rewards service did not accept the sign-in. Start again; if it keeps failing, contact support.',
+  token_exchange_timeout: 'The rewards service did not answer in time. Start again in a moment.',
+  provider_error: 'The rewards service reported an error. Start again; if it keeps failing, contact support.',
+  session_used: 'This connect link was already used. Ask the platform for a new one.',
+};
+
+/** The browser side of connecting: the hosted page, the redirect to the rewards service, and the callback. */
+@ApiExcludeController()
+@Controller()
+export class ConnectFlowController {
+  private readonly logger = new Logger(ConnectFlowController.name);
+  private readonly states: PgStateStore;
+
+  constructor(
+    private readonly connections: ConnectionsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() db: DataSource,
+  ) {
+    this.states = new PgStateStore(db, new VaultCipher(config.vaultKeys));
+  }
+
+  @Get('connect/:token')
+  @Public()
+  async page(@Param('token') token: string, @Res() res: Response): Promise<void> {
+    const session = await this.connections.sessionByToken(token);
+    if (typeof session === 'string') return this.linkProblem(res, session);
+    res.type('html').send(connectLandingPage(session.tenant_name, session.environment, session.scopes, `${token}/authorize`));
+  }
+
+  @Get('connect/:token/authorize')
+  @Public()
+  async authorize(@Param('token') token: string, @Req() req: ConnectRequest, @Res() res: Response): Promise<void> {
+    const session = await this.connections.sessionByToken(token);
+    if (typeof session === 'string') return this.linkProblem(res, session);
+    const binding = randomBytes(32).toString('base64url');
+    res.cookie(BROWSER_COOKIE, binding, {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: this.config.publicBaseUrl.startsWith('https:'),
+      path: '/oauth/callback',
+      maxAge: STATE_TTL_MS,
+    });
+    req.connectSessionId = session.id;
+    req.browserBinding = binding;
+    passport.authenticate(strategyName(session.environment), { session: false, scope: session.scopes })(req, res, (error: unknown) => {
+      this.logger.error({ err: String(error) }, 'could not start the authorization');
+      this.result(res, null, 'provider_error');
+    });
+  }
+
+  @Get('oauth/callback')
+  @Public()
+  async callback(@Req() req: ConnectRequest, @Res() res: Response): Promise<void> {
+    res.clearCookie(BROWSER_COOKIE, { path: '/oauth/callback' });
+    const sessionId = await this.states.peekSession(req.query.state);
+    const session = sessionId ? await this.connections.sessionById(sessionId) : null;
+    if (!session) return this.result(res, null, 'state_invalid');
+    if (req.query.error !== undefined || req.query.code === undefined) {
+      const consumed = await this.states.consume(req, req.query.state);
+      const reason = 'failure' in consumed ? consumed.failure : req.query.error === 'access_denied' ? 'access_denied' : req.query.error ? 'provider_error' : 'missing_code';
+      return this.finish(res, session, reason);
+    }
+    let outcome: { user: OAuthResult | false; info?: { message?: string } };
+    try {
+      outcome = await this.exchange(req, res, session);
+    } catch (error) {
+      const timedOut = error instanceof Error && error.message === 'timeout';
+      this.logger.warn({ sessionId: session.id, reason: timedOut ? 'timeout' : (error as { name?: string })?.name }, 'token exchange failed');
+      return this.finish(res, session, timedOut ? 'token_exchange_timeout' : 'token_exchange_failed');
+    }
+    if (!outcome.user) return this.finish(res, session, outcome.info?.message ?? 'state_invalid');
+    const connectionId = await this.connections.completeConnection(session, outcome.user);
+    if (!connectionId) return this.finish(res, session, 'session_used');
+    return this.finish(res, session, 'connected');
+  }
+
+  /** Runs passport-oauth2 on the callback: state check (consumes it), code exchange with the PKCE verifier. */
+  private exchange(req: Request, res: Response, session: ConnectSession): Promise<{ user: OAuthResult | false; info?: { message?: string } }> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('timeout')), TOKEN_EXCHANGE_TIMEOUT_MS);
+      passport.authenticate(strategyName(session.environment), { session: false }, (error: unknown, user: OAuthResult | false, info?: { message?: string }) => {
+        clearTimeout(timer);
+        if (error) reject(error instanceof Error ? error : new Error('token_exchange_failed'));
+        else resolve({ user, info });
+      })(req, res, (error: unknown) => {
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error('token_exchange_failed'));
+      });
+    });
+  }
+
+  private async finish(res: Response, session: ConnectSession, outcome: string): Promise<void> {
+    if (outcome !== 'connected') await this.connections.recordOutcome(session.id, outcome);
+    if (session.return_url) {
+      const url = new URL(session.return_url);
+      url.searchParams.set('status', outcome === 'connected' ? 'connected' : 'error');
+      if (outcome !== 'connected') url.searchParams.set('error', outcome);
+      res.redirect(302, url.toString());
+      return;
+    }
+    this.result(res, session, outcome);
+  }
+
+  private result(res: Response, session: ConnectSession | null, outcome: string): void {
+    if (outcome === 'connected' && session) {
+      res.type('html').send(
+        connectPage('Rewards account connected', `%TITLE%<p><strong>${escape(session.tenant_name)}</strong> can now send rewards through your rewards account (${escape(session.environment)}).</p><p class="muted">You can close this window.</p>`, 'ok'),
+      );
+      return;
+    }
+    const status = outcome === 'access_denied' ? 200 : 400;
+    const title = outcome === 'access_denied' ? 'Connection not approved' : 'The connection did not complete';
+    res.status(status).type('html').send(connectPage(title, `%TITLE%<p id="reason" data-reason="${escape(outcome)}">${escape(MESSAGES[outcome] ?? MESSAGES.provider_error)}</p>`, 'error'));
+  }
+
+  private linkProblem(res: Response, problem: 'unknown' | 'expired' | 'used'): void {
+    const text = {
+      unknown: 'This connect link is not valid. Ask the platform for a new one.',
+      expired: 'This connect link has expired. Ask the platform for a new one.',
+      used: 'This connect link was already used. Ask the platform for a new one.',
+    }[problem];
+    res.status(problem === 'unknown' ? 404 : 410).type('html').send(connectPage('Connect link unavailable', `%TITLE%<p id="reason" data-reason="link_${problem}">${text}</p>`, 'error'));
+  }
+}
+
+function escape(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+}

@@ -1,0 +1,197 @@
+import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { createHash, randomBytes } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { AppError } from '../common/app-error';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig, RewardsEnvironment } from '../config/app-config';
+import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
+import { AccessTokenProvider } from '../token-vault/access-token.provider';
+import { ConnectionNotFoundError } from '../token-vault/token-vault.errors';
+import { VaultCipher } from '../token-vault/vault-cipher';
+import { TenantsService } from '../tenants/tenants.service';
+import type { ConnectionResponse, ConnectSessionResponse, CreateConnectSessionDto } from './dto/connection.dto';
+import type { OAuthResult } from './rewards-oauth.strategies';
+
+export const CONNECT_SESSION_TTL_MS = 15 * 60_000;
+
+export interface ConnectSession {
+  id: string;
+  tenant_id: string;
+  tenant_name: string;
+  environment: RewardsEnvironment;
+  scopes: string[];
+  return_url: string | null;
+  expires_at: Date;
+  consumed_at: Date | null;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+@Injectable()
+export class ConnectionsService {
+  private readonly logger = new Logger(ConnectionsService.name);
+  private readonly vault: VaultCipher;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly tenants: TenantsService,
+    private readonly tokens: AccessTokenProvider,
+  ) {
+    this.vault = new VaultCipher(config.vaultKeys);
+  }
+
+  resolveEnvironment(requested?: string): RewardsEnvironment {
+    const environment = (requested ?? this.config.defaultEnvironment) as RewardsEnvironment;
+    if (!this.config.rewards[environment]) {
+      throw new AppError(HttpStatus.UNPROCESSABLE_ENTITY, 'environment_not_configured', `The ${environment} environment is not configured on this gateway.`, [
+        { field: 'environment', reason: `configured: ${Object.keys(this.config.rewards).join(', ')}` },
+      ]);
+    }
+    return environment;
+  }
+
+  async createSession(tenantId: string, dto: CreateConnectSessionDto): Promise<ConnectSessionResponse> {
+    const tenant = await this.tenants.require(tenantId);
+    const environment = this.resolveEnvironment(dto.environment);
+    if (dto.return_url !== undefined && !tenant.returnUrls.includes(dto.return_url)) {
+      throw new AppError(HttpStatus.UNPROCESSABLE_ENTITY, 'return_url_not_allowed', 'return_url is not on the tenant’s allow-list (return_urls).', [
+        { field: 'return_url', reason: `allowed: ${tenant.returnUrls.join(', ') || 'none configured'}` },
+      ]);
+    }
+    const token = randomBytes(32).toString('base64url');
+    const scopes = [...new Set(dto.scopes ?? ['default'])];
+    const [row] = (await this.db.query(
+      `INSERT INTO connect_sessions (tenant_id, environment, token_hash, scopes, return_url, expires_at)
+       VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6::float8 / 1000)) RETURNING id, expires_at`,
+      [tenantId, environment, sha256(token), scopes, dto.return_url ?? null, CONNECT_SESSION_TTL_MS],
+    )) as { id: string; expires_at: Date }[];
+    return { id: row.id, connect_url: `${this.config.publicBaseUrl}/connect/${token}`, expires_at: row.expires_at.toISOString(), environment, scopes };
+  }
+
+  /** The session behind a connect link, or why it cannot be used. */
+  async sessionByToken(token: string): Promise<ConnectSession | 'unknown' | 'expired' | 'used'> {
+    if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return 'unknown';
+    const rows = (await this.db.query(
+      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.token_hash = $1`,
+      [sha256(token)],
+    )) as ConnectSession[];
+    const session = rows[0];
+    if (!session) return 'unknown';
+    if (session.consumed_at) return 'used';
+    if (session.expires_at.getTime() < Date.now()) return 'expired';
+    return session;
+  }
+
+  async sessionById(id: string): Promise<ConnectSession | null> {
+    const rows = (await this.db.query(
+      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.id = $1`,
+      [id],
+    )) as ConnectSession[];
+    return rows[0] ?? null;
+  }
+
+  async recordOutcome(sessionId: string, outcome: string): Promise<void> {
+    await this.db.query(`UPDATE connect_sessions SET outcome = $2 WHERE id = $1 AND consumed_at IS NULL`, [sessionId, outcome]);
+  }
+
+  /**
+   * Stores a new grant and makes the connection active, in one transaction: the previous live connection of the
+   * tenant and environment is disconnected (grant deleted), the session consumed (once), an event recorded.
+   * Returns null when the session was already used (a second callback for it): nothing is stored then.
+   */
+  async completeConnection(session: ConnectSession, result: OAuthResult): Promise<string | null> {
+    const tokens = normaliseTokenResponse({ ...result.params, access_token: result.accessToken, refresh_token: result.refreshToken });
+    if (!tokens.refreshToken) throw new Error('the token response carried no refresh_token');
+    return this.db.transaction(async (tx) => {
+      const consumed = (await tx.query(`UPDATE connect_sessions SET consumed_at = now() WHERE id = $1 AND consumed_at IS NULL RETURNING id`, [session.id])) as [unknown[], number];
+      if (consumed[0].length === 0) return null;
+      const [previous] = (await tx.query(
+        `UPDATE connections SET status = 'disconnected', disconnected_at = now(), updated_at = now()
+          WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected' RETURNING id`,
+        [session.tenant_id, session.environment],
+      )) as [{ id: string }[], number];
+      for (const old of previous) {
+        await tx.query(`DELETE FROM grants WHERE connection_id = $1`, [old.id]);
+        await tx.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'replaced', '{}')`, [old.id]);
+        this.tokens.evict(old.id);
+      }
+      const [connection] = (await tx.query(
+        `INSERT INTO connections (tenant_id, environment, status, scopes, access_expires_at, last_refreshed_at)
+         VALUES ($1, $2, 'active', $3, $4, now()) RETURNING id`,
+        [session.tenant_id, session.environment, tokens.scope ? tokens.scope.split(' ') : session.scopes, tokens.expiresAt],
+      )) as { id: string }[];
+      await tx.query(
+        `INSERT INTO grants (connection_id, access_token_enc, refresh_token_enc, token_type, scope, issued_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [
+          connection.id,
+          this.vault.encrypt(tokens.accessToken, `${connection.id}/access`),
+          this.vault.encrypt(tokens.refreshToken as string, `${connection.id}/refresh`),
+          tokens.tokenType,
+          tokens.scope,
+          tokens.issuedAt,
+          tokens.expiresAt,
+        ],
+      );
+      await tx.query(`UPDATE connect_sessions SET outcome = 'connected', connection_id = $2 WHERE id = $1`, [session.id, connection.id]);
+      await tx.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'connected', $2)`, [
+        connection.id,
+        { scopes: tokens.scope, replaced: previous.map((p) => p.id) },
+      ]);
+      this.logger.log({ tenantId: session.tenant_id, connectionId: connection.id, environment: session.environment }, 'connection active');
+      return connection.id;
+    });
+  }
+
+  async getConnection(tenantId: string, environment?: string): Promise<ConnectionResponse> {
+    await this.tenants.require(tenantId);
+    const env = this.resolveEnvironment(environment);
+    const rows = (await this.db.query(
+      `SELECT * FROM connections WHERE tenant_id = $1 AND environment = $2 ORDER BY (status <> 'disconnected') DESC, connected_at DESC LIMIT 1`,
+      [tenantId, env],
+    )) as Record<string, unknown>[];
+    if (!rows[0]) throw new ConnectionNotFoundError(env);
+    return toResponse(rows[0]);
+  }
+
+  async disconnect(tenantId: string, environment?: string): Promise<ConnectionResponse> {
+    await this.tenants.require(tenantId);
+    const env = this.resolveEnvironment(environment);
+    return this.db.transaction(async (tx) => {
+      const [rows] = (await tx.query(
+        `UPDATE connections SET status = 'disconnected', disconnected_at = now(), updated_at = now()
+          WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected' RETURNING *`,
+        [tenantId, env],
+      )) as [Record<string, unknown>[], number];
+      if (!rows[0]) throw new ConnectionNotFoundError(env);
+      await tx.query(`DELETE FROM grants WHERE connection_id = $1`, [rows[0].id]);
+      await tx.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'disconnected', '{}')`, [rows[0].id]);
+      this.tokens.evict(rows[0].id as string);
+      return toResponse(rows[0]);
+    });
+  }
+}
+
+const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : null);
+
+function toResponse(row: Record<string, unknown>): ConnectionResponse {
+  return {
+    id: row.id as string,
+    tenant_id: row.tenant_id as string,
+    environment: row.environment as RewardsEnvironment,
+    status: row.status as ConnectionResponse['status'],
+    scopes: row.scopes as string[],
+    connected_at: iso(row.connected_at) as string,
+    disconnected_at: iso(row.disconnected_at),
+    last_refreshed_at: iso(row.last_refreshed_at),
+    access_expires_at: iso(row.access_expires_at),
+    last_used_at: iso(row.last_used_at),
+    last_error: row.last_error_code
+      ? { code: row.last_error_code as string, message: row.last_error_message as string, at: iso(row.last_error_at) as string }
+      : null,
+    consecutive_failures: row.consecutive_failures as number,
+    refresh_count: row.refresh_count as number,
+  };
+}

@@ -1,0 +1,130 @@
+import { Injectable } from '@nestjs/common';
+import type { RewardsEnvironmentConfig } from '../config/app-config';
+import { RewardsApiError } from './rewards-api.errors';
+
+/** A token response, normalised. `refreshToken` is absent when the service did not rotate it. */
+export interface TokenSet {
+  accessToken: string;
+  refreshToken?: string;
+  tokenType: string;
+  scope: string;
+  /** `created_at` of the response, or the local receipt time when it is missing or in the future. */
+  issuedAt: Date;
+  expiresAt: Date;
+}
+
+export interface ApiResponse<T = unknown> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export const TOKEN_CALL_TIMEOUT_MS = 10_000;
+export const API_CALL_TIMEOUT_MS = 15_000;
+
+/** Turns a raw token response into a TokenSet; expiry is `created_at + expires_in` (spec §5). */
+export function normaliseTokenResponse(raw: Record<string, unknown>, receivedAt = Date.now()): TokenSet {
+  if (typeof raw.access_token !== 'string' || !raw.access_token) {
+    throw new RewardsApiError('transient', 'token response without access_token', 200);
+  }
+  const expiresIn = typeof raw.expires_in === 'number' && raw.expires_in > 0 ? raw.expires_in : 3600;
+  const createdAtMs = typeof raw.created_at === 'number' ? raw.created_at * 1000 : NaN;
+  // A created_at in the future (clock skew) or missing: trust our own clock instead.
+  const issuedMs = Number.isFinite(createdAtMs) && createdAtMs <= receivedAt + 1000 ? createdAtMs : receivedAt;
+  return {
+    accessToken: raw.access_token,
+    refreshToken: typeof raw.refresh_token === 'string' && raw.refresh_token ? raw.refresh_token : undefined,
+    tokenType: typeof raw.token_type === 'string' ? raw.token_type : 'Bearer',
+    scope: typeof raw.scope === 'string' ? raw.scope : '',
+    issuedAt: new Date(issuedMs),
+    expiresAt: new Date(issuedMs + expiresIn * 1000),
+  };
+}
+
+/**
+ * The typed HTTP client of the rewards service: `/oauth/token` and `/api/v2/...`. Knows nothing of tenants.
+ * Every call has a timeout; failures are classified (RewardsApiError.kind) so callers never guess.
+ */
+@Injectable()
+export class RewardsApiClient {
+  async refreshToken(env: RewardsEnvironmentConfig, refreshToken: string, timeoutMs = TOKEN_CALL_TIMEOUT_MS): Promise<TokenSet> {
+    const body = new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: env.clientId,
+      client_secret: env.clientSecret,
+    });
+    const res = await this.send(`${env.baseUrl}/oauth/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
+      body,
+    }, timeoutMs);
+    const json = (await readJson(res)) as Record<string, unknown>;
+    if (res.status === 200) return normaliseTokenResponse(json);
+    const error = typeof json.error === 'string' ? json.error : `http_${res.status}`;
+    if (res.status === 400 && error === 'invalid_grant') {
+      throw new RewardsApiError('invalid_grant', 'the rewards service rejected the refresh token (used or revoked)', 400, { error });
+    }
+    if (error === 'invalid_client' || res.status === 401) {
+      throw new RewardsApiError('invalid_client', 'the rewards service rejected the client credentials', res.status, { error });
+    }
+    if (res.status === 429 || res.status >= 500) {
+      throw new RewardsApiError('transient', `token endpoint answered ${res.status}`, res.status, { error }, retryAfter(res));
+    }
+    throw new RewardsApiError('rejected', `token endpoint answered ${res.status} ${error}`, res.status, { error });
+  }
+
+  /** An `/api/v2` call with a bearer token. Returns 2xx answers; throws a classified RewardsApiError otherwise. */
+  async call<T>(
+    env: RewardsEnvironmentConfig,
+    accessToken: string,
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    timeoutMs = API_CALL_TIMEOUT_MS,
+  ): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${accessToken}`, Accept: 'application/json' };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const res = await this.send(`${env.baseUrl}/api/v2${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, timeoutMs);
+    const json = await readJson(res);
+    if (res.status >= 200 && res.status < 300) return { status: res.status, body: json as T, headers: res.headers };
+    const message = messageOf(json) ?? `rewards service answered ${res.status}`;
+    if (res.status === 401) throw new RewardsApiError('unauthorized', message, 401, json);
+    if (res.status === 429 || res.status >= 500) throw new RewardsApiError('transient', message, res.status, json, retryAfter(res));
+    throw new RewardsApiError('rejected', message, res.status, json);
+  }
+
+  private async send(url: string, init: RequestInit, timeoutMs: number): Promise<Response> {
+    try {
+      return await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    } catch (error) {
+      const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
+      // Either way the request may have reached the service: its outcome is unknown.
+      throw new RewardsApiError('transient', timedOut ? `no answer within ${timeoutMs} ms` : 'network error reaching the rewards service', null, null, null, true);
+    }
+  }
+}
+
+async function readJson(res: Response): Promise<unknown> {
+  const text = await res.text().catch(() => '');
+  if (!text) return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { raw: text.slice(0, 500) };
+  }
+}
+
+function messageOf(json: unknown): string | undefined {
+  const errors = (json as { errors?: { message?: unknown } })?.errors;
+  return typeof errors?.message === 'string' ? errors.message : undefined;
+}
+
+function retryAfter(res: Response): number | null {
+  const header = res.headers.get('retry-after');
+  if (!header) return null;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds);
+  const date = Date.parse(header);
+  return Number.isFinite(date) ? Math.max(0, Math.ceil((date - Date.now()) / 1000)) : null;
+}

@@ -1,0 +1,308 @@
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Pool, type PoolClient } from 'pg';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig, RewardsEnvironment } from '../config/app-config';
+import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewards-api/rewards-api.client';
+import { RewardsApiError } from '../rewards-api/rewards-api.errors';
+import { VaultCipher } from './vault-cipher';
+import {
+  ConnectionNotActiveError,
+  ConnectionNotFoundError,
+  RefreshBackoffError,
+  RefreshFailedError,
+  RefreshLockTimeoutError,
+} from './token-vault.errors';
+
+/** Refresh this long before expiry, but never more than a tenth of the token's lifetime (a 2 s token is used). */
+export const REFRESH_SKEW_MS = 30_000;
+export const REFRESH_SKEW_FRACTION = 0.1;
+/** How long a caller waits for another instance's refresh lock before `refresh_lock_timeout`. */
+export const LOCK_TIMEOUT_MS = 5_000;
+/** Cooldown after transient refresh failures: 2 s, 4 s, 8 s … capped at 5 min. */
+export const BACKOFF_BASE_MS = 2_000;
+export const BACKOFF_MAX_MS = 300_000;
+/** Consecutive transient failures after which the connection shows `error`. */
+export const ERROR_THRESHOLD = 3;
+/** Lock transactions get their own small pool, so refreshes of many connections cannot starve other queries. */
+export const REFRESH_POOL_SIZE = 8;
+
+export interface AccessToken {
+  token: string;
+  generation: number;
+  expiresAt: number;
+  environment: RewardsEnvironment;
+}
+
+interface GrantRow {
+  connection_id: string;
+  environment: RewardsEnvironment;
+  status: string;
+  backoff_until: Date | null;
+  access_token_enc: string;
+  refresh_token_enc: string;
+  generation: number;
+  issued_at: Date;
+  expires_at: Date;
+}
+
+const GRANT_SELECT = `
+  SELECT g.connection_id, c.environment, c.status, c.backoff_until, g.access_token_enc, g.refresh_token_enc,
+         g.generation, g.issued_at, g.expires_at
+    FROM grants g JOIN connections c ON c.id = g.connection_id
+   WHERE g.connection_id = $1`;
+
+export function usableUntil(issuedAt: number, expiresAt: number): number {
+  const skew = Math.min(REFRESH_SKEW_MS, (expiresAt - issuedAt) * REFRESH_SKEW_FRACTION);
+  return expiresAt - skew;
+}
+
+/**
+ * The only way any module gets a bearer token for a connection.
+ *
+ * Memory cache (no DB round-trip while valid) → in-process single-flight per connection → the grant row read →
+ * when it needs refreshing, `refreshUnderLock`: a row lock held across processes, a re-check after the lock, the
+ * token call, and the rotated pair stored in the same transaction with a compare-and-set on the generation.
+ */
+@Injectable()
+export class AccessTokenProvider implements OnModuleDestroy {
+  private readonly logger = new Logger(AccessTokenProvider.name);
+  private readonly cache = new Map<string, AccessToken>();
+  private readonly inFlight = new Map<string, Promise<AccessToken>>();
+  private readonly pool: Pool;
+  private readonly vault: VaultCipher;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly api: RewardsApiClient,
+  ) {
+    this.vault = new VaultCipher(config.vaultKeys);
+    this.pool = new Pool({
+      connectionString: config.databaseUrl,
+      max: REFRESH_POOL_SIZE,
+      connectionTimeoutMillis: LOCK_TIMEOUT_MS,
+      application_name: 'rewards-gateway-refresh',
+    });
+    this.pool.on('error', (error) => this.logger.warn(`refresh pool: ${error.message}`));
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.pool.end();
+  }
+
+  /** A valid access token for the connection; refreshes (once, cluster-wide) when needed. */
+  async getAccessToken(connectionId: string): Promise<AccessToken> {
+    const cached = this.cache.get(connectionId);
+    if (cached && cached.expiresAt > Date.now()) return cached;
+    return this.singleFlight(connectionId, async () => {
+      const row = await this.readGrant(connectionId);
+      const token = this.usable(row);
+      if (token) return token;
+      return this.refreshUnderLock(connectionId, row.generation, false);
+    });
+  }
+
+  /**
+   * After an upstream 401 with `used`: drop the cached token; if another instance already rotated the grant, use
+   * the new one; otherwise force one refresh (compare-and-set on the generation that failed).
+   */
+  async afterUnauthorized(connectionId: string, used: AccessToken): Promise<AccessToken> {
+    this.cache.delete(connectionId);
+    return this.singleFlight(connectionId, async () => {
+      const row = await this.readGrant(connectionId);
+      if (row.generation > used.generation) {
+        const token = this.usable(row);
+        if (token) return token;
+      }
+      return this.refreshUnderLock(connectionId, row.generation, true);
+    });
+  }
+
+  /** Forces a refresh through the lock (ops). */
+  async forceRefresh(connectionId: string): Promise<AccessToken> {
+    this.cache.delete(connectionId);
+    return this.singleFlight(connectionId, async () => {
+      const row = await this.readGrant(connectionId);
+      return this.refreshUnderLock(connectionId, row.generation, true);
+    });
+  }
+
+  /** Forgets the cached token (disconnect, reconnect). */
+  evict(connectionId: string): void {
+    this.cache.delete(connectionId);
+  }
+
+  private async singleFlight(connectionId: string, work: () => Promise<AccessToken>): Promise<AccessToken> {
+    const running = this.inFlight.get(connectionId);
+    if (running) return running;
+    const promise = work().finally(() => this.inFlight.delete(connectionId));
+    this.inFlight.set(connectionId, promise);
+    return promise;
+  }
+
+  private async readGrant(connectionId: string): Promise<GrantRow> {
+    const { rows } = await this.pool.query<GrantRow>(GRANT_SELECT, [connectionId]);
+    const row = rows[0];
+    if (!row) throw new ConnectionNotFoundError();
+    if (row.status !== 'active' && row.status !== 'error') throw new ConnectionNotActiveError(row.status);
+    return row;
+  }
+
+  /** The row's token if it is still usable, cached; otherwise null. Throws during a refresh cooldown. */
+  private usable(row: GrantRow): AccessToken | null {
+    const issued = row.issued_at.getTime();
+    const until = usableUntil(issued, row.expires_at.getTime());
+    if (until > Date.now()) {
+      const token: AccessToken = {
+        token: this.vault.decrypt(row.access_token_enc, `${row.connection_id}/access`),
+        generation: row.generation,
+        expiresAt: until,
+        environment: row.environment,
+      };
+      this.cache.set(row.connection_id, token);
+      return token;
+    }
+    if (row.backoff_until && row.backoff_until.getTime() > Date.now()) {
+      throw new RefreshBackoffError((row.backoff_until.getTime() - Date.now()) / 1000);
+    }
+    return null;
+  }
+
+  /**
+   * The refresh protocol, whole:
+   * 1. BEGIN; lock the grant row (FOR UPDATE, bounded by lock_timeout) — holds across processes;
+   * 2. re-check: if the generation moved past the one we saw and the token is usable, someone else refreshed: done;
+   * 3. call the token endpoint (timeout below idle_in_transaction_session_timeout);
+   * 4. 200 → store the rotated pair with generation + 1 (compare-and-set), COMMIT;
+   *    invalid_grant → needs_reauth + event, COMMIT; transient → ROLLBACK (keep the old token), count the failure.
+   */
+  private async refreshUnderLock(connectionId: string, generationSeen: number, force: boolean): Promise<AccessToken> {
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch {
+      throw new RefreshLockTimeoutError();
+    }
+    let transient: RewardsApiError | null = null;
+    try {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT_MS}ms'`);
+      let row: GrantRow | undefined;
+      try {
+        row = (await client.query<GrantRow>(`${GRANT_SELECT} FOR UPDATE OF g`, [connectionId])).rows[0];
+      } catch (error) {
+        if ((error as { code?: string }).code === '55P03') throw new RefreshLockTimeoutError(); // lock_not_available
+        throw error;
+      }
+      if (!row) throw new ConnectionNotFoundError();
+      if (row.status !== 'active' && row.status !== 'error') throw new ConnectionNotActiveError(row.status);
+      if (row.generation > generationSeen || !force) {
+        const token = this.usable(row);
+        if (token) {
+          await client.query('COMMIT');
+          return token;
+        }
+      }
+      const env = this.config.rewards[row.environment];
+      if (!env) throw new ConnectionNotActiveError(`configured for ${row.environment}, which this gateway no longer has`);
+      const refreshToken = this.vault.decrypt(row.refresh_token_enc, `${connectionId}/refresh`);
+      let tokens: TokenSet;
+      try {
+        tokens = await this.api.refreshToken(env, refreshToken, TOKEN_CALL_TIMEOUT_MS);
+      } catch (error) {
+        if (error instanceof RewardsApiError && (error.kind === 'invalid_grant' || error.kind === 'invalid_client' || error.kind === 'rejected')) {
+          await this.markNeedsReauth(client, connectionId, error);
+          await client.query('COMMIT');
+          this.cache.delete(connectionId);
+          throw new ConnectionNotActiveError('needs_reauth');
+        }
+        transient = error instanceof RewardsApiError ? error : new RewardsApiError('transient', String(error));
+        throw transient;
+      }
+      const token = await this.storeRotated(client, row, tokens);
+      await client.query('COMMIT');
+      this.cache.set(connectionId, token);
+      return token;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      if (transient) throw await this.recordTransientFailure(connectionId, transient);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async storeRotated(client: PoolClient, row: GrantRow, tokens: TokenSet): Promise<AccessToken> {
+    const id = row.connection_id;
+    // A response without a new refresh token keeps the old one.
+    const refreshEnc = tokens.refreshToken ? this.vault.encrypt(tokens.refreshToken, `${id}/refresh`) : row.refresh_token_enc;
+    const updated = await client.query(
+      `UPDATE grants SET access_token_enc = $2, refresh_token_enc = $3, token_type = $4, scope = $5, issued_at = $6,
+              expires_at = $7, generation = generation + 1, updated_at = now()
+        WHERE connection_id = $1 AND generation = $8`,
+      [id, this.vault.encrypt(tokens.accessToken, `${id}/access`), refreshEnc, tokens.tokenType, tokens.scope, tokens.issuedAt, tokens.expiresAt, row.generation],
+    );
+    // Under the row lock this always matches; the compare-and-set guards against any writer that skipped the lock.
+    if (updated.rowCount !== 1) throw new Error('grant generation moved during a locked refresh');
+    await client.query(
+      `UPDATE connections SET status = 'active', last_refreshed_at = now(), access_expires_at = $2,
+              refresh_count = refresh_count + 1, consecutive_failures = 0, backoff_until = NULL,
+              last_error_code = NULL, last_error_message = NULL, updated_at = now()
+        WHERE id = $1`,
+      [id, tokens.expiresAt],
+    );
+    await client.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'token_refreshed', $2)`, [
+      id,
+      { generation: row.generation + 1, expires_at: tokens.expiresAt.toISOString(), recovered: row.status === 'error' },
+    ]);
+    return {
+      token: tokens.accessToken,
+      generation: row.generation + 1,
+      expiresAt: usableUntil(tokens.issuedAt.getTime(), tokens.expiresAt.getTime()),
+      environment: row.environment,
+    };
+  }
+
+  private async markNeedsReauth(client: PoolClient, connectionId: string, error: RewardsApiError): Promise<void> {
+    const { rows } = await client.query<{ outcome_unknown: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM connection_events WHERE connection_id = $1 AND type = 'refresh_failed'
+                       AND (detail->>'outcome_unknown')::boolean
+                       AND at > coalesce((SELECT max(at) FROM connection_events WHERE connection_id = $1 AND type IN ('token_refreshed', 'connected')), '-infinity')) AS outcome_unknown`,
+      [connectionId],
+    );
+    const afterUnknown = rows[0]?.outcome_unknown === true;
+    const message = afterUnknown
+      ? 'The rewards service rejected the refresh token. An earlier refresh timed out after it was sent and most likely consumed it; the tenant must connect again.'
+      : 'The rewards service rejected the refresh token (used or revoked); the tenant must connect again.';
+    await client.query(
+      `UPDATE connections SET status = 'needs_reauth', last_error_code = $2, last_error_message = $3, last_error_at = now(),
+              backoff_until = NULL, updated_at = now() WHERE id = $1`,
+      [connectionId, error.kind, message],
+    );
+    await client.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'needs_reauth', $2)`, [
+      connectionId,
+      { reason: error.kind, status: error.status, after_unknown_outcome: afterUnknown, message },
+    ]);
+    this.logger.warn({ connectionId, reason: error.kind, afterUnknownOutcome: afterUnknown }, 'connection needs re-authorization');
+  }
+
+  /** Keeps the old token, counts the failure and starts a cooldown; returns the error to throw. */
+  private async recordTransientFailure(connectionId: string, error: RewardsApiError): Promise<RefreshFailedError> {
+    const { rows } = await this.pool.query<{ consecutive_failures: number }>(
+      `UPDATE connections SET consecutive_failures = consecutive_failures + 1, last_error_code = 'refresh_transient',
+              last_error_message = $2, last_error_at = now(),
+              status = CASE WHEN status = 'active' AND consecutive_failures + 1 >= $3 THEN 'error' ELSE status END,
+              backoff_until = now() + make_interval(secs => least($4::float8, $5::float8 * power(2, consecutive_failures)) / 1000),
+              updated_at = now()
+        WHERE id = $1 RETURNING consecutive_failures`,
+      [connectionId, error.message, ERROR_THRESHOLD, BACKOFF_MAX_MS, BACKOFF_BASE_MS],
+    );
+    const failures = rows[0]?.consecutive_failures ?? 1;
+    await this.pool.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'refresh_failed', $2)`, [
+      connectionId,
+      { reason: error.message, status: error.status, outcome_unknown: error.outcomeUnknown, consecutive_failures: failures },
+    ]);
+    this.logger.warn({ connectionId, status: error.status, outcomeUnknown: error.outcomeUnknown, failures }, 'token refresh failed');
+    const backoffMs = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (failures - 1));
+    return new RefreshFailedError(error.outcomeUnknown ? 'no answer from the rewards service' : error.message, backoffMs / 1000);
+  }
+}

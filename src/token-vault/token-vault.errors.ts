@@ -1,0 +1,46 @@
+import { HttpStatus } from '@nestjs/common';
+import { AppError } from '../common/app-error';
+
+export class ConnectionNotActiveError extends AppError {
+  constructor(status: string) {
+    super(HttpStatus.CONFLICT, 'connection_not_active', `The rewards connection is ${status}; the tenant must connect again.`, [
+      { field: 'connection.status', reason: status },
+    ]);
+  }
+}
+
+/** After transient refresh failures the connection cools down: callers get this fast instead of another token call. */
+export class RefreshBackoffError extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super(
+      HttpStatus.SERVICE_UNAVAILABLE,
+      'connection_refresh_backoff',
+      'Refreshing this connection’s token failed recently; retry after the cooldown.',
+      [],
+      { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+    );
+  }
+}
+
+/** Another instance holds the refresh lock for too long. Retryable; says nothing about the credentials. */
+export class RefreshLockTimeoutError extends AppError {
+  constructor() {
+    super(HttpStatus.SERVICE_UNAVAILABLE, 'refresh_lock_timeout', 'The connection’s token is being refreshed elsewhere; retry shortly.', [], {
+      'Retry-After': '1',
+    });
+  }
+}
+
+export class RefreshFailedError extends AppError {
+  constructor(reason: string, retryAfterSeconds: number) {
+    super(HttpStatus.SERVICE_UNAVAILABLE, 'connection_refresh_failed', `Refreshing the connection’s token failed: ${reason}.`, [], {
+      'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))),
+    });
+  }
+}
+
+export class ConnectionNotFoundError extends AppError {
+  constructor(environment?: string) {
+    super(HttpStatus.NOT_FOUND, 'connection_not_found', `The tenant has no rewards connection${environment ? ` for ${environment}` : ''}.`);
+  }
+}
