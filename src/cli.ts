@@ -11,6 +11,7 @@ Commands:
   migration:revert                  revert the last applied migration
   operator-key:create --name NAME   create an operator API key (printed once)
   vault:generate-key [--id ID]      print a new VAULT_KEYS entry (id:base64 of 32 random bytes)
+  vault:rotate                      re-encrypt every grant with the first key of VAULT_KEYS
 
 The database is DATABASE_URL, or the embedded one in DATA_DIR (a running gateway's is reused).`;
 
@@ -67,6 +68,21 @@ async function main(args: string[]): Promise<number> {
     case 'vault:generate-key': {
       const id = option(args, 'id') ?? `k${new Date().toISOString().slice(0, 10).replace(/-/g, '')}`;
       process.stdout.write(`${id}:${randomBytes(32).toString('base64')}\n`);
+      return 0;
+    }
+    case 'vault:rotate': {
+      const result = await withDatabase(async (url) => {
+        const config = loadConfigOrExit();
+        const ds = await new DataSource(dataSourceOptions(url, 2)).initialize();
+        try {
+          const { VaultCipher } = await import('./token-vault/vault-cipher');
+          const { reencryptGrants } = await import('./token-vault/vault-rotation');
+          return await reencryptGrants(ds, new VaultCipher(config.vaultKeys));
+        } finally {
+          await ds.destroy();
+        }
+      });
+      process.stdout.write(`Re-encrypted ${result.rewritten} of ${result.grants} grants with the current key.\n`);
       return 0;
     }
     default:
