@@ -145,6 +145,18 @@ describe('connections: the connect flow against the sandbox over HTTP', () => {
     expect(events.map((e) => e.type)).toEqual(['connected', 'disconnected']);
   });
 
+  it('lets a tenant key create connect sessions and read the connection for its own tenant only', async () => {
+    await createTenant(t, 'self-serve');
+    await createTenant(t, 'neighbour');
+    const key = (await request(t.baseUrl).post('/v1/tenants/self-serve/api-keys').set(op).send({ name: 'platform' }).expect(201)).body.key;
+    const own = { Authorization: `Bearer ${key}` };
+    await request(t.baseUrl).post('/v1/tenants/self-serve/connect-sessions').set(own).send({}).expect(201);
+    await request(t.baseUrl).post('/v1/tenants/neighbour/connect-sessions').set(own).send({}).expect(404);
+    await request(t.baseUrl).get('/v1/tenants/neighbour/connection').set(own).expect(404);
+    const none = await request(t.baseUrl).get('/v1/tenants/self-serve/connection').set(own).expect(404);
+    expect(none.body.error.code).toBe('connection_not_found');
+  });
+
   it('keeps tokens out of the database in plain text, out of responses and out of logs', async () => {
     await createTenant(t, 'secretive');
     await connectTenant(t, 'secretive');

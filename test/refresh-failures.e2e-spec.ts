@@ -95,3 +95,51 @@ describe('refresh failures: transient, unknown outcome, backoff', () => {
     expect((await request(t.baseUrl).get('/v1/tenants/revoked/connection').set(op)).body.status).toBe('needs_reauth');
   });
 });
+
+describe('refresh edge cases: a stalled lock holder, a server that does not rotate', () => {
+  let t: TestApp;
+  let provider: AccessTokenProvider;
+  beforeAll(async () => {
+    t = await startTestApp();
+    provider = t.app.get(AccessTokenProvider);
+    await control(t, '/settings', { access_token_ttl_seconds: 2 });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+  const codeOf = async (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof AppError ? e.code : String(e)));
+
+  it('answers refresh_lock_timeout (retryable) while another instance holds the lock, and never refreshes without it', async () => {
+    await createTenant(t, 'stalled');
+    const id = await connectTenant(t, 'stalled');
+    await new Promise((r) => setTimeout(r, 2_100));
+    const stalled = new Client({ connectionString: t.databaseUrl });
+    await stalled.connect();
+    await stalled.query('BEGIN');
+    await stalled.query('SELECT * FROM grants WHERE connection_id = $1 FOR UPDATE', [id]);
+    const before = (await request(t.baseUrl).get('/sandbox/__control/stats')).body.calls.token;
+    const started = Date.now();
+    expect(await codeOf(provider.getAccessToken(id))).toBe('refresh_lock_timeout');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4_500);
+    expect((await request(t.baseUrl).get('/sandbox/__control/stats')).body.calls.token).toBe(before);
+    await stalled.query('ROLLBACK');
+    await stalled.end();
+    expect(await codeOf(provider.getAccessToken(id))).toBe('ok');
+    const connection = await request(t.baseUrl).get('/v1/tenants/stalled/connection').set(op).expect(200);
+    expect(connection.body).toMatchObject({ status: 'active', consecutive_failures: 0 });
+    expect(connection.body.last_used_at).not.toBeNull();
+  }, 20_000);
+
+  it('keeps the old refresh token when a refresh response carries none', async () => {
+    await createTenant(t, 'nonrotating');
+    const id = await connectTenant(t, 'nonrotating');
+    await control(t, '/settings', { rotate_refresh_tokens: false });
+    for (let i = 0; i < 2; i++) {
+      await new Promise((r) => setTimeout(r, 2_100));
+      expect(await codeOf(provider.getAccessToken(id))).toBe('ok');
+    }
+    await control(t, '/settings', { rotate_refresh_tokens: true });
+    const stats = (await request(t.baseUrl).get('/sandbox/__control/stats')).body;
+    expect(stats.grants.at(-1)).toMatchObject({ refresh_count: 2, revoked: false });
+  }, 20_000);
+});

@@ -74,6 +74,7 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
       s.codeTtlSeconds = body.code_ttl_seconds;
     }
     if (body.auto_approve !== undefined) s.autoApprove = body.auto_approve === true;
+    if (body.rotate_refresh_tokens !== undefined) s.rotateRefreshTokens = body.rotate_refresh_tokens !== false;
     if (body.auto_approve_account_id !== undefined) {
       if (!state.accounts.has(String(body.auto_approve_account_id))) return bad(res, 'unknown account');
       s.autoApproveAccountId = String(body.auto_approve_account_id);
@@ -83,6 +84,7 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
       code_ttl_seconds: s.codeTtlSeconds,
       auto_approve: s.autoApprove,
       auto_approve_account_id: s.autoApproveAccountId,
+      rotate_refresh_tokens: s.rotateRefreshTokens,
     });
   });
 

@@ -238,7 +238,11 @@ function refresh(state: SandboxState, client: SandboxClient, body: Record<string
     state.revokeGrant(grant, 'refresh token reused');
     return tokenError(400, 'invalid_grant', 'refresh token already used; the grant is revoked');
   }
-  record.used = true;
   grant.refreshCount += 1;
+  if (!state.settings.rotateRefreshTokens) {
+    const { refresh_token: _kept, ...withoutRefresh } = state.issueTokens(grant, presented);
+    return withoutRefresh;
+  }
+  record.used = true;
   return state.issueTokens(grant);
 }

@@ -162,6 +162,8 @@ export interface SandboxSettings {
   codeTtlSeconds: number;
   autoApprove: boolean;
   autoApproveAccountId: string;
+  /** False: refresh responses carry no new refresh_token and the old one stays usable (a non-rotating server). */
+  rotateRefreshTokens: boolean;
 }
 
 export class SandboxState {
@@ -204,6 +206,7 @@ export class SandboxState {
       codeTtlSeconds: 120,
       autoApprove: false,
       autoApproveAccountId: DEMO_ACCOUNT_ID,
+      rotateRefreshTokens: true,
       ...this.initialSettings,
     };
     this.clients = new Map(this.initialClients.map((c) => [c.clientId, { ...c }]));
@@ -235,16 +238,16 @@ export class SandboxState {
   }
 
   /** Issues a fresh access/refresh pair on a grant; the previous refresh token stays consumed. */
-  issueTokens(grant: Grant): { access_token: string; token_type: 'Bearer'; expires_in: number; refresh_token: string; scope: string; created_at: number } {
+  issueTokens(grant: Grant, keepRefreshToken?: string): { access_token: string; token_type: 'Bearer'; expires_in: number; refresh_token: string; scope: string; created_at: number } {
     const nowMs = this.now();
     const access = randomId('sbx_at', 24);
-    const refresh = randomId('sbx_rt', 24);
+    const refresh = keepRefreshToken ?? randomId('sbx_rt', 24);
     const ttl = this.settings.accessTokenTtlSeconds;
     // The service's clock has 1-second resolution: created_at is whole seconds and expiry follows from it.
     const createdAt = Math.floor(nowMs / 1000);
     this.accessTokens.set(access, { grantId: grant.id, expiresAtMs: (createdAt + ttl) * 1000 });
     grant.accessTokens.add(access);
-    this.refreshTokens.set(refresh, { grantId: grant.id, used: false });
+    if (!keepRefreshToken) this.refreshTokens.set(refresh, { grantId: grant.id, used: false });
     grant.currentRefreshToken = refresh;
     return { access_token: access, token_type: 'Bearer', expires_in: ttl, refresh_token: refresh, scope: grant.scopes.join(' '), created_at: createdAt };
   }

@@ -25,6 +25,7 @@ export const BACKOFF_MAX_MS = 300_000;
 export const ERROR_THRESHOLD = 3;
 /** Lock transactions get their own small pool, so refreshes of many connections cannot starve other queries. */
 export const REFRESH_POOL_SIZE = 8;
+const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 
 export interface AccessToken {
   token: string;
@@ -68,6 +69,7 @@ export class AccessTokenProvider implements OnModuleDestroy {
   private readonly logger = new Logger(AccessTokenProvider.name);
   private readonly cache = new Map<string, AccessToken>();
   private readonly inFlight = new Map<string, Promise<AccessToken>>();
+  private readonly lastUseWritten = new Map<string, number>();
   private readonly pool: Pool;
   private readonly vault: VaultCipher;
 
@@ -91,6 +93,7 @@ export class AccessTokenProvider implements OnModuleDestroy {
 
   /** A valid access token for the connection; refreshes (once, cluster-wide) when needed. */
   async getAccessToken(connectionId: string): Promise<AccessToken> {
+    this.markUsed(connectionId);
     const cached = this.cache.get(connectionId);
     if (cached && cached.expiresAt > Date.now()) return cached;
     return this.singleFlight(connectionId, async () => {
@@ -129,6 +132,16 @@ export class AccessTokenProvider implements OnModuleDestroy {
   /** Forgets the cached token (disconnect, reconnect). */
   evict(connectionId: string): void {
     this.cache.delete(connectionId);
+  }
+
+  /** Records `last_used_at` at most once a minute per connection and process, off the caller's path. */
+  private markUsed(connectionId: string): void {
+    const now = Date.now();
+    if (now - (this.lastUseWritten.get(connectionId) ?? 0) < LAST_USED_WRITE_INTERVAL_MS) return;
+    this.lastUseWritten.set(connectionId, now);
+    this.pool
+      .query(`UPDATE connections SET last_used_at = now() WHERE id = $1`, [connectionId])
+      .catch((error: Error) => this.logger.warn(`could not record connection use: ${error.message}`));
   }
 
   private async singleFlight(connectionId: string, work: () => Promise<AccessToken>): Promise<AccessToken> {
