@@ -47,6 +47,20 @@ export interface AppConfig {
   /** Enable the sandbox's `/__control` test API (never in production). */
   sandboxControl: boolean;
   logLevel: LogLevel;
+  dispatch: DispatchConfig;
+}
+
+export interface DispatchConfig {
+  /** Attempts (the first included) before a dispatch fails for good on transient errors. */
+  maxAttempts: number;
+  /** First retry delay; doubles per attempt (with jitter), capped at 5 minutes; Retry-After wins when longer. */
+  retryBaseMs: number;
+  /** A dispatch in `sending` longer than this (its process died) is claimed again. Must exceed the upstream timeout. */
+  leaseMs: number;
+  /** How often each instance's worker looks for due dispatches. */
+  pollMs: number;
+  /** Timeout of the upstream order call. */
+  upstreamTimeoutMs: number;
 }
 
 /** The built-in sandbox's pre-registered developer app. Not a secret: it only opens the local emulator. */
@@ -132,8 +146,20 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
     problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   }
 
+  const dispatch: DispatchConfig = {
+    maxAttempts: parseIntVar(get('DISPATCH_MAX_ATTEMPTS'), 10, 'DISPATCH_MAX_ATTEMPTS', 1, 100, problems),
+    retryBaseMs: parseIntVar(get('DISPATCH_RETRY_BASE_MS'), 2_000, 'DISPATCH_RETRY_BASE_MS', 10, 600_000, problems),
+    leaseMs: parseIntVar(get('DISPATCH_LEASE_MS'), 60_000, 'DISPATCH_LEASE_MS', 1_000, 3_600_000, problems),
+    pollMs: parseIntVar(get('DISPATCH_POLL_MS'), 1_000, 'DISPATCH_POLL_MS', 50, 60_000, problems),
+    upstreamTimeoutMs: parseIntVar(get('DISPATCH_UPSTREAM_TIMEOUT_MS'), 15_000, 'DISPATCH_UPSTREAM_TIMEOUT_MS', 100, 120_000, problems),
+  };
+  if (dispatch.leaseMs <= dispatch.upstreamTimeoutMs) {
+    problems.push('DISPATCH_LEASE_MS must be longer than DISPATCH_UPSTREAM_TIMEOUT_MS (a live send must not look dead)');
+  }
+
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return {
+    dispatch,
     port,
     publicBaseUrl,
     databaseUrl,

@@ -17,6 +17,7 @@ export class ConnectionsModule {
     if (config.rewards.production) strategies.push(ProductionOAuthStrategy);
     return {
       module: ConnectionsModule,
+      global: true,
       imports: [PassportModule.register({ session: false }), TenantsModule, TokenVaultModule],
       controllers: [ConnectionsController, ConnectFlowController],
       providers: [ConnectionsService, ...strategies],

@@ -7,13 +7,14 @@ import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig, RewardsEnvironment } from '../config/app-config';
 import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
-import { ConnectionNotFoundError } from '../token-vault/token-vault.errors';
+import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
 import { VaultCipher } from '../token-vault/vault-cipher';
 import { TenantsService } from '../tenants/tenants.service';
 import type { ConnectionResponse, ConnectSessionResponse, CreateConnectSessionDto } from './dto/connection.dto';
 import type { OAuthResult } from './rewards-oauth.strategies';
 
 export const CONNECT_SESSION_TTL_MS = 15 * 60_000;
+const LIVE_CACHE_TTL_MS = 5_000;
 
 export interface ConnectSession {
   id: string;
@@ -32,6 +33,7 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 export class ConnectionsService {
   private readonly logger = new Logger(ConnectionsService.name);
   private readonly vault: VaultCipher;
+  private readonly liveCache = new Map<string, { value: { id: string; environment: RewardsEnvironment }; expiresAt: number }>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -140,9 +142,30 @@ export class ConnectionsService {
         connection.id,
         { scopes: tokens.scope, replaced: previous.map((p) => p.id) },
       ]);
+      this.liveCache.delete(`${session.tenant_id}/${session.environment}`);
       this.logger.log({ tenantId: session.tenant_id, connectionId: connection.id, environment: session.environment }, 'connection active');
       return connection.id;
     });
+  }
+
+  /**
+   * The live connection of a tenant in an environment, for the hot path: cached in memory for 5 s (an accelerator;
+   * the vault re-checks the status whenever it reads the grant). Throws connection_not_found / not_active.
+   */
+  async liveConnection(tenantId: string, environment?: string): Promise<{ id: string; environment: RewardsEnvironment }> {
+    const env = this.resolveEnvironment(environment);
+    const key = `${tenantId}/${env}`;
+    const cached = this.liveCache.get(key);
+    if (cached && cached.expiresAt > Date.now()) return cached.value;
+    const rows = (await this.db.query(
+      `SELECT id, status FROM connections WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected'`,
+      [tenantId, env],
+    )) as { id: string; status: string }[];
+    if (!rows[0]) throw new ConnectionNotFoundError(env);
+    if (rows[0].status !== 'active' && rows[0].status !== 'error') throw new ConnectionNotActiveError(rows[0].status);
+    const value = { id: rows[0].id, environment: env };
+    this.liveCache.set(key, { value, expiresAt: Date.now() + LIVE_CACHE_TTL_MS });
+    return value;
   }
 
   async getConnection(tenantId: string, environment?: string): Promise<ConnectionResponse> {
@@ -169,6 +192,7 @@ export class ConnectionsService {
       await tx.query(`DELETE FROM grants WHERE connection_id = $1`, [rows[0].id]);
       await tx.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'disconnected', '{}')`, [rows[0].id]);
       this.tokens.evict(rows[0].id as string);
+      this.liveCache.delete(`${tenantId}/${env}`);
       return toResponse(rows[0]);
     });
   }

@@ -1,5 +1,13 @@
 import { Module } from '@nestjs/common';
+import { TokenVaultModule } from '../token-vault/token-vault.module';
+import { FieldsCacheController } from './fields-cache.controller';
+import { FieldsCacheService } from './fields-cache.service';
 
-/** FieldsCache: the per-connection fields cache, label → id resolution and custom-field validation. Filled by its own issue; empty until then. */
-@Module({})
+/** The per-connection fields cache, label → id resolution and custom-field validation. */
+@Module({
+  imports: [TokenVaultModule],
+  controllers: [FieldsCacheController],
+  providers: [FieldsCacheService],
+  exports: [FieldsCacheService],
+})
 export class FieldsCacheModule {}

@@ -11,9 +11,23 @@ export class TenantNotFoundError extends NotFoundError {
   }
 }
 
+const CACHE_TTL_MS = 5_000;
+
 @Injectable()
 export class TenantsService {
+  private readonly cache = new Map<string, { tenant: TenantEntity; expiresAt: number }>();
+
   constructor(@InjectRepository(TenantEntity) private readonly tenants: Repository<TenantEntity>) {}
+
+  /** The tenant, from a 5-second memory cache (hot path; settings changes reach other instances within 5 s). */
+  async cached(id: string): Promise<TenantEntity> {
+    const hit = this.cache.get(id);
+    if (hit && hit.expiresAt > Date.now()) return hit.tenant;
+    const tenant = await this.require(id);
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(id, { tenant, expiresAt: Date.now() + CACHE_TTL_MS });
+    return tenant;
+  }
 
   async create(dto: CreateTenantDto): Promise<TenantResponse> {
     const inserted = await this.tenants
@@ -45,6 +59,7 @@ export class TenantsService {
     if (dto.name !== undefined) tenant.name = dto.name;
     if (dto.return_urls !== undefined) tenant.returnUrls = dto.return_urls;
     if (dto.default_funding_source_id !== undefined) tenant.defaultFundingSourceId = dto.default_funding_source_id;
+    this.cache.delete(id);
     return toResponse(await this.tenants.save(tenant));
   }
 

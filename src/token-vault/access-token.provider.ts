@@ -120,6 +120,43 @@ export class AccessTokenProvider implements OnModuleDestroy {
     });
   }
 
+  /**
+   * Runs an upstream call with the connection's token. A 401 drops the token and retries once with a newer or
+   * force-refreshed one; a second 401 means the grant is dead: the connection goes to needs_reauth.
+   */
+  async withToken<T>(connectionId: string, call: (token: AccessToken) => Promise<T>): Promise<T> {
+    const token = await this.getAccessToken(connectionId);
+    try {
+      return await call(token);
+    } catch (error) {
+      if (!(error instanceof RewardsApiError) || error.kind !== 'unauthorized') throw error;
+    }
+    const second = await this.afterUnauthorized(connectionId, token);
+    try {
+      return await call(second);
+    } catch (error) {
+      if (!(error instanceof RewardsApiError) || error.kind !== 'unauthorized') throw error;
+      await this.markNeedsReauthAfter401(connectionId);
+      throw new ConnectionNotActiveError('needs_reauth');
+    }
+  }
+
+  private async markNeedsReauthAfter401(connectionId: string): Promise<void> {
+    this.cache.delete(connectionId);
+    const message = 'The rewards service rejected a freshly refreshed access token (401); the tenant must connect again.';
+    const { rowCount } = await this.pool.query(
+      `UPDATE connections SET status = 'needs_reauth', last_error_code = 'unauthorized', last_error_message = $2,
+              last_error_at = now(), updated_at = now() WHERE id = $1 AND status IN ('active', 'error')`,
+      [connectionId, message],
+    );
+    if (rowCount) {
+      await this.pool.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'needs_reauth', $2)`, [
+        connectionId,
+        { reason: 'unauthorized', message },
+      ]);
+    }
+  }
+
   /** Forces a refresh through the lock (ops). */
   async forceRefresh(connectionId: string): Promise<AccessToken> {
     this.cache.delete(connectionId);

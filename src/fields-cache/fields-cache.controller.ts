@@ -1,0 +1,49 @@
+import { Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
+import { ConnectionsService } from '../connections/connections.service';
+import { ConnectionQueryDto } from '../connections/dto/connection.dto';
+import { OperatorOnly } from '../tenants/auth/auth.decorators';
+import { FieldsCacheService } from './fields-cache.service';
+
+class FieldView {
+  @ApiProperty() id: string;
+  @ApiProperty() label: string;
+  @ApiProperty({ example: 'Dropdown' }) data_type: string;
+  @ApiProperty({ type: [String], nullable: true }) options: string[] | null;
+  @ApiProperty() required: boolean;
+}
+
+class FieldsResponse {
+  @ApiProperty({ enum: ['sandbox', 'production'] }) environment: string;
+  @ApiProperty({ type: [FieldView] }) fields: FieldView[];
+  @ApiProperty() fetched_at: string;
+  @ApiProperty({ description: 'True when the rewards service could not be reached and an older copy is served.' }) stale: boolean;
+}
+
+@ApiTags('fields')
+@ApiBearerAuth()
+@Controller()
+export class FieldsCacheController {
+  constructor(
+    private readonly fields: FieldsCacheService,
+    private readonly connections: ConnectionsService,
+  ) {}
+
+  @Get('v1/tenants/:tenant/fields')
+  @ApiOperation({ summary: 'The custom fields of the tenant’s rewards account (cached), with options and required flags.' })
+  @ApiOkResponse({ type: FieldsResponse })
+  async list(@Param('tenant') tenant: string, @Query() query: ConnectionQueryDto): Promise<FieldsResponse> {
+    const connection = await this.connections.liveConnection(tenant, query.environment);
+    const snapshot = await this.fields.get(connection.id);
+    return { environment: connection.environment, fields: snapshot.fields, fetched_at: snapshot.fetchedAt.toISOString(), stale: snapshot.stale };
+  }
+
+  @Delete('v1/ops/connections/:id/fields-cache')
+  @OperatorOnly()
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Purge a connection’s cached fields (operator); the next use reloads them.' })
+  @ApiNoContentResponse()
+  purge(@Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string): Promise<void> {
+    return this.fields.purge(id);
+  }
+}

@@ -1,0 +1,159 @@
+import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { AppError } from '../common/app-error';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig, RewardsEnvironmentConfig } from '../config/app-config';
+import { RewardsApiClient } from '../rewards-api/rewards-api.client';
+import { RewardsApiError } from '../rewards-api/rewards-api.errors';
+import { AccessTokenProvider } from '../token-vault/access-token.provider';
+
+/** A custom field as the gateway exposes it. */
+export interface Field {
+  id: string;
+  label: string;
+  data_type: string;
+  options: string[] | null;
+  required: boolean;
+}
+
+export interface FieldsSnapshot {
+  fields: Field[];
+  fetchedAt: Date;
+  /** True when the upstream could not be reached and an older copy is served. */
+  stale: boolean;
+}
+
+/** Memory copy lifetime (per process). */
+export const MEMORY_TTL_MS = 30_000;
+/** Shared copy lifetime (the `fields_cache` row) before the upstream is asked again. */
+export const SHARED_TTL_MS = 5 * 60_000;
+/** At most one forced reload per connection in this window (an unknown label triggers one). */
+export const FORCED_RELOAD_INTERVAL_MS = 30_000;
+
+export class FieldsUnavailableError extends AppError {
+  constructor() {
+    super(HttpStatus.SERVICE_UNAVAILABLE, 'fields_unavailable', 'The rewards service’s custom fields cannot be read right now and no copy is cached; retry shortly.', [], {
+      'Retry-After': '5',
+    });
+  }
+}
+
+interface UpstreamField {
+  id: string;
+  label: string;
+  data_type: string;
+  data?: { options?: unknown };
+  required?: boolean;
+}
+
+function normalise(raw: UpstreamField[]): Field[] {
+  return raw.map((f) => ({
+    id: String(f.id),
+    label: String(f.label),
+    data_type: String(f.data_type),
+    options: Array.isArray(f.data?.options) ? f.data.options.map(String) : null,
+    required: f.required === true,
+  }));
+}
+
+/**
+ * Per-connection cache of the upstream `fields` list: process memory (30 s) → the shared `fields_cache` row
+ * (5 min) → `GET /api/v2/fields`, with single-flight loads. When the upstream is down, the last copy is served and
+ * flagged stale. `forceReload` (an unknown label or id) reloads at most once per 30 s per connection, cluster-wide.
+ */
+@Injectable()
+export class FieldsCacheService {
+  private readonly logger = new Logger(FieldsCacheService.name);
+  private readonly memory = new Map<string, { snapshot: FieldsSnapshot; expiresAt: number }>();
+  private readonly loading = new Map<string, Promise<FieldsSnapshot>>();
+  readonly stats = { hits: 0, misses: 0, reloads: 0 };
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly tokens: AccessTokenProvider,
+    private readonly api: RewardsApiClient,
+  ) {}
+
+  async get(connectionId: string): Promise<FieldsSnapshot> {
+    const cached = this.memory.get(connectionId);
+    if (cached && cached.expiresAt > Date.now()) {
+      this.stats.hits += 1;
+      return cached.snapshot;
+    }
+    this.stats.misses += 1;
+    return this.singleFlight(connectionId, () => this.load(connectionId, false));
+  }
+
+  /** One reload from the upstream, unless another caller (any instance) did one within the last 30 s. */
+  async forceReload(connectionId: string): Promise<FieldsSnapshot> {
+    const [rows] = (await this.db.query(
+      `UPDATE fields_cache SET forced_reload_at = now()
+        WHERE connection_id = $1 AND (forced_reload_at IS NULL OR forced_reload_at < now() - make_interval(secs => $2::float8 / 1000))
+        RETURNING connection_id`,
+      [connectionId, FORCED_RELOAD_INTERVAL_MS],
+    )) as [unknown[], number];
+    if (rows.length === 0) return this.get(connectionId);
+    this.stats.reloads += 1;
+    this.memory.delete(connectionId);
+    return this.singleFlight(connectionId, () => this.load(connectionId, true));
+  }
+
+  /** Drops this process's copy only; the shared row stays. */
+  evictMemory(connectionId: string): void {
+    this.memory.delete(connectionId);
+  }
+
+  async purge(connectionId: string): Promise<void> {
+    this.memory.delete(connectionId);
+    await this.db.query(`DELETE FROM fields_cache WHERE connection_id = $1`, [connectionId]);
+  }
+
+  private singleFlight(connectionId: string, work: () => Promise<FieldsSnapshot>): Promise<FieldsSnapshot> {
+    const running = this.loading.get(connectionId);
+    if (running) return running;
+    const promise = work().finally(() => this.loading.delete(connectionId));
+    this.loading.set(connectionId, promise);
+    return promise;
+  }
+
+  private async load(connectionId: string, skipShared: boolean): Promise<FieldsSnapshot> {
+    const rows = (await this.db.query(`SELECT fields, fetched_at FROM fields_cache WHERE connection_id = $1`, [connectionId])) as {
+      fields: Field[];
+      fetched_at: Date;
+    }[];
+    const shared = rows[0] ? { fields: rows[0].fields, fetchedAt: rows[0].fetched_at, stale: false } : null;
+    if (shared && !skipShared && shared.fetchedAt.getTime() + SHARED_TTL_MS > Date.now()) return this.remember(connectionId, shared);
+    try {
+      const fields = await this.fetchUpstream(connectionId);
+      const fetchedAt = new Date();
+      await this.db.query(
+        `INSERT INTO fields_cache (connection_id, fields, fetched_at) VALUES ($1, $2, $3)
+         ON CONFLICT (connection_id) DO UPDATE SET fields = EXCLUDED.fields, fetched_at = EXCLUDED.fetched_at`,
+        [connectionId, JSON.stringify(fields), fetchedAt],
+      );
+      return this.remember(connectionId, { fields, fetchedAt, stale: false });
+    } catch (error) {
+      if (error instanceof RewardsApiError && error.kind === 'transient') {
+        this.logger.warn({ connectionId, status: error.status }, 'fields unavailable upstream; serving the cached copy');
+        if (shared) return this.remember(connectionId, { ...shared, stale: true }, 5_000);
+        throw new FieldsUnavailableError();
+      }
+      throw error;
+    }
+  }
+
+  private remember(connectionId: string, snapshot: FieldsSnapshot, ttl = MEMORY_TTL_MS): FieldsSnapshot {
+    this.memory.set(connectionId, { snapshot, expiresAt: Date.now() + ttl });
+    return snapshot;
+  }
+
+  private async fetchUpstream(connectionId: string): Promise<Field[]> {
+    const res = await this.tokens.withToken(connectionId, (token) =>
+      this.api.call<{ fields?: UpstreamField[] }>(this.config.rewards[token.environment] as RewardsEnvironmentConfig, token.token, 'GET', '/fields'),
+    );
+    if (!Array.isArray(res.body.fields)) throw new RewardsApiError('transient', 'fields response without a fields list', res.status);
+    return normalise(res.body.fields);
+  }
+}

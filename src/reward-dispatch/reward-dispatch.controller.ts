@@ -1,0 +1,62 @@
+import { Body, Controller, Get, Headers, Param, ParseUUIDPipe, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { ListDispatchesDto, SendRewardsDto } from './dto/send-rewards.dto';
+import { RewardDispatchService } from './reward-dispatch.service';
+import { RewardListingService } from './reward-listing.service';
+
+@ApiTags('rewards')
+@ApiBearerAuth()
+@Controller('v1/tenants/:tenant')
+export class RewardDispatchController {
+  constructor(
+    private readonly dispatches: RewardDispatchService,
+    private readonly listing: RewardListingService,
+  ) {}
+
+  @Post('rewards')
+  @ApiOperation({
+    summary: 'Send one or more rewards as one upstream order, exactly once per Idempotency-Key.',
+    description:
+      '201: sent. 202: accepted and queued (the rewards service was unavailable); poll the dispatch. A repeated request ' +
+      'with the same key and body replays the stored outcome; another body → 422 idempotency_key_reused; while the first ' +
+      'is in flight → 409 idempotency_request_in_progress.',
+  })
+  @ApiHeader({ name: 'Idempotency-Key', required: true, description: 'Unique per reward request, at most 255 characters; kept at least 24 h.' })
+  @ApiCreatedResponse({ description: 'The dispatch, status sent, with upstream order and reward ids.' })
+  @ApiAcceptedResponse({ description: 'The dispatch, status queued; a worker retries it.' })
+  async send(
+    @Param('tenant') tenant: string,
+    @Headers('idempotency-key') key: string | undefined,
+    @Body() dto: SendRewardsDto,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<unknown> {
+    const outcome = await this.dispatches.send(tenant, key, dto, req.body);
+    res.status(outcome.status);
+    if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    for (const [name, value] of Object.entries(outcome.headers ?? {})) res.setHeader(name, value);
+    return outcome.body;
+  }
+
+  @Get('rewards')
+  @ApiOperation({ summary: 'List rewards, filtered by custom field labels: `?Department=Sales&offset=0&limit=50`.' })
+  @ApiQuery({ name: 'environment', required: false, enum: ['sandbox', 'production'] })
+  @ApiQuery({ name: 'offset', required: false }) @ApiQuery({ name: 'limit', required: false })
+  listRewards(@Param('tenant') tenant: string, @Query() query: Record<string, unknown>): Promise<unknown> {
+    return this.listing.list(tenant, query);
+  }
+
+  @Get('dispatches/:id')
+  @ApiOperation({ summary: 'A dispatch: status, attempts, upstream order and reward ids, last error.' })
+  @ApiOkResponse()
+  get(@Param('tenant') tenant: string, @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string): Promise<unknown> {
+    return this.dispatches.get(tenant, id);
+  }
+
+  @Get('dispatches')
+  @ApiOperation({ summary: 'The tenant’s dispatches, newest first, optionally by status.' })
+  list(@Param('tenant') tenant: string, @Query() query: ListDispatchesDto): Promise<unknown> {
+    return this.dispatches.list(tenant, query.status, query.limit, query.offset);
+  }
+}

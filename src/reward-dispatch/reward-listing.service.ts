@@ -1,0 +1,79 @@
+import { HttpStatus, Inject, Injectable } from '@nestjs/common';
+import { AppError, type ErrorDetail } from '../common/app-error';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig, RewardsEnvironmentConfig } from '../config/app-config';
+import { ConnectionsService } from '../connections/connections.service';
+import { FieldsCacheService } from '../fields-cache/fields-cache.service';
+import { RewardsApiClient } from '../rewards-api/rewards-api.client';
+import { RewardsApiError } from '../rewards-api/rewards-api.errors';
+import { AccessTokenProvider } from '../token-vault/access-token.provider';
+import type { UpstreamReward } from './dispatch.view';
+
+const RESERVED = new Set(['environment', 'offset', 'limit']);
+
+/** `GET /v1/tenants/{tenant}/rewards?<label>=<value>`: the upstream's filtered list, labels checked first. */
+@Injectable()
+export class RewardListingService {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly connections: ConnectionsService,
+    private readonly fields: FieldsCacheService,
+    private readonly tokens: AccessTokenProvider,
+    private readonly api: RewardsApiClient,
+  ) {}
+
+  async list(tenantId: string, query: Record<string, unknown>) {
+    const problems: ErrorDetail[] = [];
+    const single = (name: string): string | undefined => {
+      const v = query[name];
+      if (v === undefined) return undefined;
+      if (typeof v !== 'string') {
+        problems.push({ field: name, reason: 'give the parameter once, as a plain value' });
+        return undefined;
+      }
+      return v;
+    };
+    const environment = single('environment');
+    if (environment !== undefined && environment !== 'sandbox' && environment !== 'production') problems.push({ field: 'environment', reason: 'must be sandbox or production' });
+    const offset = single('offset') ?? '0';
+    const limit = single('limit') ?? '50';
+    if (!/^\d{1,7}$/.test(offset)) problems.push({ field: 'offset', reason: 'must be a whole number from 0' });
+    if (!/^\d{1,3}$/.test(limit) || Number(limit) < 1 || Number(limit) > 100) problems.push({ field: 'limit', reason: 'must be a whole number from 1 to 100' });
+    const filters: [string, string][] = [];
+    for (const name of Object.keys(query)) {
+      if (RESERVED.has(name)) continue;
+      const value = single(name);
+      if (value !== undefined) filters.push([name, value]);
+    }
+    if (problems.length) throw new AppError(HttpStatus.BAD_REQUEST, 'validation_failed', 'The query is invalid; see details.', problems);
+
+    const connection = await this.connections.liveConnection(tenantId, environment);
+    let snapshot = await this.fields.get(connection.id);
+    const unknown = () => filters.filter(([label]) => !snapshot.fields.some((f) => f.label === label));
+    if (unknown().length) snapshot = await this.fields.forceReload(connection.id);
+    const stillUnknown = unknown();
+    if (stillUnknown.length) {
+      throw new AppError(HttpStatus.UNPROCESSABLE_ENTITY, 'unknown_custom_field', 'Filter by custom field labels of the rewards account; see details.', stillUnknown.map(([label]) => ({
+        field: label,
+        reason: `unknown custom field label "${label}"`,
+        known_labels: snapshot.fields.map((f) => f.label),
+      })));
+    }
+    const params = new URLSearchParams([...filters, ['offset', offset], ['limit', limit]]);
+    const env = this.config.rewards[connection.environment] as RewardsEnvironmentConfig;
+    try {
+      const res = await this.tokens.withToken(connection.id, (token) =>
+        this.api.call<{ rewards: UpstreamReward[]; total_count?: number }>(env, token.token, 'GET', `/rewards?${params.toString()}`),
+      );
+      return { rewards: res.body.rewards ?? [], total_count: res.body.total_count ?? null, offset: Number(offset), limit: Number(limit) };
+    } catch (error) {
+      if (error instanceof RewardsApiError && error.kind === 'transient') {
+        throw new AppError(HttpStatus.SERVICE_UNAVAILABLE, 'upstream_unavailable', 'The rewards service did not answer; retry shortly.', [], { 'Retry-After': String(error.retryAfterSeconds ?? 2) });
+      }
+      if (error instanceof RewardsApiError) {
+        throw new AppError(HttpStatus.BAD_GATEWAY, 'upstream_rejected', `The rewards service rejected the listing: ${error.message}`);
+      }
+      throw error;
+    }
+  }
+}
