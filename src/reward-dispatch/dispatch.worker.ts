@@ -8,6 +8,8 @@ import type { DispatchRow } from './dispatch.view';
 import { RewardDispatchService } from './reward-dispatch.service';
 
 const BATCH = 20;
+/** Upstream attempts one instance runs at once from the worker. */
+const MAX_IN_FLIGHT = 64;
 
 /**
  * Retries queued dispatches and reclaims those stuck in `sending` past their lease (their process died). Every
@@ -19,7 +21,7 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(DispatchWorker.name);
   private running = false;
   private stopped = false;
-  private current: Promise<void> = Promise.resolve();
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -36,35 +38,46 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
-    await this.current;
+    await this.drain();
   }
 
-  /** One pass: claim due dispatches in batches until none are left. Returns how many were attempted. */
+  /**
+   * One pass: claim due dispatches (up to the free in-flight slots) and start them; does not wait for the upstream
+   * calls, so a slow or timing-out upstream does not stall the claiming. Returns how many were started.
+   */
   async tick(): Promise<number> {
     if (this.running || this.stopped) return 0;
     this.running = true;
-    let total = 0;
-    const pass = (async () => {
-      try {
-        for (;;) {
-          const claimed = await this.claim();
-          if (claimed.length === 0 || this.stopped) break;
-          total += claimed.length;
-          await Promise.all(claimed.map((row) => this.dispatches.attempt(row)));
-          if (claimed.length < BATCH) break;
+    let started = 0;
+    try {
+      for (;;) {
+        const free = MAX_IN_FLIGHT - this.inFlight.size;
+        if (free <= 0 || this.stopped) break;
+        const claimed = await this.claim(Math.min(BATCH, free));
+        for (const row of claimed) {
+          const attempt: Promise<void> = this.dispatches
+            .attempt(row)
+            .then(() => undefined, (error: unknown) => this.logger.warn(`dispatch ${row.id}: ${String(error)}`))
+            .finally(() => this.inFlight.delete(attempt));
+          this.inFlight.add(attempt);
         }
-      } catch (error) {
-        this.logger.warn(`dispatch worker pass failed: ${error instanceof Error ? error.message : String(error)}`);
-      } finally {
-        this.running = false;
+        started += claimed.length;
+        if (claimed.length < BATCH) break;
       }
-    })();
-    this.current = pass;
-    await pass;
-    return total;
+    } catch (error) {
+      this.logger.warn(`dispatch worker pass failed: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      this.running = false;
+    }
+    return started;
   }
 
-  private async claim(): Promise<DispatchRow[]> {
+  /** Waits for the attempts this instance has started (tests, shutdown). */
+  async drain(): Promise<void> {
+    while (this.inFlight.size) await Promise.all([...this.inFlight]);
+  }
+
+  private async claim(limit: number): Promise<DispatchRow[]> {
     const [rows] = (await this.db.query(
       `UPDATE reward_dispatches d
           SET status = 'sending', attempts = d.attempts + 1, updated_at = now(),
@@ -75,7 +88,7 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
                 LIMIT $2 FOR UPDATE SKIP LOCKED) due
         WHERE d.id = due.id
         RETURNING d.*`,
-      [this.config.dispatch.leaseMs, BATCH],
+      [this.config.dispatch.leaseMs, limit],
     )) as [DispatchRow[], number];
     return rows;
   }

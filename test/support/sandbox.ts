@@ -12,9 +12,9 @@ export interface RunningSandbox extends Sandbox {
 }
 
 /** The emulator alone on a free port, over real HTTP, with the control API on. */
-export async function startSandbox(): Promise<RunningSandbox> {
+export async function startSandbox(extraRedirectUris: string[] = []): Promise<RunningSandbox> {
   const sandbox = createSandbox({
-    clients: [{ clientId: CLIENT.clientId, clientSecret: CLIENT.clientSecret, redirectUris: [CLIENT.redirectUri], name: 'Test Platform' }],
+    clients: [{ clientId: CLIENT.clientId, clientSecret: CLIENT.clientSecret, redirectUris: [CLIENT.redirectUri, ...extraRedirectUris], name: 'Test Platform' }],
     control: true,
   });
   const server: Server = await new Promise((resolve) => {

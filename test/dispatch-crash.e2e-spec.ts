@@ -1,0 +1,123 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { freePort } from './support/app';
+import { createTestDatabase } from './support/database';
+import { startGatewayProcess, waitForExit } from './support/gateway-process';
+import type { RunningSandbox } from './support/sandbox';
+import { startSandbox } from './support/sandbox';
+import { waitFor } from './support/send';
+
+const OPERATOR = `rgo_crash_${'k'.repeat(30)}`;
+const BURST = 300;
+
+describe('a gateway killed with SIGKILL during a burst of sends', () => {
+  let sandbox: RunningSandbox;
+  let db: { url: string; drop: () => Promise<void> };
+  let gateway: ChildProcess | null = null;
+  let env: Record<string, string>;
+  let base: string;
+  let port: number;
+  const api = (path: string, init: RequestInit = {}) =>
+    fetch(`${base}${path}`, { ...init, headers: { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', ...(init.headers ?? {}) } });
+
+  beforeAll(async () => {
+    port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    sandbox = await startSandbox([`${base}/oauth/callback`]);
+    db = await createTestDatabase();
+    env = {
+      DATABASE_URL: db.url,
+      PUBLIC_BASE_URL: base,
+      OPERATOR_API_KEY: OPERATOR,
+      VAULT_KEYS: `crash:${randomBytes(32).toString('base64')}`,
+      REWARDS_SANDBOX_BASE_URL: sandbox.baseUrl,
+      REWARDS_SANDBOX_CLIENT_ID: 'test-client',
+      REWARDS_SANDBOX_CLIENT_SECRET: 'test-secret-value',
+      DISPATCH_LEASE_MS: '3000',
+      DISPATCH_UPSTREAM_TIMEOUT_MS: '2000',
+      DISPATCH_RETRY_BASE_MS: '100',
+      DISPATCH_POLL_MS: '200',
+      LOG_LEVEL: 'error',
+    };
+    gateway = await startGatewayProcess(env, port);
+    await api('/v1/tenants', { method: 'POST', body: JSON.stringify({ id: 'crashy', name: 'Crashy', default_funding_source_id: 'fs_demo_main' }) });
+    // Connect through the real flow: gateway → sandbox (auto-approve) → callback.
+    sandbox.state.settings.autoApprove = true;
+    const session = (await (await api('/v1/tenants/crashy/connect-sessions', { method: 'POST', body: '{}' })).json()) as { connect_url: string };
+    const authorize = await fetch(`${session.connect_url}/authorize`, { redirect: 'manual' });
+    const cookie = (authorize.headers.get('set-cookie') as string).split(';')[0];
+    const consent = await fetch(authorize.headers.get('location') as string, { redirect: 'manual' });
+    const done = await fetch(consent.headers.get('location') as string, { redirect: 'manual', headers: { Cookie: cookie } });
+    expect(done.status).toBe(200);
+  }, 120_000);
+
+  afterAll(async () => {
+    if (gateway && gateway.exitCode === null) {
+      gateway.kill('SIGTERM');
+      await waitForExit(gateway);
+    }
+    await sandbox.close();
+    await db.drop();
+  });
+
+  it('loses no accepted dispatch and sends none twice', async () => {
+    sandbox.faults.rules.push({ route: 'orders', latency_ms: 40 });
+    const sendOne = async (i: number) => {
+      try {
+        const res = await api('/v1/tenants/crashy/rewards', {
+          method: 'POST',
+          headers: { 'Idempotency-Key': `burst-${i}` },
+          body: JSON.stringify({ rewards: [{ recipient: { name: `R${i}`, email: `r${i}@example.com` }, value: { denomination: 10, currency_code: 'USD' }, products: ['prod_amazon_us'], custom_fields: { Department: 'Sales' } }] }),
+        });
+        return { i, status: res.status, body: (await res.json()) as { id?: string } };
+      } catch {
+        return { i, status: 0, body: {} }; // the process died under this request: outcome unknown to the client
+      }
+    };
+    // 20 callers send continuously; the process is killed in the middle of it.
+    const results: Awaited<ReturnType<typeof sendOne>>[] = [];
+    let next = 0;
+    let killed = false;
+    const burst = Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (!killed && next < BURST) results.push(await sendOne(next++));
+      }),
+    );
+    await waitFor(async () => results.filter((r) => r.status === 201).length, (n) => n >= 40, 30_000);
+    gateway?.kill('SIGKILL');
+    killed = true;
+    await burst;
+    const total = results.length;
+    await waitForExit(gateway as ChildProcess);
+    const accepted = results.filter((r) => r.status === 201 || r.status === 202);
+    const unknown = results.filter((r) => r.status === 0);
+    expect(accepted.length).toBeGreaterThan(0);
+    expect(unknown.length).toBeGreaterThan(0); // the kill really hit requests in flight
+
+    gateway = await startGatewayProcess(env, port);
+    // Clients retry what they could not learn the outcome of, with the same key. A dispatch the dead process held
+    // answers 409 in_progress until its lease expires and a worker sends it; then the outcome is replayed.
+    for (const r of unknown) {
+      const retried = await waitFor(() => sendOne(r.i), (res) => res.status !== 409, 20_000);
+      expect([201, 202]).toContain(retried.status);
+    }
+
+    const client = new Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await waitFor(
+        async () => (await client.query(`SELECT status, count(*)::int AS n FROM reward_dispatches GROUP BY status`)).rows,
+        (rows) => rows.length === 1 && rows[0].status === 'sent' && rows[0].n === total,
+        60_000,
+      );
+      const orders = [...sandbox.state.accounts.get('acc_demo')!.orders.values()];
+      const externalIds = orders.map((o) => o.external_id);
+      expect(new Set(externalIds).size).toBe(externalIds.length); // nothing sent twice
+      expect(orders).toHaveLength(total);
+      for (const r of accepted) expect(externalIds).toContain(r.body.id); // every accepted dispatch went out
+    } finally {
+      await client.end();
+    }
+  }, 180_000);
+});

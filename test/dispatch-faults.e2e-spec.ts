@@ -1,0 +1,67 @@
+import { Client } from 'pg';
+import request from 'supertest';
+import type { TestApp } from './support/app';
+import { startTestApp } from './support/app';
+import { connectTenant, control, createTenant } from './support/connect';
+import { reward, send, waitFor } from './support/send';
+
+const SENDS = 500;
+const CALLERS = 10;
+
+describe('dispatch under upstream faults', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({
+      DISPATCH_RETRY_BASE_MS: '100',
+      DISPATCH_POLL_MS: '100',
+      DISPATCH_UPSTREAM_TIMEOUT_MS: '800',
+      DISPATCH_LEASE_MS: '5000',
+      DISPATCH_MAX_ATTEMPTS: '40',
+      LOG_LEVEL: 'error',
+    });
+    await control(t, '/reset');
+    await createTenant(t, 'faulty');
+    await connectTenant(t, 'faulty');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('sends 500 rewards exactly once despite 30% 503s, 429s with Retry-After and answers that come too late', async () => {
+    await control(t, '/faults', { route: 'orders', status: 503, probability: 0.3 });
+    await control(t, '/faults', { route: 'orders', status: 429, retry_after: 1, probability: 0.1 });
+    await control(t, '/faults', { route: 'orders', delay_after_work_ms: 1_200, probability: 0.1 });
+    const statuses: number[] = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CALLERS }, async () => {
+        while (next < SENDS) {
+          const i = next++;
+          const res = await send(t, 'faulty', `fault-${i}`, { funding_source_id: 'fs_demo_main', rewards: [reward({ recipient: { name: `R${i}`, email: `r${i}@example.com` } })] });
+          statuses.push(res.status);
+        }
+      }),
+    );
+    expect(statuses).toHaveLength(SENDS);
+    expect(statuses.filter((s) => s !== 201 && s !== 202)).toEqual([]);
+    expect(statuses.filter((s) => s === 202).length).toBeGreaterThan(SENDS * 0.3); // the faults really happened
+
+    const db = new Client({ connectionString: t.databaseUrl });
+    await db.connect();
+    try {
+      await waitFor(
+        async () => (await db.query(`SELECT status, count(*)::int AS n FROM reward_dispatches GROUP BY status`)).rows,
+        (rows) => rows.length === 1 && rows[0].status === 'sent' && rows[0].n === SENDS,
+        90_000,
+      );
+      await request(t.baseUrl).delete('/sandbox/__control/faults');
+      const orders = (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as { external_id: string }[];
+      expect(orders).toHaveLength(SENDS);
+      expect(new Set(orders.map((o) => o.external_id)).size).toBe(SENDS);
+      const ids = (await db.query(`SELECT id FROM reward_dispatches`)).rows.map((r) => r.id as string);
+      expect(new Set(orders.map((o) => o.external_id))).toEqual(new Set(ids));
+    } finally {
+      await db.end();
+    }
+  }, 150_000);
+});
