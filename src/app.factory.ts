@@ -39,6 +39,7 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   // JSON bodies only on the gateway's own API; the sandbox (mounted later under /sandbox) parses its own.
   app.use('/v1', requireJsonContentType);
   app.use('/v1', express.json({ limit: BODY_LIMIT, strict: true }));
+  app.use('/ops/connections', express.urlencoded({ extended: false, limit: '8kb' })); // the dashboard's buttons
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
     const { status, body } = toErrorResponse(error, req, errorLogger);

@@ -10,6 +10,7 @@ import { loggerParams } from './common/logging';
 import { DatabaseModule } from './database/database.module';
 import { ConnectionsModule } from './connections/connections.module';
 import { FieldsCacheModule } from './fields-cache/fields-cache.module';
+import { MetricsModule } from './ops/metrics.service';
 import { OpsModule } from './ops/ops.module';
 import { RewardDispatchModule } from './reward-dispatch/reward-dispatch.module';
 import { RewardsApiModule } from './rewards-api/rewards-api.module';
@@ -30,6 +31,7 @@ export class AppModule {
         AppConfigModule.forRoot(config),
         LoggerModule.forRoot(loggerParams(config.logLevel, options.logDestination)),
         DatabaseModule,
+        MetricsModule,
         TenantsModule,
         RewardsApiModule,
         TokenVaultModule,

@@ -182,6 +182,7 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
       'ConnectFlowController.page',
       'HealthController.live',
       'HealthController.ready',
+      'OpsController.scrape',
     ]);
   });
 });

@@ -48,6 +48,18 @@ export interface AppConfig {
   sandboxControl: boolean;
   logLevel: LogLevel;
   dispatch: DispatchConfig;
+  ops: OpsConfig;
+}
+
+export interface OpsConfig {
+  /** Where connection alerts (broken / recovered) are POSTed; unset: alerts are only logged. */
+  webhookUrl?: string;
+  /** HMAC-SHA256 key signing each alert. Secret. */
+  webhookSecret?: string;
+  /** A connection unused this long is `idle` and probed in the background. */
+  idleAfterMs: number;
+  /** How often each instance looks for connections to probe (0 disables the background probe). */
+  probeIntervalMs: number;
 }
 
 export interface DispatchConfig {
@@ -157,8 +169,20 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
     problems.push('DISPATCH_LEASE_MS must be longer than DISPATCH_UPSTREAM_TIMEOUT_MS (a live send must not look dead)');
   }
 
+  const webhookUrl = get('OPS_WEBHOOK_URL');
+  const ops: OpsConfig = {
+    webhookUrl: webhookUrl === undefined ? undefined : parseUrlVar(webhookUrl, 'OPS_WEBHOOK_URL', problems),
+    webhookSecret: get('OPS_WEBHOOK_SECRET'),
+    idleAfterMs: parseIntVar(get('OPS_IDLE_AFTER_MS'), 6 * 3600_000, 'OPS_IDLE_AFTER_MS', 1_000, 365 * 86_400_000, problems),
+    probeIntervalMs: parseIntVar(get('OPS_PROBE_INTERVAL_MS'), 60_000, 'OPS_PROBE_INTERVAL_MS', 0, 86_400_000, problems),
+  };
+  if (ops.webhookUrl && (!ops.webhookSecret || ops.webhookSecret.length < 16)) {
+    problems.push('OPS_WEBHOOK_SECRET (at least 16 characters) is required when OPS_WEBHOOK_URL is set');
+  }
+
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return {
+    ops,
     dispatch,
     port,
     publicBaseUrl,

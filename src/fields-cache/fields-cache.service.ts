@@ -1,4 +1,5 @@
 import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
+import { MetricsService } from '../ops/metrics.service';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { AppError } from '../common/app-error';
@@ -67,22 +68,22 @@ export class FieldsCacheService {
   private readonly logger = new Logger(FieldsCacheService.name);
   private readonly memory = new Map<string, { snapshot: FieldsSnapshot; expiresAt: number }>();
   private readonly loading = new Map<string, Promise<FieldsSnapshot>>();
-  readonly stats = { hits: 0, misses: 0, reloads: 0 };
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
     private readonly tokens: AccessTokenProvider,
     private readonly api: RewardsApiClient,
+    private readonly metrics: MetricsService,
   ) {}
 
   async get(connectionId: string): Promise<FieldsSnapshot> {
     const cached = this.memory.get(connectionId);
     if (cached && cached.expiresAt > Date.now()) {
-      this.stats.hits += 1;
+      this.metrics.fieldsCache.inc({ event: 'hit' });
       return cached.snapshot;
     }
-    this.stats.misses += 1;
+    this.metrics.fieldsCache.inc({ event: 'miss' });
     return this.singleFlight(connectionId, () => this.load(connectionId, false));
   }
 
@@ -95,7 +96,7 @@ export class FieldsCacheService {
       [connectionId, FORCED_RELOAD_INTERVAL_MS],
     )) as [unknown[], number];
     if (rows.length === 0) return this.get(connectionId);
-    this.stats.reloads += 1;
+    this.metrics.fieldsCache.inc({ event: 'reload' });
     this.memory.delete(connectionId);
     return this.singleFlight(connectionId, () => this.load(connectionId, true));
   }

@@ -1,10 +1,19 @@
 import { Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 import { TerminusModule } from '@nestjs/terminus';
+import { TokenVaultModule } from '../token-vault/token-vault.module';
+import { AlertsService } from './alerts.service';
+import { DashboardController } from './dashboard.controller';
 import { HealthController } from './health.controller';
+import { OpsController } from './ops.controller';
+import { OpsScheduler } from './ops.scheduler';
+import { OpsService } from './ops.service';
 
-/** Ops: health now; connection health, metrics, alerts and the dashboard join here. */
+/** Ops: health endpoints, metrics, the connection health API, alerts, the background probe and the dashboard. */
 @Module({
-  imports: [TerminusModule.forRoot({ logger: false, errorLogStyle: 'json' })],
-  controllers: [HealthController],
+  imports: [TerminusModule.forRoot({ logger: false, errorLogStyle: 'json' }), ScheduleModule.forRoot(), TokenVaultModule],
+  controllers: [HealthController, OpsController, DashboardController],
+  providers: [OpsService, AlertsService, OpsScheduler],
+  exports: [OpsService, AlertsService],
 })
 export class OpsModule {}

@@ -1,4 +1,5 @@
 import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
+import { MetricsService } from '../ops/metrics.service';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
@@ -55,6 +56,7 @@ export class RewardDispatchService {
     private readonly fields: FieldsCacheService,
     private readonly tokens: AccessTokenProvider,
     private readonly api: RewardsApiClient,
+    private readonly metrics: MetricsService,
   ) {}
 
   async send(tenantId: string, idempotencyKey: string | undefined, dto: SendRewardsDto, rawBody: unknown): Promise<HttpOutcome> {
@@ -165,6 +167,7 @@ export class RewardDispatchService {
         WHERE id = $1 AND status <> 'sent'`,
       [row.id, order.id, order, body, sentAt],
     );
+    this.metrics.dispatchAttempts.inc({ outcome: 'sent' });
     if (upstreamStatus === 201) this.logger.log({ dispatchId: row.id, orderId: order.id }, 'order already existed upstream (a retry); not sent twice');
     return { status: 201, body };
   }
@@ -178,6 +181,7 @@ export class RewardDispatchService {
       }
       const details: ErrorDetail[] = [{ field: 'dispatch', reason: definitive.message, dispatch_id: row.id, upstream_status: definitive.upstreamStatus, upstream_payload: definitive.upstreamPayload }];
       const body = { error: { code: definitive.code, message: definitive.message, details } };
+      this.metrics.dispatchAttempts.inc({ outcome: 'failed' });
       await this.db.query(
         `UPDATE reward_dispatches SET status = 'failed', last_error = $2, lease_until = NULL, next_attempt_at = NULL,
                 response_status = $3, response_body = $4, updated_at = now()
@@ -200,6 +204,7 @@ export class RewardDispatchService {
       );
       return { status: 503, body };
     }
+    this.metrics.dispatchAttempts.inc({ outcome: row.attempts >= this.config.dispatch.maxAttempts ? 'failed' : 'queued' });
     const retryAfterMs = (apiError?.retryAfterSeconds ?? (error instanceof AppError ? Number(error.headers['Retry-After'] ?? 0) : 0)) * 1000;
     const delay = Math.max(retryAfterMs, backoffMs(this.config.dispatch.retryBaseMs, row.attempts));
     const nextAttemptAt = new Date(Date.now() + delay);

@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
+import { MetricsService } from '../ops/metrics.service';
 import type { RewardsEnvironmentConfig } from '../config/app-config';
 import { RewardsApiError } from './rewards-api.errors';
 
@@ -47,6 +48,8 @@ export function normaliseTokenResponse(raw: Record<string, unknown>, receivedAt 
  */
 @Injectable()
 export class RewardsApiClient {
+  constructor(@Optional() private readonly metrics?: MetricsService) {}
+
   async refreshToken(env: RewardsEnvironmentConfig, refreshToken: string, timeoutMs = TOKEN_CALL_TIMEOUT_MS): Promise<TokenSet> {
     const body = new URLSearchParams({
       grant_type: 'refresh_token',
@@ -54,7 +57,7 @@ export class RewardsApiClient {
       client_id: env.clientId,
       client_secret: env.clientSecret,
     });
-    const res = await this.send(`${env.baseUrl}/oauth/token`, {
+    const res = await this.send('token', `${env.baseUrl}/oauth/token`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
       body,
@@ -85,7 +88,7 @@ export class RewardsApiClient {
   ): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { Authorization: `Bearer ${accessToken}`, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const res = await this.send(`${env.baseUrl}/api/v2${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, timeoutMs);
+    const res = await this.send(routeOf(method, path), `${env.baseUrl}/api/v2${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, timeoutMs);
     const json = await readJson(res);
     if (res.status >= 200 && res.status < 300) return { status: res.status, body: json as T, headers: res.headers };
     const message = messageOf(json) ?? `rewards service answered ${res.status}`;
@@ -94,15 +97,25 @@ export class RewardsApiClient {
     throw new RewardsApiError('rejected', message, res.status, json);
   }
 
-  private async send(url: string, init: RequestInit, timeoutMs: number): Promise<Response> {
+  private async send(route: string, url: string, init: RequestInit, timeoutMs: number): Promise<Response> {
+    const stop = this.metrics?.upstreamLatency.startTimer({ route });
     try {
-      return await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+      const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+      stop?.({ status: String(res.status) });
+      return res;
     } catch (error) {
+      stop?.({ status: 'error' });
       const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
       // Either way the request may have reached the service: its outcome is unknown.
       throw new RewardsApiError('transient', timedOut ? `no answer within ${timeoutMs} ms` : 'network error reaching the rewards service', null, null, null, true);
     }
   }
+}
+
+/** A bounded route label: `POST /orders`, `GET /rewards` (no ids, no query). */
+function routeOf(method: string, path: string): string {
+  const bare = path.split('?')[0].replace(/\/[^/]*\d[^/]*$/, '/:id');
+  return `${method} ${bare}`;
 }
 
 async function readJson(res: Response): Promise<unknown> {

@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
+import { MetricsService } from '../ops/metrics.service';
 import { Pool, type PoolClient } from 'pg';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig, RewardsEnvironment } from '../config/app-config';
@@ -76,6 +77,7 @@ export class AccessTokenProvider implements OnModuleDestroy {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly api: RewardsApiClient,
+    @Optional() private readonly metrics?: MetricsService,
   ) {
     this.vault = new VaultCipher(config.vaultKeys);
     this.pool = new Pool({
@@ -212,6 +214,7 @@ export class AccessTokenProvider implements OnModuleDestroy {
       return token;
     }
     if (row.backoff_until && row.backoff_until.getTime() > Date.now()) {
+      this.metrics?.refreshBackoffs.inc();
       throw new RefreshBackoffError((row.backoff_until.getTime() - Date.now()) / 1000);
     }
     return null;
@@ -237,11 +240,17 @@ export class AccessTokenProvider implements OnModuleDestroy {
       await client.query('BEGIN');
       await client.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT_MS}ms'`);
       let row: GrantRow | undefined;
+      const waited = this.metrics?.lockWait.startTimer();
       try {
         row = (await client.query<GrantRow>(`${GRANT_SELECT} FOR UPDATE OF g`, [connectionId])).rows[0];
       } catch (error) {
-        if ((error as { code?: string }).code === '55P03') throw new RefreshLockTimeoutError(); // lock_not_available
+        if ((error as { code?: string }).code === '55P03') {
+          this.metrics?.refreshes.inc({ outcome: 'lock_timeout' }); // lock_not_available
+          throw new RefreshLockTimeoutError();
+        }
         throw error;
+      } finally {
+        waited?.();
       }
       if (!row) throw new ConnectionNotFoundError();
       if (row.status !== 'active' && row.status !== 'error') throw new ConnectionNotActiveError(row.status);
@@ -260,16 +269,19 @@ export class AccessTokenProvider implements OnModuleDestroy {
         tokens = await this.api.refreshToken(env, refreshToken, TOKEN_CALL_TIMEOUT_MS);
       } catch (error) {
         if (error instanceof RewardsApiError && (error.kind === 'invalid_grant' || error.kind === 'invalid_client' || error.kind === 'rejected')) {
+          this.metrics?.refreshes.inc({ outcome: 'invalid_grant' });
           await this.markNeedsReauth(client, connectionId, error);
           await client.query('COMMIT');
           this.cache.delete(connectionId);
           throw new ConnectionNotActiveError('needs_reauth');
         }
         transient = error instanceof RewardsApiError ? error : new RewardsApiError('transient', String(error));
+        this.metrics?.refreshes.inc({ outcome: 'transient' });
         throw transient;
       }
       const token = await this.storeRotated(client, row, tokens);
       await client.query('COMMIT');
+      this.metrics?.refreshes.inc({ outcome: 'success' });
       this.cache.set(connectionId, token);
       return token;
     } catch (error) {

@@ -6,7 +6,7 @@ import { AppError } from '../../common/app-error';
 import { ApiKeysService } from '../api-keys.service';
 import { TenantNotFoundError } from '../tenants.service';
 import type { Principal } from './principal';
-import { OPERATOR_ONLY, PUBLIC_ROUTE } from './principal';
+import { BASIC_AUTH_ALLOWED, OPERATOR_ONLY, PUBLIC_ROUTE } from './principal';
 
 /**
  * Global guard: every route needs `Authorization: Bearer <key>` unless marked @Public().
@@ -24,7 +24,8 @@ export class ApiKeyGuard implements CanActivate {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
     const req = context.switchToHttp().getRequest<Request & { principal?: Principal }>();
-    const principal = await this.authenticate(req);
+    const basicAllowed = this.reflector.getAllAndOverride<boolean>(BASIC_AUTH_ALLOWED, targets) === true;
+    const principal = await this.authenticate(req, basicAllowed);
     req.principal = principal;
     const tenantParam = req.params?.tenant as string | undefined;
     if (principal.kind === 'tenant' && tenantParam !== undefined && tenantParam !== principal.tenantId) {
@@ -36,19 +37,25 @@ export class ApiKeyGuard implements CanActivate {
     return true;
   }
 
-  async authenticate(req: Request): Promise<Principal> {
+  async authenticate(req: Request, basicAllowed = false): Promise<Principal> {
+    const challenge = basicAllowed ? 'Basic realm="Rewards Gateway ops", charset="UTF-8"' : 'Bearer realm="rewards-gateway"';
     const header = req.headers.authorization;
     if (!header) {
-      throw unauthorized('missing_api_key', 'Send an API key as "Authorization: Bearer <key>".');
+      throw unauthorized('missing_api_key', 'Send an API key as "Authorization: Bearer <key>".', challenge);
     }
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) throw unauthorized('invalid_api_key', 'The Authorization header must be "Bearer <key>".');
-    const principal = await this.apiKeys.authenticate(match[1]);
-    if (!principal) throw unauthorized('invalid_api_key', 'The API key is not valid or has been revoked.');
+    let presented: string | undefined = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+    const basic = basicAllowed ? /^Basic\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+    if (basic) {
+      const decoded = Buffer.from(basic, 'base64').toString('utf8');
+      presented = decoded.slice(decoded.indexOf(':') + 1);
+    }
+    if (!presented) throw unauthorized('invalid_api_key', 'The Authorization header must be "Bearer <key>".', challenge);
+    const principal = await this.apiKeys.authenticate(presented);
+    if (!principal) throw unauthorized('invalid_api_key', 'The API key is not valid or has been revoked.', challenge);
     return principal;
   }
 }
 
-function unauthorized(code: string, message: string): AppError {
-  return new AppError(HttpStatus.UNAUTHORIZED, code, message, [], { 'WWW-Authenticate': 'Bearer realm="rewards-gateway"' });
+function unauthorized(code: string, message: string, challenge: string): AppError {
+  return new AppError(HttpStatus.UNAUTHORIZED, code, message, [], { 'WWW-Authenticate': challenge });
 }

@@ -5,3 +5,4 @@ export type Principal =
 
 export const PUBLIC_ROUTE = 'rg:public';
 export const OPERATOR_ONLY = 'rg:operator-only';
+export const BASIC_AUTH_ALLOWED = 'rg:basic-auth-allowed';

@@ -1,0 +1,75 @@
+import { Global, Injectable, Module } from '@nestjs/common';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * The gateway's Prometheus metrics (prom-client), one registry per app instance. No tenant or connection ids in
+ * labels: bounded cardinality, and nothing a scrape could leak.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+
+  readonly refreshes = new Counter({
+    name: 'rg_token_refreshes_total',
+    help: 'Token refresh attempts by outcome (success, invalid_grant, transient, lock_timeout).',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+
+  readonly refreshBackoffs = new Counter({
+    name: 'rg_token_refresh_backoff_rejections_total',
+    help: 'Callers answered connection_refresh_backoff instead of another token call.',
+    registers: [this.registry],
+  });
+
+  readonly lockWait = new Histogram({
+    name: 'rg_refresh_lock_wait_seconds',
+    help: 'Time to acquire the grant row lock before a refresh.',
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+
+  readonly upstreamLatency = new Histogram({
+    name: 'rg_upstream_request_duration_seconds',
+    help: 'Requests to the rewards service by route and status (status "error" for timeouts and network errors).',
+    labelNames: ['route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+    registers: [this.registry],
+  });
+
+  readonly fieldsCache = new Counter({
+    name: 'rg_fields_cache_events_total',
+    help: 'Fields cache hits (memory), misses and forced reloads.',
+    labelNames: ['event'],
+    registers: [this.registry],
+  });
+
+  readonly dispatchAttempts = new Counter({
+    name: 'rg_dispatch_attempts_total',
+    help: 'Upstream order attempts by outcome (sent, queued, failed).',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'rg_' });
+  }
+
+  /** A gauge whose values are read (e.g. from Postgres) at scrape time. */
+  gauge(name: string, help: string, labelNames: string[], read: (set: (labels: Record<string, string>, value: number) => void) => Promise<void>): void {
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        await read((labels, value) => this.set(labels, value));
+      },
+    });
+  }
+}
+
+@Global()
+@Module({ providers: [MetricsService], exports: [MetricsService] })
+export class MetricsModule {}

@@ -1,0 +1,87 @@
+import { Controller, Get, Param, ParseUUIDPipe, Post, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsIn, IsNumber, IsOptional, IsString, Max, Min } from 'class-validator';
+import type { Response } from 'express';
+import { OperatorOnly, Public } from '../tenants/auth/auth.decorators';
+import { MetricsService } from './metrics.service';
+import { OpsService } from './ops.service';
+
+export class ConnectionListQueryDto {
+  @ApiPropertyOptional({ enum: ['active', 'needs_reauth', 'error', 'disconnected'] })
+  @IsOptional()
+  @IsIn(['active', 'needs_reauth', 'error', 'disconnected'])
+  status?: string;
+
+  @ApiPropertyOptional({ enum: ['healthy', 'degraded', 'broken', 'idle'] })
+  @IsOptional()
+  @IsIn(['healthy', 'degraded', 'broken', 'idle'])
+  health?: string;
+
+  @ApiPropertyOptional() @IsOptional() @IsString() tenant?: string;
+
+  @ApiPropertyOptional({ enum: ['sandbox', 'production'] }) @IsOptional() @IsIn(['sandbox', 'production']) environment?: string;
+
+  @ApiPropertyOptional({ default: 50, maximum: 200 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsNumber({}, { message: 'limit must be a number' })
+  @Min(1)
+  @Max(200)
+  limit?: number;
+
+  @ApiPropertyOptional({ default: 0 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsNumber({}, { message: 'offset must be a number' })
+  @Min(0)
+  offset?: number;
+}
+
+const uuid = new ParseUUIDPipe({ errorHttpStatusCode: 404 });
+
+@ApiTags('ops')
+@ApiBearerAuth()
+@Controller()
+export class OpsController {
+  constructor(
+    private readonly ops: OpsService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  @Get('v1/ops/connections')
+  @OperatorOnly()
+  @ApiOperation({ summary: 'Every connection’s health, most urgent first (needs_reauth, error, active).' })
+  list(@Query() query: ConnectionListQueryDto) {
+    return this.ops.list(query);
+  }
+
+  @Get('v1/ops/connections/:id')
+  @OperatorOnly()
+  @ApiOperation({ summary: 'One connection’s health with its last events.' })
+  detail(@Param('id', uuid) id: string) {
+    return this.ops.detail(id);
+  }
+
+  @Post('v1/ops/connections/:id/check')
+  @OperatorOnly()
+  @ApiOperation({ summary: 'Probe GET /api/v2/organizations with the connection’s token and record the outcome.' })
+  check(@Param('id', uuid) id: string) {
+    return this.ops.check(id);
+  }
+
+  @Post('v1/ops/connections/:id/refresh')
+  @OperatorOnly()
+  @ApiOperation({ summary: 'Force a token refresh through the refresh lock.' })
+  refresh(@Param('id', uuid) id: string) {
+    return this.ops.refresh(id);
+  }
+
+  @Get('metrics')
+  @Public()
+  @ApiOperation({ summary: 'Prometheus metrics (no tenant or connection ids in labels).' })
+  async scrape(@Res() res: Response): Promise<void> {
+    res.setHeader('Content-Type', this.metrics.registry.contentType);
+    res.send(await this.metrics.registry.metrics());
+  }
+}

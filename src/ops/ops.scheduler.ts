@@ -1,0 +1,51 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import { AlertsService } from './alerts.service';
+import { OpsService } from './ops.service';
+
+const ALERT_INTERVAL_MS = 2_000;
+
+/** Background work of ops, on every instance (each step claims its rows, so instances never collide). */
+@Injectable()
+export class OpsScheduler implements OnApplicationBootstrap {
+  private readonly logger = new Logger(OpsScheduler.name);
+  private busy = false;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly ops: OpsService,
+    private readonly alerts: AlertsService,
+    private readonly scheduler: SchedulerRegistry,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const alerts = setInterval(() => void this.runAlerts(), ALERT_INTERVAL_MS);
+    alerts.unref();
+    this.scheduler.addInterval('ops-alerts', alerts);
+    if (this.config.ops.probeIntervalMs > 0) {
+      // Spread instances out: each starts at a random offset within the interval.
+      const start = setTimeout(() => {
+        const probes = setInterval(() => void this.ops.probeIdle().catch((e: unknown) => this.logger.warn(`probe pass: ${String(e)}`)), this.config.ops.probeIntervalMs);
+        probes.unref();
+        this.scheduler.addInterval('ops-probes', probes);
+      }, Math.random() * this.config.ops.probeIntervalMs);
+      start.unref();
+      this.scheduler.addTimeout('ops-probes-start', start);
+    }
+  }
+
+  async runAlerts(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      await this.alerts.detectTransitions();
+      await this.alerts.deliverDue();
+    } catch (error) {
+      this.logger.warn(`alert pass: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      this.busy = false;
+    }
+  }
+}
