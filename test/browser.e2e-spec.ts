@@ -90,7 +90,8 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
     const row = page.locator(`tr[data-connection="${connection.id}"]`);
     expect(await row.getAttribute('class')).toBe('health-broken');
     await expectText(row, 'needs_reauth');
-    const background = await row.locator('td').first().evaluate('(td) => getComputedStyle(td).backgroundColor');
+    type Styled = { getComputedStyle(element: unknown): { backgroundColor: string } };
+    const background = await row.locator('td').first().evaluate((td) => (globalThis as unknown as Styled).getComputedStyle(td).backgroundColor);
     expect(background).toBe('rgb(254, 242, 242)'); // highlighted
     await page.screenshot({ path: path.join(ARTIFACTS, 'ops-dashboard.png'), fullPage: true });
     await row.locator('button[data-action="check"]').click();
