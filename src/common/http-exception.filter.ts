@@ -48,6 +48,11 @@ export function toErrorResponse(exception: unknown, req: Request, logger: Logger
         }
     }
   }
+  if (isDatabaseUnavailable(exception)) {
+    logger.warn({ requestId, err: (exception as Error).message }, 'database unavailable');
+    const r = simple(503, 'database_unavailable', 'The database cannot be reached right now; retry shortly.');
+    return { ...r, headers: { 'Retry-After': '2' } };
+  }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
     if (status < 500) {
@@ -63,6 +68,18 @@ export function toErrorResponse(exception: unknown, req: Request, logger: Logger
   const body = simple(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the logs.');
   body.body.error.request_id = requestId;
   return body;
+}
+
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300']);
+const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed|the database system is (starting up|shutting down)/i;
+
+/** A lost or refused database connection (restart, failover): a retryable 503, not a 500. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown; driverError?: { code?: unknown; message?: unknown } } | null;
+  if (!e || typeof e !== 'object') return false;
+  const code = String(e.driverError?.code ?? e.code ?? '');
+  const message = String(e.driverError?.message ?? e.message ?? '');
+  return UNAVAILABLE_CODES.has(code) || UNAVAILABLE_MESSAGES.test(message);
 }
 
 function simple(status: number, code: string, message: string) {

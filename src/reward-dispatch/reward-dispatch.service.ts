@@ -1,4 +1,5 @@
-import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
+import { HttpStatus, Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Pool } from 'pg';
 import { MetricsService } from '../ops/metrics.service';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash, randomUUID } from 'node:crypto';
@@ -45,8 +46,15 @@ export function canonicalJson(value: unknown): string {
  * insert time and re-sent byte-for-byte.
  */
 @Injectable()
-export class RewardDispatchService {
+export class RewardDispatchService implements OnModuleDestroy {
   private readonly logger = new Logger(RewardDispatchService.name);
+  /**
+   * Writes that may be lost in a database crash without harm use asynchronous commit (no WAL flush wait): the
+   * `sent` and `queued` updates. Lost, the dispatch falls back to `sending`, its lease expires, and the worker
+   * re-sends it — the rewards service answers with the original order for the same external_id. The insert before
+   * the upstream call and every `failed` update stay synchronous.
+   */
+  private readonly relaxed: Pool;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -57,7 +65,19 @@ export class RewardDispatchService {
     private readonly tokens: AccessTokenProvider,
     private readonly api: RewardsApiClient,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    this.relaxed = new Pool({
+      connectionString: config.databaseUrl,
+      max: Math.max(4, Math.ceil(config.databasePoolSize / 2)),
+      application_name: 'rewards-gateway-dispatch',
+      options: '-c synchronous_commit=off',
+    });
+    this.relaxed.on('error', (error) => this.logger.warn(`dispatch pool: ${error.message}`));
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.relaxed.end();
+  }
 
   async send(tenantId: string, idempotencyKey: string | undefined, dto: SendRewardsDto, rawBody: unknown): Promise<HttpOutcome> {
     const key = validateKey(idempotencyKey);
@@ -161,7 +181,7 @@ export class RewardDispatchService {
     const sentAt = new Date();
     const sent: DispatchRow = { ...row, status: 'sent', upstream_order_id: order.id, upstream_order: order, sent_at: sentAt, last_error: null, next_attempt_at: null };
     const body = toView(sent);
-    await this.db.query(
+    await this.relaxed.query(
       `UPDATE reward_dispatches SET status = 'sent', upstream_order_id = $2, upstream_order = $3, sent_at = $5, last_error = NULL,
               next_attempt_at = NULL, lease_until = NULL, response_status = 201, response_body = $4, updated_at = now()
         WHERE id = $1 AND status <> 'sent'`,
@@ -210,7 +230,7 @@ export class RewardDispatchService {
     const nextAttemptAt = new Date(Date.now() + delay);
     const queued: DispatchRow = { ...row, status: 'queued', last_error: lastError, next_attempt_at: nextAttemptAt };
     const body = toView(queued);
-    await this.db.query(
+    await this.relaxed.query(
       `UPDATE reward_dispatches SET status = 'queued', last_error = $2, next_attempt_at = $3, lease_until = NULL,
               response_status = 202, response_body = $4, updated_at = now()
         WHERE id = $1 AND status = 'sending'`,

