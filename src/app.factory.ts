@@ -40,12 +40,14 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   app.use('/v1', requireJsonContentType);
   app.use('/v1', express.json({ limit: BODY_LIMIT, strict: true }));
   app.use('/ops/connections', express.urlencoded({ extended: false, limit: '8kb' })); // the dashboard's buttons
+  app.use(['/v1', '/ops', '/connect', '/oauth'], rejectNulCharacters);
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
     const { status, body } = toErrorResponse(error, req, errorLogger);
     res.status(status).json(body);
   });
   app.useGlobalPipes(createValidationPipe());
+  answerProtocolErrorsInJson(app);
   setupOpenApi(app, config);
 }
 
@@ -65,6 +67,51 @@ function mountSandbox(app: NestExpressApplication, config: AppConfig): void {
     control: config.sandboxControl,
   });
   app.use('/sandbox', sandbox.app);
+}
+
+/**
+ * Requests Node's HTTP parser rejects before any route runs (headers over 16 KiB, malformed request lines) get the
+ * same JSON error shape instead of an empty response.
+ */
+function answerProtocolErrorsInJson(app: NestExpressApplication): void {
+  const server = app.getHttpServer() as import('node:http').Server;
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: import('node:stream').Duplex) => {
+    if (!socket.writable) return socket.destroy();
+    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? 431 : 400;
+    const body = JSON.stringify({
+      error: {
+        code: tooLarge ? 'headers_too_large' : 'bad_request',
+        message: tooLarge ? 'The request headers are larger than 16 KiB.' : 'The request could not be parsed as HTTP.',
+        details: [],
+      },
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+}
+
+/** NUL characters cannot be stored in Postgres text and have no business in any input: refuse them by name. */
+function rejectNulCharacters(req: Request, _res: Response, next: NextFunction): void {
+  const found = findNul(req.body, 'body') ?? findNul(req.query, 'query') ?? (req.path.includes('\u0000') ? 'path' : undefined);
+  if (found) {
+    next(new AppError(400, 'invalid_characters', 'The request contains a NUL character.', [{ field: found, reason: 'contains a NUL (\\u0000) character' }]));
+    return;
+  }
+  next();
+}
+
+function findNul(value: unknown, at: string, depth = 0): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? at : undefined;
+  if (!value || typeof value !== 'object' || depth > 50) return undefined;
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    if (key.includes('\u0000')) return `${at}.${key.split('\u0000').join('\\u0000')}`;
+    const inner = findNul(v, Array.isArray(value) ? `${at}[${key}]` : `${at}.${key}`, depth + 1);
+    if (inner) return inner;
+  }
+  return undefined;
 }
 
 /** A body sent with anything but JSON is refused with 415, instead of being silently ignored. */

@@ -48,6 +48,12 @@ export function toErrorResponse(exception: unknown, req: Request, logger: Logger
         }
     }
   }
+  const pgCode = String((exception as { driverError?: { code?: unknown } })?.driverError?.code ?? (exception as { code?: unknown })?.code ?? '');
+  if (INPUT_ERROR_CODES.has(pgCode)) {
+    // A backstop: validation should have caught it; the database refusing a value is the caller's input, not a crash.
+    logger.warn({ requestId, pgCode }, 'the database refused a value from the request');
+    return simple(400, 'invalid_input', 'A value in the request cannot be stored (invalid characters, format or size).');
+  }
   if (isDatabaseUnavailable(exception)) {
     logger.warn({ requestId, err: (exception as Error).message }, 'database unavailable');
     const r = simple(503, 'database_unavailable', 'The database cannot be reached right now; retry shortly.');
@@ -55,6 +61,12 @@ export function toErrorResponse(exception: unknown, req: Request, logger: Logger
   }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
+    if (status === 503) {
+      // Readiness (terminus) reports which checks failed; keep them, in the one error shape.
+      const response = exception.getResponse() as { error?: Record<string, { status?: string; message?: string }> };
+      const details = Object.entries(response?.error ?? {}).map(([check, r]) => ({ field: check, reason: r?.message ?? r?.status ?? 'down' }));
+      return { status, body: { error: { code: 'not_ready', message: 'A dependency is not available.', details } }, headers: { 'Retry-After': '2' } };
+    }
     if (status < 500) {
       const message =
         status === 404 ? `No route ${req.method} ${req.path}.` : exception.message || 'The request was rejected.';
@@ -69,6 +81,9 @@ export function toErrorResponse(exception: unknown, req: Request, logger: Logger
   body.body.error.request_id = requestId;
   return body;
 }
+
+/** Postgres data exceptions caused by input: NUL or unencodable characters, bad text representation, out of range. */
+const INPUT_ERROR_CODES = new Set(['23502', '22021', '22P05', '22P02', '22003', '22001', '22007', '22008', '54000']);
 
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300']);
 const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed|the database system is (starting up|shutting down)/i;

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsOptional, IsString, IsUrl, Length, Matches, MaxLength } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsOptional, IsString, IsUrl, Length, Matches, MaxLength, ValidateIf } from 'class-validator';
 
 const URL_OPTIONS = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
 
@@ -37,24 +37,24 @@ export class CreateTenantDto {
 
 export class UpdateTenantDto {
   @ApiPropertyOptional({ example: 'Acme Corporation' })
-  @IsOptional()
+  @ValidateIf((o: UpdateTenantDto) => o.name !== undefined) // absent: unchanged; null is not a name
   @IsString()
   @Length(1, 200)
   name?: string;
 
   @ApiPropertyOptional({ type: [String] })
-  @IsOptional()
+  @ValidateIf((o: UpdateTenantDto) => o.return_urls !== undefined)
   @IsArray()
   @ArrayMaxSize(20)
   @IsUrl(URL_OPTIONS, { each: true, message: 'each return_urls entry must be an absolute http(s) URL' })
   @MaxLength(2000, { each: true })
   return_urls?: string[];
 
-  @ApiPropertyOptional({ example: 'fs_main', nullable: true })
+  @ApiPropertyOptional({ example: 'fs_main', nullable: true, description: 'null clears it.' })
   @IsOptional()
   @IsString()
   @Length(1, 200)
-  default_funding_source_id?: string;
+  default_funding_source_id?: string | null;
 }
 
 export class TenantResponse {
