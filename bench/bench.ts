@@ -47,7 +47,9 @@ async function waitReady(url: string, child: ChildProcess): Promise<void> {
 }
 
 function start(script: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  // BENCH_GATEWAY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the gateway processes.
+  const extra = script.endsWith('src/main.js') && process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
+  const child = spawn(process.execPath, [...extra, script], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
   return child;
 }
@@ -78,7 +80,8 @@ async function startPostgres(): Promise<{ url: string; admin: string; stop: () =
     password: 'bench',
     persistent: false,
     createPostgresUser: true,
-    postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    // BENCH_PG_FLAGS (e.g. "-c synchronous_commit=off") tries server settings; the default is a durable server.
+    postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', ...(process.env.BENCH_PG_FLAGS ? process.env.BENCH_PG_FLAGS.split(' ') : [])],
     onLog: () => undefined,
   });
   await pg.initialise();
