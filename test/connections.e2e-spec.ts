@@ -1,6 +1,6 @@
-import { Client } from 'pg';
 import request from 'supertest';
 import type { TestApp } from './support/app';
+import { sqlOn } from './support/database';
 import { startTestApp } from './support/app';
 import { RETURN_URL, approve, connectTenant, control, createTenant, op, startConnect } from './support/connect';
 
@@ -16,15 +16,7 @@ describe('connections: the connect flow against the sandbox over HTTP', () => {
     await control(t, '/reset');
   });
 
-  const sql = async (text: string, params: unknown[] = []) => {
-    const db = new Client({ connectionString: t.databaseUrl });
-    await db.connect();
-    try {
-      return (await db.query(text, params)).rows;
-    } finally {
-      await db.end();
-    }
-  };
+  const sql = (text: string, params: unknown[] = []) => sqlOn(t.databaseUrl, text, params);
 
   it('walks connect session → page → authorize → consent → callback → active', async () => {
     await createTenant(t, 'happy');

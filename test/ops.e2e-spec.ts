@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client } from 'pg';
 import request from 'supertest';
 import { AlertsService, SIGNATURE_HEADER, signAlert } from '../src/ops/alerts.service';
 import { OpsService } from '../src/ops/ops.service';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
 import type { TestApp } from './support/app';
+import { sqlOn } from './support/database';
 import { startTestApp } from './support/app';
 import { connectTenant, control, createTenant, op } from './support/connect';
 import { reward, send } from './support/send';
@@ -44,15 +44,7 @@ async function startReceiver(failFirst: number): Promise<{ url: string; received
 describe('ops: connection health, probes, alerts, metrics', () => {
   let t: TestApp;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  const sql = async (text: string, params: unknown[] = []) => {
-    const db = new Client({ connectionString: t.databaseUrl });
-    await db.connect();
-    try {
-      return (await db.query(text, params)).rows;
-    } finally {
-      await db.end();
-    }
-  };
+  const sql = (text: string, params: unknown[] = []) => sqlOn(t.databaseUrl, text, params);
 
   beforeAll(async () => {
     receiver = await startReceiver(2);

@@ -1,37 +1,15 @@
-import { type ChildProcess, fork } from 'node:child_process';
-import * as path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import request from 'supertest';
 import type { TestApp } from './support/app';
 import { startTestApp } from './support/app';
 import { connectTenant, control, createTenant } from './support/connect';
+import { type CallResult, startTokenWorker, workerEnv, workerRound } from './support/workers';
 
 const PROCESSES = 4;
 const CALLERS = 250;
 
-type CallResult = { status: number | string; token?: string; ms: number };
-
-function startWorker(env: Record<string, string>): Promise<ChildProcess> {
-  const child = fork(path.join(__dirname, 'support/token-worker.ts'), [], {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
-    env: { ...process.env, WORKER_ENV: JSON.stringify(env), TS_NODE_TRANSPILE_ONLY: 'true' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('message', () => resolve(child));
-    child.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
-  });
-}
-
 function round(workers: ChildProcess[], connectionId: string): Promise<CallResult[]> {
-  return Promise.all(
-    workers.map(
-      (w) =>
-        new Promise<CallResult[]>((resolve) => {
-          w.once('message', (results) => resolve(results as CallResult[]));
-          w.send({ connectionId, calls: CALLERS });
-        }),
-    ),
-  ).then((all) => all.flat());
+  return Promise.all(workers.map((w) => workerRound(w, connectionId, CALLERS))).then((all) => all.flat());
 }
 
 describe('the refresh lock across OS processes', () => {
@@ -44,15 +22,7 @@ describe('the refresh lock across OS processes', () => {
     await control(t, '/settings', { access_token_ttl_seconds: 2 });
     await createTenant(t, 'storm');
     connectionId = await connectTenant(t, 'storm');
-    const env = {
-      DATABASE_URL: t.databaseUrl,
-      VAULT_KEYS: t.config.vaultKeys.map((k) => `${k.id}:${k.key.toString('base64')}`).join(','),
-      REWARDS_SANDBOX_BASE_URL: `${t.baseUrl}/sandbox`,
-      REWARDS_SANDBOX_CLIENT_ID: t.config.rewards.sandbox?.clientId as string,
-      REWARDS_SANDBOX_CLIENT_SECRET: t.config.rewards.sandbox?.clientSecret as string,
-      OPERATOR_API_KEY: 'x'.repeat(30),
-    };
-    workers = await Promise.all(Array.from({ length: PROCESSES }, () => startWorker(env)));
+    workers = await Promise.all(Array.from({ length: PROCESSES }, () => startTokenWorker(workerEnv(t))));
   }, 120_000);
 
   afterAll(async () => {

@@ -3,6 +3,7 @@ import request from 'supertest';
 import { AppError } from '../src/common/app-error';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
 import type { TestApp } from './support/app';
+import { sqlOn } from './support/database';
 import { startTestApp } from './support/app';
 import { connectTenant, control, createTenant, op } from './support/connect';
 
@@ -21,15 +22,7 @@ describe('refresh failures: transient, unknown outcome, backoff', () => {
     await control(t, '/settings', { access_token_ttl_seconds: 2 });
   });
 
-  const sql = async (text: string, params: unknown[] = []) => {
-    const db = new Client({ connectionString: t.databaseUrl });
-    await db.connect();
-    try {
-      return (await db.query(text, params)).rows;
-    } finally {
-      await db.end();
-    }
-  };
+  const sql = (text: string, params: unknown[] = []) => sqlOn(t.databaseUrl, text, params);
   const tokenCalls = async () => (await request(t.baseUrl).get('/sandbox/__control/stats')).body.calls.token as number;
   const codeOf = async (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof AppError ? e.code : String(e)));
   const expire = () => new Promise((r) => setTimeout(r, 2_100));

@@ -1,13 +1,13 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsIn, IsNumber, IsOptional, IsString, Max, Min } from 'class-validator';
+import { IsIn, IsOptional, IsString } from 'class-validator';
+import { PageQueryDto } from '../common/page-query.dto';
 import type { Response } from 'express';
 import { OperatorOnly, Public } from '../tenants/auth/auth.decorators';
 import { MetricsService } from './metrics.service';
 import { OpsService } from './ops.service';
 
-export class ConnectionListQueryDto {
+export class ConnectionListQueryDto extends PageQueryDto {
   @ApiPropertyOptional({ enum: ['active', 'needs_reauth', 'error', 'disconnected'] })
   @IsOptional()
   @IsIn(['active', 'needs_reauth', 'error', 'disconnected'])
@@ -22,20 +22,6 @@ export class ConnectionListQueryDto {
 
   @ApiPropertyOptional({ enum: ['sandbox', 'production'] }) @IsOptional() @IsIn(['sandbox', 'production']) environment?: string;
 
-  @ApiPropertyOptional({ default: 50, maximum: 200 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsNumber({}, { message: 'limit must be a number' })
-  @Min(1)
-  @Max(200)
-  limit?: number;
-
-  @ApiPropertyOptional({ default: 0 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsNumber({}, { message: 'offset must be a number' })
-  @Min(0)
-  offset?: number;
 }
 
 const uuid = new ParseUUIDPipe({ errorHttpStatusCode: 404 });

@@ -5,6 +5,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { AppError, type ErrorDetail } from '../common/app-error';
+import { canonicalJson } from '../common/canonical-json';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig, RewardsEnvironmentConfig } from '../config/app-config';
 import { ConnectionsService } from '../connections/connections.service';
@@ -26,18 +27,6 @@ export interface HttpOutcome {
 }
 
 const MAX_BACKOFF_MS = 5 * 60_000;
-
-/** Canonical JSON (sorted keys): equal requests hash alike whatever their key order. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
 
 /**
  * Sending rewards exactly once. The dispatch row is written (one INSERT, keyed by tenant + Idempotency-Key) before

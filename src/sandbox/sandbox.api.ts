@@ -2,6 +2,7 @@ import express from 'express';
 import type { NextFunction, Request, Response, Router } from 'express';
 import type { SandboxAccount, SandboxOrder, SandboxReward, SandboxState } from './sandbox.state';
 import { randomId, serviceTimestamp, sha256 } from './sandbox.state';
+import { canonicalJson } from '../common/canonical-json';
 
 /** The caller of an `/api/v2` request: an account, through an OAuth access token or the account's API key. */
 interface ApiCaller {
@@ -78,18 +79,6 @@ function requireScope(scope: string) {
   };
 }
 
-/** Canonical JSON (sorted keys) so two equal payloads hash alike whatever their key order. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
 type Problem = { status: number; message: string; payload: Record<string, unknown> };
 
 function validateOrder(account: SandboxAccount, body: Record<string, unknown>): Problem | null {
@@ -164,7 +153,7 @@ function createOrder(state: SandboxState, req: ApiRequest, res: Response): void 
   if (problem) return apiError(res, problem.status, problem.message, problem.payload);
   const externalId = body.external_id as string | undefined;
   const { external_id: _ignored, ...withoutExternalId } = body;
-  const payloadHash = sha256(canonical(withoutExternalId));
+  const payloadHash = sha256(canonicalJson(withoutExternalId));
   if (externalId !== undefined) {
     const existing = account.ordersByExternalId.get(externalId);
     if (existing) {

@@ -1,30 +1,12 @@
-import { type ChildProcess, fork } from 'node:child_process';
-import * as path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { Client } from 'pg';
 import request from 'supertest';
 import type { TestApp } from '../support/app';
 import { startTestApp } from '../support/app';
 import { connectTenant, control, createTenant, op } from '../support/connect';
+import { type CallResult, startTokenWorker, workerEnv, workerRound } from '../support/workers';
 
-type CallResult = { status: number | string; ms: number };
-
-function startWorker(env: Record<string, string>): Promise<ChildProcess> {
-  const child = fork(path.join(__dirname, '../support/token-worker.ts'), [], {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
-    env: { ...process.env, WORKER_ENV: JSON.stringify(env), TS_NODE_TRANSPILE_ONLY: 'true' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('message', () => resolve(child));
-    child.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
-  });
-}
-
-const round = (w: ChildProcess, connectionId: string, calls: number) =>
-  new Promise<CallResult[]>((resolve) => {
-    w.once('message', (r) => resolve(r as CallResult[]));
-    w.send({ connectionId, calls });
-  });
+const round = workerRound;
 
 /** Gateway instances die (SIGKILL) in the middle of a refresh — one of them holding the lock. */
 describe('reliability: gateway processes killed during refreshes', () => {
@@ -38,15 +20,7 @@ describe('reliability: gateway processes killed during refreshes', () => {
     await control(t, '/settings', { access_token_ttl_seconds: 2 });
     await createTenant(t, 'mortal');
     connectionId = await connectTenant(t, 'mortal');
-    const env = {
-      DATABASE_URL: t.databaseUrl,
-      VAULT_KEYS: t.config.vaultKeys.map((k) => `${k.id}:${k.key.toString('base64')}`).join(','),
-      REWARDS_SANDBOX_BASE_URL: `${t.baseUrl}/sandbox`,
-      REWARDS_SANDBOX_CLIENT_ID: t.config.rewards.sandbox?.clientId as string,
-      REWARDS_SANDBOX_CLIENT_SECRET: t.config.rewards.sandbox?.clientSecret as string,
-      OPERATOR_API_KEY: 'x'.repeat(30),
-    };
-    workers = await Promise.all([0, 1, 2].map(() => startWorker(env)));
+    workers = await Promise.all([0, 1, 2].map(() => startTokenWorker(workerEnv(t))));
   }, 120_000);
 
   afterAll(async () => {

@@ -27,3 +27,14 @@ export async function createTestDatabase(): Promise<{ url: string; drop: () => P
     },
   };
 }
+
+/** Runs one statement on a database and returns its rows (a short-lived connection: for assertions in tests). */
+export async function sqlOn(url: string, text: string, params: unknown[] = []): Promise<Record<string, any>[]> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text, params)).rows;
+  } finally {
+    await client.end();
+  }
+}

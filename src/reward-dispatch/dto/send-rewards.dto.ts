@@ -20,6 +20,7 @@ import {
   ValidatorConstraint,
   type ValidatorConstraintInterface,
 } from 'class-validator';
+import { PageQueryDto } from '../../common/page-query.dto';
 import { customFieldsShapeProblem, type CustomFieldsInput } from '../../fields-cache/custom-fields';
 
 @ValidatorConstraint({ name: 'customFields' })
@@ -98,25 +99,9 @@ export class SendRewardsDto {
   rewards: RewardSpecDto[];
 }
 
-export class ListDispatchesDto {
+export class ListDispatchesDto extends PageQueryDto {
   @ApiPropertyOptional({ enum: ['sending', 'queued', 'sent', 'failed'] })
   @IsOptional()
   @IsIn(['sending', 'queued', 'sent', 'failed'])
   status?: string;
-
-  @ApiPropertyOptional({ default: 50, maximum: 100 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsNumber({}, { message: 'limit must be a number' })
-  @Min(1)
-  @Max(100)
-  limit?: number;
-
-  @ApiPropertyOptional({ default: 0 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsNumber({}, { message: 'offset must be a number' })
-  @Min(0)
-  @Max(1_000_000)
-  offset?: number;
 }

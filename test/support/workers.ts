@@ -1,0 +1,38 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import * as path from 'node:path';
+import type { TestApp } from './app';
+
+export type CallResult = { status: number | string; token?: string; ms: number };
+
+/** The environment a token worker needs to act as another gateway instance of `t`. */
+export function workerEnv(t: TestApp): Record<string, string> {
+  return {
+    DATABASE_URL: t.databaseUrl,
+    VAULT_KEYS: t.config.vaultKeys.map((k) => `${k.id}:${k.key.toString('base64')}`).join(','),
+    REWARDS_SANDBOX_BASE_URL: `${t.baseUrl}/sandbox`,
+    REWARDS_SANDBOX_CLIENT_ID: t.config.rewards.sandbox?.clientId as string,
+    REWARDS_SANDBOX_CLIENT_SECRET: t.config.rewards.sandbox?.clientSecret as string,
+    OPERATOR_API_KEY: 'x'.repeat(30),
+  };
+}
+
+/** Forks test/support/token-worker.ts as its own OS process and waits until it is ready. */
+export function startTokenWorker(env: Record<string, string>): Promise<ChildProcess> {
+  const child = fork(path.join(__dirname, 'token-worker.ts'), [], {
+    execArgv: ['-r', 'ts-node/register/transpile-only'],
+    env: { ...process.env, WORKER_ENV: JSON.stringify(env), TS_NODE_TRANSPILE_ONLY: 'true' },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('message', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
+  });
+}
+
+/** Asks a worker to fire `calls` concurrent callers that need a token; resolves with their outcomes. */
+export function workerRound(worker: ChildProcess, connectionId: string, calls: number): Promise<CallResult[]> {
+  return new Promise((resolve) => {
+    worker.once('message', (results) => resolve(results as CallResult[]));
+    worker.send({ connectionId, calls });
+  });
+}
