@@ -6,6 +6,7 @@ import { ensureLocalSecrets } from './config/local-secrets';
 import type { LocalSecretsOutcome } from './config/local-secrets';
 import type { EmbeddedDatabase } from './database/embedded-postgres';
 import { startEmbeddedPostgres } from './database/embedded-postgres';
+import { terminate } from './common/terminate';
 
 export interface Runtime {
   config: AppConfig;
@@ -14,7 +15,7 @@ export interface Runtime {
 }
 
 /** Loads `.env` (when present), then parses the environment; on problems prints them all and exits 1. */
-export function loadConfigOrExit(): AppConfig {
+export function loadConfigOrFail(): AppConfig {
   const envFile = path.resolve(process.cwd(), '.env');
   if (existsSync(envFile)) process.loadEnvFile(envFile);
   try {
@@ -22,7 +23,7 @@ export function loadConfigOrExit(): AppConfig {
   } catch (error) {
     if (error instanceof ConfigValidationError) {
       process.stderr.write(`${error.message}\nSee .env.example and the README's Configuration table.\n`);
-      process.exit(1);
+      terminate(1);
     }
     throw error;
   }

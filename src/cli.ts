@@ -1,8 +1,9 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { loadConfigOrExit, prepareRuntime } from './bootstrap';
+import { loadConfigOrFail, prepareRuntime } from './bootstrap';
 import { dataSourceOptions, revertLastMigration, runMigrations } from './database/data-source';
+import { terminate } from './common/terminate';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -21,7 +22,7 @@ function option(args: string[], name: string): string | undefined {
 }
 
 async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
-  const config = loadConfigOrExit();
+  const config = loadConfigOrFail();
   const runtime = await prepareRuntime(config, () => undefined);
   try {
     return await fn(config.databaseUrl as string);
@@ -72,7 +73,7 @@ async function main(args: string[]): Promise<number> {
     }
     case 'vault:rotate': {
       const result = await withDatabase(async (url) => {
-        const config = loadConfigOrExit();
+        const config = loadConfigOrFail();
         const ds = await new DataSource(dataSourceOptions(url, 2)).initialize();
         try {
           const { VaultCipher } = await import('./token-vault/vault-cipher');
@@ -92,9 +93,9 @@ async function main(args: string[]): Promise<number> {
 }
 
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => terminate(code),
   (error: unknown) => {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
+    terminate(1);
   },
 );

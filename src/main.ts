@@ -1,12 +1,13 @@
 import 'reflect-metadata';
-import { loadConfigOrExit, lockDataDir, prepareRuntime } from './bootstrap';
+import { loadConfigOrFail, lockDataDir, prepareRuntime } from './bootstrap';
 import { createApp } from './app.factory';
 import { runMigrations } from './database/data-source';
+import { terminate } from './common/terminate';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 async function main(): Promise<void> {
-  const config = loadConfigOrExit();
+  const config = loadConfigOrFail();
   const unlock = config.databaseUrl ? () => undefined : lockDataDir(prepareDataDir(config.dataDir));
   const runtime = await prepareRuntime(config, (m) => {
     if (config.logLevel === 'debug' || config.logLevel === 'trace') say(`[postgres] ${m}`);
@@ -22,12 +23,12 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     say(`${signal} received: stopping`);
-    const force = setTimeout(() => process.exit(1), 15_000);
+    const force = setTimeout(() => terminate(1), 15_000);
     force.unref();
     await app.close().catch(() => undefined);
     await runtime.embedded?.stop().catch(() => undefined);
     unlock();
-    process.exit(0);
+    terminate(0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
@@ -63,5 +64,5 @@ function prepareDataDir(dir: string): string {
 
 main().catch((error: unknown) => {
   process.stderr.write(`Rewards Gateway failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
+  terminate(1);
 });

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { freePort } from './support/app';
 import { createTestDatabase } from './support/database';
-import { startGatewayProcess, waitForExit } from './support/gateway-process';
+import { startGatewayProcess, waitUntilGone } from './support/gateway-process';
 import type { RunningSandbox } from './support/sandbox';
 import { startSandbox } from './support/sandbox';
 import { waitFor } from './support/send';
@@ -55,7 +55,7 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
   afterAll(async () => {
     if (gateway && gateway.exitCode === null) {
       gateway.kill('SIGTERM');
-      await waitForExit(gateway);
+      await waitUntilGone(gateway);
     }
     await sandbox.close();
     await db.drop();
@@ -89,7 +89,7 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
     killed = true;
     await burst;
     const total = results.length;
-    await waitForExit(gateway as ChildProcess);
+    await waitUntilGone(gateway as ChildProcess);
     const accepted = results.filter((r) => r.status === 201 || r.status === 202);
     const unknown = results.filter((r) => r.status === 0);
     expect(accepted.length).toBeGreaterThan(0);

@@ -1,5 +1,6 @@
 import { createSandbox } from './sandbox.app';
 import { EMBEDDED_SANDBOX_CLIENT } from '../config/app-config';
+import { terminate } from '../common/terminate';
 
 /**
  * `npm run sandbox`: the emulator alone. SANDBOX_PORT (4010), SANDBOX_CLIENT_ID / SANDBOX_CLIENT_SECRET (the
@@ -29,6 +30,6 @@ const server = sandbox.app.listen(port, env.SANDBOX_HOST ?? '127.0.0.1', () => {
     `${flag(env.SANDBOX_CONTROL_ENABLED) ? ' (control API on /__control)' : ''}\n`);
 });
 server.keepAliveTimeout = 65_000;
-const stop = () => server.close(() => process.exit(0));
+const stop = () => server.close(() => terminate(0));
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);

@@ -27,6 +27,6 @@ export async function startGatewayProcess(env: Record<string, string>, port: num
   }
 }
 
-export function waitForExit(child: ChildProcess): Promise<void> {
+export function waitUntilGone(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
 }

