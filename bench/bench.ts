@@ -281,11 +281,15 @@ async function hotPathCost(pg: { url: string; statStatements: boolean }, gw: str
   const before = await countCalls();
   const grantsBefore = await grantReads();
   const started = Date.now();
+  const latencies: number[] = [];
   for (let n = 0; n < SENDS; n++) {
+    const t = performance.now();
     const res = await fetch(`${gw}/v1/tenants/bench/rewards`, { method: 'POST', headers: { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', 'Idempotency-Key': `hot-${n}` }, body: rewardBody(n) });
     if (res.status !== 201) throw new Error(`hot path send answered ${res.status}`);
     await res.arrayBuffer();
+    latencies.push(performance.now() - t);
   }
+  latencies.sort((x, y) => x - y);
   const elapsed = Date.now() - started;
   const calls = (await countCalls()) - before - idleRate * elapsed;
   const grants = (await grantReads()) - grantsBefore;
@@ -296,6 +300,8 @@ async function hotPathCost(pg: { url: string; statStatements: boolean }, gw: str
     db_round_trips_per_send: pg.statStatements ? +(calls / SENDS).toFixed(2) : null,
     db_round_trips_to_obtain_token: pg.statStatements ? grants : null,
     upstream_fields_calls_per_send: +((fieldsAfter - fieldsBefore) / SENDS).toFixed(3),
+    sequential_send_p50_ms: +latencies[Math.floor(SENDS / 2)].toFixed(2),
+    sequential_send_p99_ms: +latencies[Math.floor(SENDS * 0.99)].toFixed(2),
   };
 }
 
@@ -403,6 +409,7 @@ function table(r: Record<string, any>): string { // eslint-disable-line @typescr
     `| DB round-trips per send | ${r.hot_path.db_round_trips_per_send} | ≤ 3 |`,
     `| DB round-trips to obtain a valid token (${r.hot_path.sends} sends) | ${r.hot_path.db_round_trips_to_obtain_token} | 0 |`,
     `| upstream fields calls per send | ${r.hot_path.upstream_fields_calls_per_send} | ~0 |`,
+    `| one send at a time (no load) | p50 ${r.hot_path.sequential_send_p50_ms} ms, p99 ${r.hot_path.sequential_send_p99_ms} ms | — |`,
     `| ops list, ${r.scale.tenants} tenants | p50 ${r.scale.ops_list_p50_ms} ms, p99 ${r.scale.ops_list_p99_ms} ms (${r.scale.ops_list_rps} req/s) | — |`,
     `| gateway RSS after all of it | ${r.scale.gateway_rss_mb} MB | — |`,
     '',

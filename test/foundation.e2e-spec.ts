@@ -146,9 +146,26 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
     await request(t.baseUrl).get('/docs').expect(200).expect('Content-Type', /html/);
     const doc = await request(t.baseUrl).get('/docs/openapi.json').expect(200);
     expect(Object.keys(doc.body.paths)).toEqual(
-      expect.arrayContaining(['/v1/tenants', '/v1/tenants/{tenant}', '/v1/tenants/{tenant}/api-keys', '/health/ready']),
+      expect.arrayContaining([
+        '/v1/tenants',
+        '/v1/tenants/{tenant}',
+        '/v1/tenants/{tenant}/api-keys',
+        '/v1/tenants/{tenant}/connect-sessions',
+        '/v1/tenants/{tenant}/connection',
+        '/v1/tenants/{tenant}/fields',
+        '/v1/tenants/{tenant}/rewards',
+        '/v1/tenants/{tenant}/dispatches/{id}',
+        '/v1/ops/connections',
+        '/v1/ops/connections/{id}/check',
+        '/health/ready',
+        '/metrics',
+      ]),
     );
-    expect(doc.body.components.schemas.CreateTenantDto.properties).toHaveProperty('return_urls');
+    const schemas = doc.body.components.schemas;
+    expect(schemas.CreateTenantDto.properties).toHaveProperty('return_urls');
+    expect(schemas.SendRewardsDto.properties).toHaveProperty('rewards');
+    expect(schemas.DispatchResponse.properties).toHaveProperty('upstream_order_id');
+    expect(schemas.ConnectionHealthResponse.properties).toHaveProperty('health');
   });
 
   it('logs a request id per request and never the Authorization header', async () => {

@@ -1,5 +1,6 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { ConnectionHealthDetailResponse, ConnectionHealthListResponse } from './dto/connection-health.response';
 import { IsIn, IsOptional, IsString } from 'class-validator';
 import { PageQueryDto } from '../common/page-query.dto';
 import type { Response } from 'express';
@@ -38,6 +39,7 @@ export class OpsController {
   @Get('v1/ops/connections')
   @OperatorOnly()
   @ApiOperation({ summary: 'Every connection’s health, most urgent first (needs_reauth, error, active).' })
+  @ApiOkResponse({ type: ConnectionHealthListResponse })
   list(@Query() query: ConnectionListQueryDto) {
     return this.ops.list(query);
   }
@@ -45,6 +47,7 @@ export class OpsController {
   @Get('v1/ops/connections/:id')
   @OperatorOnly()
   @ApiOperation({ summary: 'One connection’s health with its last events.' })
+  @ApiOkResponse({ type: ConnectionHealthDetailResponse })
   detail(@Param('id', uuid) id: string) {
     return this.ops.detail(id);
   }
@@ -52,6 +55,7 @@ export class OpsController {
   @Post('v1/ops/connections/:id/check')
   @OperatorOnly()
   @ApiOperation({ summary: 'Probe GET /api/v2/organizations with the connection’s token and record the outcome.' })
+  @ApiCreatedResponse({ type: ConnectionHealthDetailResponse })
   check(@Param('id', uuid) id: string) {
     return this.ops.check(id);
   }
@@ -59,6 +63,7 @@ export class OpsController {
   @Post('v1/ops/connections/:id/refresh')
   @OperatorOnly()
   @ApiOperation({ summary: 'Force a token refresh through the refresh lock.' })
+  @ApiCreatedResponse({ type: ConnectionHealthDetailResponse })
   refresh(@Param('id', uuid) id: string) {
     return this.ops.refresh(id);
   }

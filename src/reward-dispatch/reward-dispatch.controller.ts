@@ -1,6 +1,7 @@
 import { Body, Controller, Get, Headers, Param, ParseUUIDPipe, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { DispatchListResponse, DispatchResponse, RewardListResponse } from './dto/dispatch.response';
 import { ListDispatchesDto, SendRewardsDto } from './dto/send-rewards.dto';
 import { RewardDispatchService } from './reward-dispatch.service';
 import { RewardListingService } from './reward-listing.service';
@@ -23,8 +24,8 @@ export class RewardDispatchController {
       'is in flight → 409 idempotency_request_in_progress.',
   })
   @ApiHeader({ name: 'Idempotency-Key', required: true, description: 'Unique per reward request, at most 255 characters; kept at least 24 h.' })
-  @ApiCreatedResponse({ description: 'The dispatch, status sent, with upstream order and reward ids.' })
-  @ApiAcceptedResponse({ description: 'The dispatch, status queued; a worker retries it.' })
+  @ApiCreatedResponse({ type: DispatchResponse, description: 'The dispatch, status sent, with upstream order and reward ids.' })
+  @ApiAcceptedResponse({ type: DispatchResponse, description: 'The dispatch, status queued; a worker retries it.' })
   async send(
     @Param('tenant') tenant: string,
     @Headers('idempotency-key') key: string | undefined,
@@ -43,19 +44,21 @@ export class RewardDispatchController {
   @ApiOperation({ summary: 'List rewards, filtered by custom field labels: `?Department=Sales&offset=0&limit=50`.' })
   @ApiQuery({ name: 'environment', required: false, enum: ['sandbox', 'production'] })
   @ApiQuery({ name: 'offset', required: false }) @ApiQuery({ name: 'limit', required: false })
+  @ApiOkResponse({ type: RewardListResponse })
   listRewards(@Param('tenant') tenant: string, @Query() query: Record<string, unknown>): Promise<unknown> {
     return this.listing.list(tenant, query);
   }
 
   @Get('dispatches/:id')
   @ApiOperation({ summary: 'A dispatch: status, attempts, upstream order and reward ids, last error.' })
-  @ApiOkResponse()
+  @ApiOkResponse({ type: DispatchResponse })
   get(@Param('tenant') tenant: string, @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string): Promise<unknown> {
     return this.dispatches.get(tenant, id);
   }
 
   @Get('dispatches')
   @ApiOperation({ summary: 'The tenant’s dispatches, newest first, optionally by status.' })
+  @ApiOkResponse({ type: DispatchListResponse })
   list(@Param('tenant') tenant: string, @Query() query: ListDispatchesDto): Promise<unknown> {
     return this.dispatches.list(tenant, query.status, query.limit, query.offset);
   }

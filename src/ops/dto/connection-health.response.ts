@@ -1,0 +1,48 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { ConnectionErrorView } from '../../connections/dto/connection.dto';
+
+class ProbeView {
+  @ApiProperty() at: string;
+  @ApiProperty({ nullable: true, type: Boolean }) ok: boolean | null;
+  @ApiProperty({ nullable: true, type: String }) error: string | null;
+}
+
+class DispatchCountsView {
+  @ApiProperty() sent: number;
+  @ApiProperty() failed: number;
+  @ApiProperty({ description: 'queued or being sent' }) queued: number;
+}
+
+class EventView {
+  @ApiProperty({ example: 'token_refreshed' }) type: string;
+  @ApiProperty({ type: Object }) detail: unknown;
+  @ApiProperty() at: string;
+}
+
+export class ConnectionHealthResponse {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty() tenant_id: string;
+  @ApiProperty() tenant_name: string;
+  @ApiProperty({ enum: ['sandbox', 'production'] }) environment: string;
+  @ApiProperty({ enum: ['active', 'needs_reauth', 'error', 'disconnected'] }) status: string;
+  @ApiProperty({ enum: ['healthy', 'degraded', 'broken', 'idle'], nullable: true }) health: string | null;
+  @ApiProperty({ type: [String] }) scopes: string[];
+  @ApiProperty({ nullable: true, type: String }) connected_at: string | null;
+  @ApiProperty({ nullable: true, type: String }) last_refreshed_at: string | null;
+  @ApiProperty({ nullable: true, type: String }) access_expires_at: string | null;
+  @ApiProperty({ nullable: true, type: String }) last_used_at: string | null;
+  @ApiProperty({ nullable: true, type: ConnectionErrorView }) last_error: ConnectionErrorView | null;
+  @ApiProperty() consecutive_failures: number;
+  @ApiProperty() refresh_count: number;
+  @ApiProperty({ nullable: true, type: ProbeView }) last_probe: ProbeView | null;
+  @ApiProperty({ type: DispatchCountsView, description: 'in the last 24 hours' }) dispatches_24h: DispatchCountsView;
+}
+
+export class ConnectionHealthDetailResponse extends ConnectionHealthResponse {
+  @ApiProperty({ type: [EventView], description: 'the last 50 events, newest first' }) events: EventView[];
+}
+
+export class ConnectionHealthListResponse {
+  @ApiProperty({ type: [ConnectionHealthResponse] }) connections: ConnectionHealthResponse[];
+  @ApiProperty({ nullable: true, type: Number }) next_offset: number | null;
+}
