@@ -175,4 +175,17 @@ describe('ops: connection health, probes, alerts, metrics', () => {
     }
     expect(res.text).not.toMatch(/sbx_(at|rt)_|tenant_id=/);
   });
+
+  it('pages the dashboard, keeping the filters', async () => {
+    await sql(`INSERT INTO tenants (id, name) SELECT 'bulk-' || g, 'Bulk ' || g FROM generate_series(1, 120) g`);
+    await sql(`INSERT INTO connections (tenant_id, environment, status) SELECT 'bulk-' || g, 'sandbox', 'active' FROM generate_series(1, 120) g`);
+    const first = await request(t.baseUrl).get('/ops?environment=sandbox').auth('ops', t.config.operatorApiKey as string).expect(200);
+    expect(first.text).toContain('rel="next" href="/ops?environment=sandbox&amp;offset=100"');
+    expect((first.text.match(/<tr class="health-/g) ?? []).length).toBe(100);
+    const second = await request(t.baseUrl).get('/ops?environment=sandbox&offset=100').auth('ops', t.config.operatorApiKey as string).expect(200);
+    expect(second.text).toContain('rows 101–');
+    expect(second.text).toContain('rel="prev"');
+    expect(second.text).not.toContain('rel="next"');
+    await request(t.baseUrl).get('/ops?offset=-5').auth('ops', t.config.operatorApiKey as string).expect(400);
+  });
 });

@@ -9,8 +9,8 @@ import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { OperatorPage } from '../tenants/auth/auth.decorators';
 import { dashboardPage, type DashboardEvent } from './dashboard.page';
-import { Transform } from 'class-transformer';
-import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { Transform, Type } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { OpsService } from './ops.service';
 
 
@@ -23,7 +23,10 @@ class DashboardQueryDto {
   @blankToUndefined() @IsOptional() @IsIn(['sandbox', 'production']) environment?: string;
   @blankToUndefined() @IsOptional() @IsString() @MaxLength(63) tenant?: string;
   @IsOptional() @IsString() @MaxLength(500) done?: string;
+  @blankToUndefined() @IsOptional() @Type(() => Number) @IsInt() @Min(0) @Max(10_000_000) offset?: number;
 }
+
+const PAGE = 100;
 
 /**
  * `/ops`: server-rendered, operator credentials required (HTTP Basic with the operator key as password, or a
@@ -45,14 +48,17 @@ export class DashboardController {
   @Get()
   @OperatorPage()
   async page(@Query() query: DashboardQueryDto, @Res() res: Response): Promise<void> {
-    const { connections } = await this.ops.list({ ...query, limit: 200 });
+    const { connections, next_offset } = await this.ops.list({ ...query, limit: PAGE, offset: query.offset ?? 0 });
     const events = (await this.db.query(
       `SELECT connection_id, type, detail, at FROM (
          SELECT connection_id, type, detail, at, row_number() OVER (PARTITION BY connection_id ORDER BY id DESC) AS n
            FROM connection_events WHERE connection_id = ANY($1::uuid[])) e WHERE n <= 8 ORDER BY at DESC`,
       [connections.map((c) => c.id)],
     )) as DashboardEvent[];
-    res.type('html').send(dashboardPage(connections, events, { ...query }, this.csrf, query.done));
+    const { done: _done, offset, ...filters } = query;
+    res.type('html').send(
+      dashboardPage(connections, events, { ...filters }, this.csrf, query.done, { offset: offset ?? 0, next: next_offset, pageSize: PAGE }),
+    );
   }
 
   @Post('connections/:id/:action')

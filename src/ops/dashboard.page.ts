@@ -25,7 +25,16 @@ export function dashboardPage(
   filters: Record<string, string | undefined>,
   csrf: string,
   flash?: string,
+  paging: { offset: number; next: number | null; pageSize: number } = { offset: 0, next: null, pageSize: 100 },
 ): string {
+  const link = (offset: number, label: string, rel: string) => {
+    const params = new URLSearchParams(Object.entries(filters).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''));
+    params.set('offset', String(offset));
+    return `<a rel="${rel}" href="/ops?${e(params.toString())}">${label}</a>`;
+  };
+  const pager = `<p class="pager">${paging.offset > 0 ? link(Math.max(0, paging.offset - paging.pageSize), '← previous', 'prev') : ''}
+    <span class="muted">rows ${paging.offset + 1}–${paging.offset + connections.length}</span>
+    ${paging.next !== null ? link(paging.next, 'next →', 'next') : ''}</p>`;
   const byConnection = new Map<string, DashboardEvent[]>();
   for (const ev of events) byConnection.set(ev.connection_id, [...(byConnection.get(ev.connection_id) ?? []), ev]);
   const rows = connections
@@ -66,6 +75,7 @@ export function dashboardPage(
   tr.health-broken > td { background: #fef2f2; } tr.health-degraded > td { background: #fffbeb; }
   tr.events td { padding-top: 0; border-bottom: 2px solid #e5e7eb; } details ul { margin: .3rem 0; padding-left: 1.2rem; }
   .actions form { display: inline; } button { font: inherit; padding: .25rem .7rem; margin: 0 .2rem .2rem 0; cursor: pointer; }
+  .pager { display: flex; gap: 1rem; align-items: center; } .pager a { font-weight: 600; }
   .flash { background: #eff6ff; border: 1px solid #bfdbfe; padding: .5rem .8rem; margin-bottom: 1rem; }
 </style></head>
 <body><header><h1>Rewards Gateway · connections</h1></header><main>
@@ -80,5 +90,6 @@ ${flash ? `<p class="flash" id="flash">${e(flash)}</p>` : ''}
 <table><thead><tr><th>Tenant</th><th>Env</th><th>Status</th><th>Health</th><th>Last refresh</th><th>Last use</th><th>Last error</th>
 <th>Failures / refreshes</th><th>24 h sent / failed / queued</th><th></th></tr></thead>
 <tbody>${rows || '<tr><td colspan="10">No connections match.</td></tr>'}</tbody></table>
+${pager}
 </main></body></html>`;
 }
