@@ -9,6 +9,7 @@ import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { Public } from '../tenants/auth/auth.decorators';
 import { VaultCipher } from '../token-vault/vault-cipher';
+import { escapeHtml } from '../common/html';
 import { connectLandingPage, connectPage } from './connect-pages';
 import type { ConnectSession } from './connections.service';
 import { ConnectionsService } from './connections.service';
@@ -133,13 +134,13 @@ export class ConnectFlowController {
   private result(res: Response, session: ConnectSession | null, outcome: string): void {
     if (outcome === 'connected' && session) {
       res.type('html').send(
-        connectPage('Rewards account connected', `%TITLE%<p><strong>${escape(session.tenant_name)}</strong> can now send rewards through your rewards account (${escape(session.environment)}).</p><p class="muted">You can close this window.</p>`, 'ok'),
+        connectPage('Rewards account connected', `%TITLE%<p><strong>${escapeHtml(session.tenant_name)}</strong> can now send rewards through your rewards account (${escapeHtml(session.environment)}).</p><p class="muted">You can close this window.</p>`, 'ok'),
       );
       return;
     }
     const status = outcome === 'access_denied' ? 200 : 400;
     const title = outcome === 'access_denied' ? 'Connection not approved' : 'The connection did not complete';
-    res.status(status).type('html').send(connectPage(title, `%TITLE%<p id="reason" data-reason="${escape(outcome)}">${escape(MESSAGES[outcome] ?? MESSAGES.provider_error)}</p>`, 'error'));
+    res.status(status).type('html').send(connectPage(title, `%TITLE%<p id="reason" data-reason="${escapeHtml(outcome)}">${escapeHtml(MESSAGES[outcome] ?? MESSAGES.provider_error)}</p>`, 'error'));
   }
 
   private linkProblem(res: Response, problem: 'unknown' | 'expired' | 'used'): void {
@@ -152,6 +153,3 @@ export class ConnectFlowController {
   }
 }
 
-function escape(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
-}

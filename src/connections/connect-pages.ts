@@ -1,4 +1,4 @@
-import { escapeHtml } from '../sandbox/sandbox.html';
+import { escapeHtml } from '../common/html';
 
 /** Server-rendered pages of the connect flow: plain HTML, readable without any front-end build. */
 export function connectPage(title: string, body: string, status: 'info' | 'ok' | 'error' = 'info'): string {

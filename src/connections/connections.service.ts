@@ -176,7 +176,7 @@ export class ConnectionsService {
       [tenantId, env],
     )) as Record<string, unknown>[];
     if (!rows[0]) throw new ConnectionNotFoundError(env);
-    return toResponse(rows[0]);
+    return toConnectionResponse(rows[0]);
   }
 
   async disconnect(tenantId: string, environment?: string): Promise<ConnectionResponse> {
@@ -193,14 +193,15 @@ export class ConnectionsService {
       await tx.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'disconnected', '{}')`, [rows[0].id]);
       this.tokens.evict(rows[0].id as string);
       this.liveCache.delete(`${tenantId}/${env}`);
-      return toResponse(rows[0]);
+      return toConnectionResponse(rows[0]);
     });
   }
 }
 
 const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : null);
 
-function toResponse(row: Record<string, unknown>): ConnectionResponse {
+/** The connection row as the API shows it (never tokens); ops adds health on top. */
+export function toConnectionResponse(row: Record<string, unknown>): ConnectionResponse {
   return {
     id: row.id as string,
     tenant_id: row.tenant_id as string,

@@ -1,4 +1,4 @@
-import { escapeHtml as e } from '../sandbox/sandbox.html';
+import { escapeHtml as e } from '../common/html';
 import type { ConnectionHealthView } from './ops.service';
 
 export interface DashboardEvent {

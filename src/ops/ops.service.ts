@@ -7,6 +7,7 @@ import type { AppConfig, RewardsEnvironmentConfig } from '../config/app-config';
 import { RewardsApiClient } from '../rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { MetricsService } from './metrics.service';
+import { toConnectionResponse } from '../connections/connections.service';
 
 export type Health = 'healthy' | 'degraded' | 'broken' | 'idle';
 
@@ -163,20 +164,9 @@ const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : null);
 
 function view(r: Record<string, unknown>, counts: Record<string, number> = {}) {
   return {
-    id: r.id as string,
-    tenant_id: r.tenant_id as string,
+    ...toConnectionResponse(r),
     tenant_name: r.tenant_name as string,
-    environment: r.environment as string,
-    status: r.status as string,
     health: r.health as Health | null,
-    scopes: r.scopes as string[],
-    connected_at: iso(r.connected_at),
-    last_refreshed_at: iso(r.last_refreshed_at),
-    access_expires_at: iso(r.access_expires_at),
-    last_used_at: iso(r.last_used_at),
-    last_error: r.last_error_code ? { code: r.last_error_code as string, message: r.last_error_message as string, at: iso(r.last_error_at) } : null,
-    consecutive_failures: r.consecutive_failures as number,
-    refresh_count: r.refresh_count as number,
     last_probe: r.last_probe_at ? { at: iso(r.last_probe_at), ok: r.last_probe_ok as boolean | null, error: (r.last_probe_error as string | null) ?? null } : null,
     dispatches_24h: { sent: counts.sent ?? 0, failed: counts.failed ?? 0, queued: (counts.queued ?? 0) + (counts.sending ?? 0) },
   };

@@ -1,6 +1,6 @@
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
-}
+import { escapeHtml } from '../common/html';
+
+export { escapeHtml };
 
 /** A plain, readable page for the emulator's consent and error screens. `title` is escaped; `body` is trusted HTML. */
 export function page(title: string, body: string): string {

@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { ConnectionErrorView } from '../../connections/dto/connection.dto';
+import { ConnectionResponse } from '../../connections/dto/connection.dto';
 
 class ProbeView {
   @ApiProperty() at: string;
@@ -19,21 +19,9 @@ class EventView {
   @ApiProperty() at: string;
 }
 
-export class ConnectionHealthResponse {
-  @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty() tenant_id: string;
+export class ConnectionHealthResponse extends ConnectionResponse {
   @ApiProperty() tenant_name: string;
-  @ApiProperty({ enum: ['sandbox', 'production'] }) environment: string;
-  @ApiProperty({ enum: ['active', 'needs_reauth', 'error', 'disconnected'] }) status: string;
   @ApiProperty({ enum: ['healthy', 'degraded', 'broken', 'idle'], nullable: true }) health: string | null;
-  @ApiProperty({ type: [String] }) scopes: string[];
-  @ApiProperty({ nullable: true, type: String }) connected_at: string | null;
-  @ApiProperty({ nullable: true, type: String }) last_refreshed_at: string | null;
-  @ApiProperty({ nullable: true, type: String }) access_expires_at: string | null;
-  @ApiProperty({ nullable: true, type: String }) last_used_at: string | null;
-  @ApiProperty({ nullable: true, type: ConnectionErrorView }) last_error: ConnectionErrorView | null;
-  @ApiProperty() consecutive_failures: number;
-  @ApiProperty() refresh_count: number;
   @ApiProperty({ nullable: true, type: ProbeView }) last_probe: ProbeView | null;
   @ApiProperty({ type: DispatchCountsView, description: 'in the last 24 hours' }) dispatches_24h: DispatchCountsView;
 }
