@@ -7,7 +7,7 @@ import 'reflect-metadata';
 import autocannon from 'autocannon';
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -160,6 +160,46 @@ async function connect(gateway: string, tenant: string): Promise<string> {
   return connection.id;
 }
 
+/** CPU seconds used so far (user + system) by each process descended from this one, from /proc (clock ticks of 10 ms). */
+function cpuTicks(): Map<number, number> {
+  const stats = new Map<number, { ppid: number; ticks: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
+      const sys = process.env.BENCH_CPU_SYSTEM_ONLY ? 0 : 1; // while tuning: kernel time only
+      stats.set(Number(entry), { ppid: Number(fields[1]), ticks: sys * Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const result = new Map<number, number>();
+  const queue = [process.pid];
+  while (queue.length) {
+    const pid = queue.pop() as number;
+    result.set(pid, stats.get(pid)?.ticks ?? 0);
+    for (const [child, s] of stats) if (s.ppid === pid) queue.push(child);
+  }
+  return result;
+}
+
+/**
+ * Runs a load and splits the CPU time it cost by component, in ms per request: the gateway processes, the
+ * sandbox, Postgres (every other descendant: postmaster and backends) and the load generator (this process).
+ */
+async function withCpu(gateways: number[], sandbox: number, run: () => Promise<LoadResult>): Promise<LoadResult & { cpu: Record<string, number> }> {
+  const before = cpuTicks();
+  const result = await run();
+  const after = cpuTicks();
+  const groupOf = (pid: number) => (gateways.includes(pid) ? 'gateway' : pid === sandbox ? 'sandbox' : pid === process.pid ? 'load_generator' : 'postgres');
+  const ms: Record<string, number> = { gateway: 0, postgres: 0, sandbox: 0, load_generator: 0 };
+  for (const [pid, ticks] of after) ms[groupOf(pid)] += (ticks - (before.get(pid) ?? 0)) * 10;
+  const cpu: Record<string, number> = {};
+  for (const [group, total] of Object.entries(ms)) cpu[group] = +(total / Math.max(1, result.requests)).toFixed(3);
+  cpu.total = +Object.values(cpu).reduce((a, b) => a + b, 0).toFixed(3);
+  return { ...result, cpu };
+}
+
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
@@ -205,12 +245,33 @@ async function main(): Promise<void> {
   // Warm-up: JIT, pools, caches.
   await load(`${sandboxUrl}/api/v2/orders`, { body: (n) => directBody(1e9 + n), headers: () => ({ Authorization: `Bearer ${accountKey}`, 'Content-Type': 'application/json' }), duration: 2 });
   await load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('warm'), duration: 2 });
+  if (process.env.BENCH_EXPERIMENT_SQL) {
+    const c = new Client({ connectionString: pg.url });
+    await c.connect();
+    await c.query(process.env.BENCH_EXPERIMENT_SQL);
+    await c.end();
+  }
 
   // 1. Send throughput and latency: direct vs one gateway process.
-  const direct = await load(`${sandboxUrl}/api/v2/orders`, { body: directBody, headers: () => ({ Authorization: `Bearer ${accountKey}`, 'Content-Type': 'application/json' }) });
+  const direct = await withCpu([], sandbox.pid as number, () =>
+    load(`${sandboxUrl}/api/v2/orders`, { body: directBody, headers: () => ({ Authorization: `Bearer ${accountKey}`, 'Content-Type': 'application/json' }) }),
+  );
   log(`direct: ${direct.rps.toFixed(0)} req/s`);
-  const viaGateway = await load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('g1') });
-  log(`gateway x1: ${viaGateway.rps.toFixed(0)} req/s`);
+  const viaGateway = await withCpu([gateway1.pid as number], sandbox.pid as number, () => load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('g1') }));
+  log(`gateway x1: ${viaGateway.rps.toFixed(0)} req/s; CPU ms per request: direct ${JSON.stringify(direct.cpu)}, gateway ${JSON.stringify(viaGateway.cpu)}`);
+  if (process.env.BENCH_QUICK) {
+    // A quick look while tuning: section 1 only and the busiest statements, nothing written.
+    if (pg.statStatements) {
+      const c = new Client({ connectionString: pg.url });
+      await c.connect();
+      const top = await c.query(`SELECT calls, round(total_exec_time::numeric, 1) AS ms, round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS query
+                                   FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12`);
+      await c.end();
+      console.table(top.rows);
+    }
+    await shutdown(pg);
+    return;
+  }
 
   // 3. Hot path cost: database round-trips and upstream fields calls per send, in the steady state.
   const hot = await hotPathCost(pg, gw1, sandboxUrl);
@@ -245,6 +306,8 @@ async function main(): Promise<void> {
       gateway_2_processes: round(two),
       ratio_gateway_to_direct: +(viaGateway.rps / direct.rps).toFixed(3),
       p50_overhead_ms: +(viaGateway.p50 - direct.p50).toFixed(2),
+      // CPU time per request by component (ms): where a 2-core machine's budget goes.
+      cpu_ms_per_request: { direct: direct.cpu, gateway_1_process: viaGateway.cpu },
     },
     refresh_storm: storm,
     hot_path: hot,
@@ -404,6 +467,8 @@ function table(r: Record<string, any>): string { // eslint-disable-line @typescr
     `| through 1 gateway process | ${s.gateway_1_process.rps} req/s, p50 ${s.gateway_1_process.p50_ms} ms, p99 ${s.gateway_1_process.p99_ms} ms, ${s.gateway_1_process.errors + s.gateway_1_process.non_2xx} errors | — |`,
     `| gateway / direct | ${(s.ratio_gateway_to_direct * 100).toFixed(0)} % | ≥ 50 % |`,
     `| p50 overhead | ${s.p50_overhead_ms} ms | ≤ 3 ms |`,
+    `| CPU per request, direct | ${cpuLine(s.cpu_ms_per_request.direct)} | — |`,
+    `| CPU per send, via gateway | ${cpuLine(s.cpu_ms_per_request.gateway_1_process)} | — |`,
     `| through 2 gateway processes | ${s.gateway_2_processes.rps} req/s, p99 ${s.gateway_2_processes.p99_ms} ms | — |`,
     `| refresh storm (${r.refresh_storm.processes} × ${r.refresh_storm.callers_per_process}) | ${r.refresh_storm.token_calls} token call(s), ${r.refresh_storm.errors} errors, p99 ${r.refresh_storm.p99_ms} ms, grant revoked: ${r.refresh_storm.grant_revoked} | exactly 1 token call |`,
     `| DB round-trips per send | ${r.hot_path.db_round_trips_per_send} | ≤ 3 |`,
@@ -417,6 +482,10 @@ function table(r: Record<string, any>): string { // eslint-disable-line @typescr
     '',
   ];
   return lines.join('\n');
+}
+
+function cpuLine(cpu: Record<string, number>): string {
+  return `${cpu.total} ms: ${Object.entries(cpu).filter(([k, v]) => k !== 'total' && v > 0).map(([k, v]) => `${k.replace('_', ' ')} ${v}`).join(', ')}`;
 }
 
 async function shutdown(pg?: { stop: () => Promise<void> }): Promise<void> {

@@ -4,6 +4,7 @@ import { MetricsService } from '../ops/metrics.service';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { AppError, type ErrorDetail } from '../common/app-error';
 import { canonicalJson } from '../common/canonical-json';
 import { APP_CONFIG } from '../config/config.module';
@@ -64,6 +65,11 @@ export class RewardDispatchService implements OnModuleDestroy {
     this.relaxed.on('error', (error) => this.logger.warn(`dispatch pool: ${error.message}`));
   }
 
+  /** TypeORM's own pg pool (same connections and settings as `db.query`), for the hot path's named statements. */
+  private pool(): Pool {
+    return (this.db.driver as PostgresDriver).master as Pool;
+  }
+
   async onModuleDestroy(): Promise<void> {
     await this.relaxed.end();
   }
@@ -82,20 +88,46 @@ export class RewardDispatchService implements OnModuleDestroy {
     }
     const id = randomUUID();
     const upstreamPayload = { external_id: id, ...prepared.payload };
-    const rows = (await this.db.query(
-      `INSERT INTO reward_dispatches (id, tenant_id, connection_id, environment, idempotency_key, request_hash, request,
-                                      upstream_payload, status, attempts, lease_until)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'sending', 1, now() + make_interval(secs => $9::float8 / 1000))
-       ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
-       RETURNING *`,
-      [id, tenantId, prepared.connectionId, prepared.environment, key, requestHash, prepared.request, upstreamPayload, this.config.dispatch.leaseMs],
-    )) as DispatchRow[];
-    if (!rows[0]) {
+    // A named statement on the driver's own pool: parsed and planned once per connection, not on every send.
+    const inserted = await this.pool().query<{ created_at: Date; lease_until: Date }>({
+      name: 'rg_dispatch_insert',
+      text: `INSERT INTO reward_dispatches (id, tenant_id, connection_id, environment, idempotency_key, request_hash, request,
+                                           upstream_payload, status, attempts, lease_until, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'sending', 1, now() + make_interval(secs => $9::float8 / 1000), now(), now())
+             ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+             RETURNING created_at, lease_until`,
+      values: [id, tenantId, prepared.connectionId, prepared.environment, key, requestHash, prepared.request, upstreamPayload, this.config.dispatch.leaseMs],
+    });
+    const stamp = inserted.rows[0];
+    if (!stamp) {
       const existing = await this.findByKey(tenantId, key);
       if (!existing) throw new AppError(HttpStatus.CONFLICT, 'idempotency_request_in_progress', 'Retry shortly.', [], { 'Retry-After': '1' });
       return this.replay(existing, requestHash);
     }
-    return this.attempt(rows[0]);
+    // The row as written, built here rather than read back (RETURNING * would parse the JSON columns again).
+    const row: DispatchRow = {
+      id,
+      tenant_id: tenantId,
+      connection_id: prepared.connectionId,
+      environment: prepared.environment,
+      idempotency_key: key,
+      request_hash: requestHash,
+      request: prepared.request,
+      upstream_payload: upstreamPayload,
+      status: 'sending',
+      attempts: 1,
+      next_attempt_at: null,
+      lease_until: stamp.lease_until,
+      upstream_order_id: null,
+      upstream_order: null,
+      last_error: null,
+      response_status: null,
+      response_body: null,
+      created_at: stamp.created_at,
+      updated_at: stamp.created_at,
+      sent_at: null,
+    };
+    return this.attempt(row);
   }
 
   /** Everything resolved before the first write: connection, funding source, custom fields (all from caches). */
@@ -170,12 +202,13 @@ export class RewardDispatchService implements OnModuleDestroy {
     const sentAt = new Date();
     const sent: DispatchRow = { ...row, status: 'sent', upstream_order_id: order.id, upstream_order: order, sent_at: sentAt, last_error: null, next_attempt_at: null };
     const body = toView(sent);
-    await this.relaxed.query(
-      `UPDATE reward_dispatches SET status = 'sent', upstream_order_id = $2, upstream_order = $3, sent_at = $5, last_error = NULL,
-              next_attempt_at = NULL, lease_until = NULL, response_status = 201, response_body = $4, updated_at = now()
-        WHERE id = $1 AND status <> 'sent'`,
-      [row.id, order.id, order, body, sentAt],
-    );
+    await this.relaxed.query({
+      name: 'rg_dispatch_sent',
+      text: `UPDATE reward_dispatches SET status = 'sent', upstream_order_id = $2, upstream_order = $3, sent_at = $5, last_error = NULL,
+                    next_attempt_at = NULL, lease_until = NULL, response_status = 201, response_body = $4, updated_at = now()
+              WHERE id = $1 AND status <> 'sent'`,
+      values: [row.id, order.id, order, body, sentAt],
+    });
     this.metrics.dispatchAttempts.inc({ outcome: 'sent' });
     if (upstreamStatus === 201) this.logger.log({ dispatchId: row.id, orderId: order.id }, 'order already existed upstream (a retry); not sent twice');
     return { status: 201, body };

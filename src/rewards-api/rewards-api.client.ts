@@ -1,4 +1,5 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy, Optional } from '@nestjs/common';
+import { Agent, type Dispatcher, request } from 'undici';
 import { MetricsService } from '../ops/metrics.service';
 import type { RewardsEnvironmentConfig } from '../config/app-config';
 import { RewardsApiError } from './rewards-api.errors';
@@ -17,7 +18,13 @@ export interface TokenSet {
 export interface ApiResponse<T = unknown> {
   status: number;
   body: T;
-  headers: Headers;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+interface RawResponse {
+  status: number;
+  text: string;
+  headers: Record<string, string | string[] | undefined>;
 }
 
 export const TOKEN_CALL_TIMEOUT_MS = 10_000;
@@ -47,8 +54,18 @@ export function normaliseTokenResponse(raw: Record<string, unknown>, receivedAt 
  * Every call has a timeout; failures are classified (RewardsApiError.kind) so callers never guess.
  */
 @Injectable()
-export class RewardsApiClient {
+export class RewardsApiClient implements OnModuleDestroy {
+  /**
+   * One keep-alive connection pool per upstream origin (undici's `request`: about a third of the CPU of `fetch` per
+   * call, measured in the bench). Idle sockets are dropped after 4 s, below the usual 5 s server keep-alive.
+   */
+  private readonly agent: Dispatcher = new Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 30_000, connections: 64, maxResponseSize: 16 * 1024 * 1024 });
+
   constructor(@Optional() private readonly metrics?: MetricsService) {}
+
+  async onModuleDestroy(): Promise<void> {
+    await this.agent.close();
+  }
 
   async refreshToken(env: RewardsEnvironmentConfig, refreshToken: string, timeoutMs = TOKEN_CALL_TIMEOUT_MS): Promise<TokenSet> {
     const body = new URLSearchParams({
@@ -60,9 +77,9 @@ export class RewardsApiClient {
     const res = await this.send('token', `${env.baseUrl}/oauth/token`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
-      body,
+      body: body.toString(),
     }, timeoutMs);
-    const json = (await readJson(res)) as Record<string, unknown>;
+    const json = parseJson(res) as Record<string, unknown>;
     if (res.status === 200) return normaliseTokenResponse(json);
     const error = typeof json.error === 'string' ? json.error : `http_${res.status}`;
     if (res.status === 400 && error === 'invalid_grant') {
@@ -89,7 +106,7 @@ export class RewardsApiClient {
     const headers: Record<string, string> = { Authorization: `Bearer ${accessToken}`, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const res = await this.send(routeOf(method, path), `${env.baseUrl}/api/v2${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, timeoutMs);
-    const json = await readJson(res);
+    const json = parseJson(res);
     if (res.status >= 200 && res.status < 300) return { status: res.status, body: json as T, headers: res.headers };
     const message = messageOf(json) ?? `rewards service answered ${res.status}`;
     if (res.status === 401) throw new RewardsApiError('unauthorized', message, 401, json);
@@ -97,15 +114,29 @@ export class RewardsApiClient {
     throw new RewardsApiError('rejected', message, res.status, json);
   }
 
-  private async send(route: string, url: string, init: RequestInit, timeoutMs: number): Promise<Response> {
+  /**
+   * One HTTP exchange, body read in full. `timeoutMs` bounds the wait for the response headers and, again, any pause
+   * while the body streams in; redirects are not followed (the API has none, and a token must not travel to another
+   * host). A response over 16 MiB is cut off and treated as a network error.
+   */
+  private async send(route: string, url: string, init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string }, timeoutMs: number): Promise<RawResponse> {
     const stop = this.metrics?.upstreamLatency.startTimer({ route });
     try {
-      const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-      stop?.({ status: String(res.status) });
-      return res;
+      const res = await request(url, {
+        method: init.method,
+        headers: init.headers,
+        body: init.body,
+        dispatcher: this.agent,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      const text = await res.body.text();
+      stop?.({ status: String(res.statusCode) });
+      return { status: res.statusCode, text, headers: res.headers };
     } catch (error) {
       stop?.({ status: 'error' });
-      const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
+      const code = (error as { code?: string }).code;
+      const timedOut = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
       // Either way the request may have reached the service: its outcome is unknown.
       throw new RewardsApiError('transient', timedOut ? `no answer within ${timeoutMs} ms` : 'network error reaching the rewards service', null, null, null, true);
     }
@@ -118,13 +149,12 @@ function routeOf(method: string, path: string): string {
   return `${method} ${bare}`;
 }
 
-async function readJson(res: Response): Promise<unknown> {
-  const text = await res.text().catch(() => '');
-  if (!text) return {};
+function parseJson(res: RawResponse): unknown {
+  if (!res.text) return {};
   try {
-    return JSON.parse(text);
+    return JSON.parse(res.text);
   } catch {
-    return { raw: text.slice(0, 500) };
+    return { raw: res.text.slice(0, 500) };
   }
 }
 
@@ -133,8 +163,9 @@ function messageOf(json: unknown): string | undefined {
   return typeof errors?.message === 'string' ? errors.message : undefined;
 }
 
-function retryAfter(res: Response): number | null {
-  const header = res.headers.get('retry-after');
+function retryAfter(res: RawResponse): number | null {
+  const raw = res.headers['retry-after'];
+  const header = Array.isArray(raw) ? raw[0] : raw;
   if (!header) return null;
   const seconds = Number(header);
   if (Number.isFinite(seconds)) return Math.max(0, seconds);
