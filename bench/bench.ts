@@ -147,6 +147,23 @@ function load(url: string, opts: { body: (i: number) => string; headers: (i: num
 const rewardBody = (n: number) =>
   JSON.stringify({ rewards: [{ recipient: { name: `Bench ${n}`, email: `b${n}@example.com` }, value: { denomination: 5, currency_code: 'USD' }, products: ['prod_amazon_us'], custom_fields: { Department: 'Sales' } }] });
 
+/** The same order as rewardBody, as the gateway sends it upstream, for the direct runs (static account key). */
+const ACCOUNT_KEY = 'sbx_account_demo_key_0000000000000000';
+const directBody = (n: number) => JSON.stringify({ external_id: `direct-${n}`, payment: { funding_source_id: 'fs_demo_main' }, rewards: [{ recipient: { name: `Bench ${n}`, email: `b${n}@example.com` }, value: { denomination: 5, currency_code: 'USD' }, products: ['prod_amazon_us'], delivery: { method: 'EMAIL' }, custom_fields: [{ id: 'fld_department', value: 'Sales' }] }] });
+
+/** Latencies (ms, sorted) of n requests sent one at a time. */
+async function oneAtATime(n: number, send: (i: number) => Promise<Response>): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    const res = await send(i);
+    await res.arrayBuffer();
+    if (!res.ok) throw new Error(`one-at-a-time send answered ${res.status}`);
+    latencies.push(performance.now() - t);
+  }
+  return latencies.sort((x, y) => x - y);
+}
+
 async function connect(gateway: string, tenant: string): Promise<string> {
   const op = { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json' };
   await fetch(`${gateway}/v1/tenants`, { method: 'POST', headers: op, body: JSON.stringify({ id: tenant, name: tenant, default_funding_source_id: 'fs_demo_main' }) });
@@ -184,15 +201,15 @@ function cpuTicks(): Map<number, number> {
 }
 
 /**
- * Runs a load and splits the CPU time it cost by component, in ms per request: the gateway processes, the
+ * Runs a load and splits the CPU time it cost by component, in ms per request: the measured processes (`label`), the
  * sandbox, Postgres (every other descendant: postmaster and backends) and the load generator (this process).
  */
-async function withCpu(gateways: number[], sandbox: number, run: () => Promise<LoadResult>): Promise<LoadResult & { cpu: Record<string, number> }> {
+async function withCpu(label: string, gateways: number[], sandbox: number, run: () => Promise<LoadResult>): Promise<LoadResult & { cpu: Record<string, number> }> {
   const before = cpuTicks();
   const result = await run();
   const after = cpuTicks();
-  const groupOf = (pid: number) => (gateways.includes(pid) ? 'gateway' : pid === sandbox ? 'sandbox' : pid === process.pid ? 'load_generator' : 'postgres');
-  const ms: Record<string, number> = { gateway: 0, postgres: 0, sandbox: 0, load_generator: 0 };
+  const groupOf = (pid: number) => (gateways.includes(pid) ? label : pid === sandbox ? 'sandbox' : pid === process.pid ? 'load_generator' : 'postgres');
+  const ms: Record<string, number> = { [label]: 0, postgres: 0, sandbox: 0, load_generator: 0 };
   for (const [pid, ticks] of after) ms[groupOf(pid)] += (ticks - (before.get(pid) ?? 0)) * 10;
   const cpu: Record<string, number> = {};
   for (const [group, total] of Object.entries(ms)) cpu[group] = +(total / Math.max(1, result.requests)).toFixed(3);
@@ -238,12 +255,10 @@ async function main(): Promise<void> {
   await waitReady(`${gw1}/health/ready`, gateway1);
   const connectionId = await connect(gw1, 'bench');
   log('gateway ready, tenant connected');
-  const accountKey = 'sbx_account_demo_key_0000000000000000';
-  const directBody = (n: number) => JSON.stringify({ external_id: `direct-${n}`, payment: { funding_source_id: 'fs_demo_main' }, rewards: [{ recipient: { name: `Bench ${n}`, email: `b${n}@example.com` }, value: { denomination: 5, currency_code: 'USD' }, products: ['prod_amazon_us'], delivery: { method: 'EMAIL' }, custom_fields: [{ id: 'fld_department', value: 'Sales' }] }] });
   const gatewayHeaders = (prefix: string) => (n: number) => ({ Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', 'Idempotency-Key': `${prefix}-${n}` });
 
   // Warm-up: JIT, pools, caches.
-  await load(`${sandboxUrl}/api/v2/orders`, { body: (n) => directBody(1e9 + n), headers: () => ({ Authorization: `Bearer ${accountKey}`, 'Content-Type': 'application/json' }), duration: 2 });
+  await load(`${sandboxUrl}/api/v2/orders`, { body: (n) => directBody(1e9 + n), headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }), duration: 2 });
   await load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('warm'), duration: 2 });
   if (process.env.BENCH_EXPERIMENT_SQL) {
     const c = new Client({ connectionString: pg.url });
@@ -253,14 +268,33 @@ async function main(): Promise<void> {
   }
 
   // 1. Send throughput and latency: direct vs one gateway process.
-  const direct = await withCpu([], sandbox.pid as number, () =>
-    load(`${sandboxUrl}/api/v2/orders`, { body: directBody, headers: () => ({ Authorization: `Bearer ${accountKey}`, 'Content-Type': 'application/json' }) }),
+  const direct = await withCpu('gateway', [], sandbox.pid as number, () =>
+    load(`${sandboxUrl}/api/v2/orders`, { body: directBody, headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }) }),
   );
   log(`direct: ${direct.rps.toFixed(0)} req/s`);
-  const viaGateway = await withCpu([gateway1.pid as number], sandbox.pid as number, () => load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('g1') }));
+  // The ceiling of any proxy on these cores: forwarding alone, no framework, no database.
+  const proxyPort = await freePort();
+  const proxy = start(path.join(__dirname, 'bare-proxy.js'), { PORT: String(proxyPort), UPSTREAM_URL: sandboxUrl });
+  await waitReady(`http://127.0.0.1:${proxyPort}/`, proxy);
+  const proxyLoad = () => load(`http://127.0.0.1:${proxyPort}/api/v2/orders`, { body: (n) => directBody(3e9 + n), headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }) });
+  await load(`http://127.0.0.1:${proxyPort}/api/v2/orders`, { body: (n) => directBody(4e9 + n), headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }), duration: 2 });
+  const bare = await withCpu('proxy', [proxy.pid as number], sandbox.pid as number, proxyLoad);
+  proxy.kill('SIGTERM');
+  log(`bare proxy: ${bare.rps.toFixed(0)} req/s; CPU ms per request ${JSON.stringify(bare.cpu)}`);
+  const viaGateway = await withCpu('gateway', [gateway1.pid as number], sandbox.pid as number, () => load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('g1') }));
   log(`gateway x1: ${viaGateway.rps.toFixed(0)} req/s; CPU ms per request: direct ${JSON.stringify(direct.cpu)}, gateway ${JSON.stringify(viaGateway.cpu)}`);
+
+  // The gateway's own floor: a route that touches neither the database nor the rewards service.
+  const floor = await withCpu('gateway', [gateway1.pid as number], sandbox.pid as number, () =>
+    load(`${gw1}/health/live`, { method: 'GET', body: () => '', headers: () => ({}), duration: Math.min(DURATION, 5) }),
+  );
+  log(`GET /health/live: ${floor.rps.toFixed(0)} req/s; CPU ms per request ${JSON.stringify(floor.cpu)}`);
+
+  // 3. Hot path cost: database round-trips and upstream fields calls per send, in the steady state.
+  const hot = await hotPathCost(pg, gw1, sandboxUrl);
+  log(`hot path: ${JSON.stringify(hot)}`);
   if (process.env.BENCH_QUICK) {
-    // A quick look while tuning: section 1 only and the busiest statements, nothing written.
+    // A quick look while tuning: sections 1 and 3 only and the busiest statements, nothing written.
     if (pg.statStatements) {
       const c = new Client({ connectionString: pg.url });
       await c.connect();
@@ -272,10 +306,6 @@ async function main(): Promise<void> {
     await shutdown(pg);
     return;
   }
-
-  // 3. Hot path cost: database round-trips and upstream fields calls per send, in the steady state.
-  const hot = await hotPathCost(pg, gw1, sandboxUrl);
-  log(`hot path: ${JSON.stringify(hot)}`);
 
   // 1b. Two gateway processes on the same Postgres.
   const gateway2 = start(path.join(DIST, 'src/main.js'), gatewayEnv(gw2Port));
@@ -304,10 +334,12 @@ async function main(): Promise<void> {
       direct: round(direct),
       gateway_1_process: round(viaGateway),
       gateway_2_processes: round(two),
+      bare_proxy: round(bare),
+      ratio_bare_proxy_to_direct: +(bare.rps / direct.rps).toFixed(3),
       ratio_gateway_to_direct: +(viaGateway.rps / direct.rps).toFixed(3),
       p50_overhead_ms: +(viaGateway.p50 - direct.p50).toFixed(2),
       // CPU time per request by component (ms): where a 2-core machine's budget goes.
-      cpu_ms_per_request: { direct: direct.cpu, gateway_1_process: viaGateway.cpu },
+      cpu_ms_per_request: { direct: direct.cpu, bare_proxy: bare.cpu, gateway_1_process: viaGateway.cpu, gateway_health_live: floor.cpu },
     },
     refresh_storm: storm,
     hot_path: hot,
@@ -344,27 +376,29 @@ async function hotPathCost(pg: { url: string; statStatements: boolean }, gw: str
   const before = await countCalls();
   const grantsBefore = await grantReads();
   const started = Date.now();
-  const latencies: number[] = [];
-  for (let n = 0; n < SENDS; n++) {
-    const t = performance.now();
-    const res = await fetch(`${gw}/v1/tenants/bench/rewards`, { method: 'POST', headers: { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', 'Idempotency-Key': `hot-${n}` }, body: rewardBody(n) });
-    if (res.status !== 201) throw new Error(`hot path send answered ${res.status}`);
-    await res.arrayBuffer();
-    latencies.push(performance.now() - t);
-  }
-  latencies.sort((x, y) => x - y);
+  const latencies = await oneAtATime(SENDS, (n) =>
+    fetch(`${gw}/v1/tenants/bench/rewards`, { method: 'POST', headers: { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', 'Idempotency-Key': `hot-${n}` }, body: rewardBody(n) }),
+  );
   const elapsed = Date.now() - started;
   const calls = (await countCalls()) - before - idleRate * elapsed;
   const grants = (await grantReads()) - grantsBefore;
   await c.end();
   const fieldsAfter = ((await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as { calls: Record<string, number> }).calls.fields ?? 0;
+  // The same orders straight to the sandbox, one at a time: the floor any proxy adds to.
+  const direct = await oneAtATime(SENDS, (n) =>
+    fetch(`${sandboxUrl}/api/v2/orders`, { method: 'POST', headers: { Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }, body: directBody(2e9 + n) }),
+  );
+  const p50 = (l: number[]) => l[Math.floor(SENDS / 2)];
   return {
     sends: SENDS,
     db_round_trips_per_send: pg.statStatements ? +(calls / SENDS).toFixed(2) : null,
     db_round_trips_to_obtain_token: pg.statStatements ? grants : null,
     upstream_fields_calls_per_send: +((fieldsAfter - fieldsBefore) / SENDS).toFixed(3),
-    sequential_send_p50_ms: +latencies[Math.floor(SENDS / 2)].toFixed(2),
+    sequential_send_p50_ms: +p50(latencies).toFixed(2),
     sequential_send_p99_ms: +latencies[Math.floor(SENDS * 0.99)].toFixed(2),
+    sequential_direct_p50_ms: +p50(direct).toFixed(2),
+    // What the gateway adds to one request when nothing queues: its own work plus the durable insert's commit.
+    sequential_p50_overhead_ms: +(p50(latencies) - p50(direct)).toFixed(2),
   };
 }
 
@@ -464,17 +498,21 @@ function table(r: Record<string, any>): string { // eslint-disable-line @typescr
     '| measure | value | goal |',
     '| --- | --- | --- |',
     `| direct to sandbox (static token) | ${s.direct.rps} req/s, p50 ${s.direct.p50_ms} ms, p99 ${s.direct.p99_ms} ms | — |`,
+    `| through a bare forwarding proxy (no framework, no database) | ${s.bare_proxy.rps} req/s, p50 ${s.bare_proxy.p50_ms} ms, p99 ${s.bare_proxy.p99_ms} ms (${(s.ratio_bare_proxy_to_direct * 100).toFixed(0)} % of direct) | — |`,
     `| through 1 gateway process | ${s.gateway_1_process.rps} req/s, p50 ${s.gateway_1_process.p50_ms} ms, p99 ${s.gateway_1_process.p99_ms} ms, ${s.gateway_1_process.errors + s.gateway_1_process.non_2xx} errors | — |`,
     `| gateway / direct | ${(s.ratio_gateway_to_direct * 100).toFixed(0)} % | ≥ 50 % |`,
-    `| p50 overhead | ${s.p50_overhead_ms} ms | ≤ 3 ms |`,
+    `| p50 overhead under load (${r.settings.connections} connections) | ${s.p50_overhead_ms} ms | ≤ 3 ms |`,
     `| CPU per request, direct | ${cpuLine(s.cpu_ms_per_request.direct)} | — |`,
+    `| CPU per request, bare proxy | ${cpuLine(s.cpu_ms_per_request.bare_proxy)} | — |`,
     `| CPU per send, via gateway | ${cpuLine(s.cpu_ms_per_request.gateway_1_process)} | — |`,
+    `| CPU per request, gateway GET /health/live (its framework floor) | ${cpuLine(s.cpu_ms_per_request.gateway_health_live)} | — |`,
     `| through 2 gateway processes | ${s.gateway_2_processes.rps} req/s, p99 ${s.gateway_2_processes.p99_ms} ms | — |`,
     `| refresh storm (${r.refresh_storm.processes} × ${r.refresh_storm.callers_per_process}) | ${r.refresh_storm.token_calls} token call(s), ${r.refresh_storm.errors} errors, p99 ${r.refresh_storm.p99_ms} ms, grant revoked: ${r.refresh_storm.grant_revoked} | exactly 1 token call |`,
     `| DB round-trips per send | ${r.hot_path.db_round_trips_per_send} | ≤ 3 |`,
     `| DB round-trips to obtain a valid token (${r.hot_path.sends} sends) | ${r.hot_path.db_round_trips_to_obtain_token} | 0 |`,
     `| upstream fields calls per send | ${r.hot_path.upstream_fields_calls_per_send} | ~0 |`,
-    `| one send at a time (no load) | p50 ${r.hot_path.sequential_send_p50_ms} ms, p99 ${r.hot_path.sequential_send_p99_ms} ms | — |`,
+    `| one send at a time (no load) | p50 ${r.hot_path.sequential_send_p50_ms} ms, p99 ${r.hot_path.sequential_send_p99_ms} ms; direct p50 ${r.hot_path.sequential_direct_p50_ms} ms | — |`,
+    `| p50 overhead, one at a time | ${r.hot_path.sequential_p50_overhead_ms} ms | ≤ 3 ms |`,
     `| ops list, ${r.scale.tenants} tenants | p50 ${r.scale.ops_list_p50_ms} ms, p99 ${r.scale.ops_list_p99_ms} ms (${r.scale.ops_list_rps} req/s) | — |`,
     `| gateway RSS after all of it | ${r.scale.gateway_rss_mb} MB | — |`,
     '',

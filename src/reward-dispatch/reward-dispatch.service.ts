@@ -181,7 +181,9 @@ export class RewardDispatchService implements OnModuleDestroy {
         { field: 'Idempotency-Key', reason: 'in progress', dispatch_id: existing.id },
       ], { 'Retry-After': '1' });
     }
-    return { status: existing.response_status, body: existing.response_body, replayed: true };
+    // A sent dispatch's answer is its view (the row no longer changes once sent), so it is not stored twice.
+    const body = existing.response_body ?? (existing.status === 'sent' ? toView(existing) : null);
+    return { status: existing.response_status, body, replayed: true };
   }
 
   /** One upstream attempt for a dispatch this process holds (status `sending`); records and returns the outcome. */
@@ -204,10 +206,10 @@ export class RewardDispatchService implements OnModuleDestroy {
     const body = toView(sent);
     await this.relaxed.query({
       name: 'rg_dispatch_sent',
-      text: `UPDATE reward_dispatches SET status = 'sent', upstream_order_id = $2, upstream_order = $3, sent_at = $5, last_error = NULL,
-                    next_attempt_at = NULL, lease_until = NULL, response_status = 201, response_body = $4, updated_at = now()
+      text: `UPDATE reward_dispatches SET status = 'sent', upstream_order_id = $2, upstream_order = $3, sent_at = $4, last_error = NULL,
+                    next_attempt_at = NULL, lease_until = NULL, response_status = 201, response_body = NULL, updated_at = now()
               WHERE id = $1 AND status <> 'sent'`,
-      values: [row.id, order.id, order, body, sentAt],
+      values: [row.id, order.id, order, sentAt],
     });
     this.metrics.dispatchAttempts.inc({ outcome: 'sent' });
     if (upstreamStatus === 201) this.logger.log({ dispatchId: row.id, orderId: order.id }, 'order already existed upstream (a retry); not sent twice');
