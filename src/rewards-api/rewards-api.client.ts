@@ -116,8 +116,9 @@ export class RewardsApiClient implements OnModuleDestroy {
 
   /**
    * One HTTP exchange, body read in full. `timeoutMs` bounds the wait for the response headers and, again, any pause
-   * while the body streams in (undici's coarse timers: up to ~0.6 s late, which is fine for the 1–15 s used); redirects are not followed (the API has none, and a token must not travel to another
-   * host). A response over 16 MiB is cut off and treated as a network error.
+   * while the body streams in (undici's timers are coarse: up to ~0.6 s late, fine for the 1–15 s used). Redirects
+   * are not followed (the API has none, and a token must not travel to another host). A response over 16 MiB is cut
+   * off and treated as a network error.
    */
   private async send(route: string, url: string, init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string }, timeoutMs: number): Promise<RawResponse> {
     const stop = this.metrics?.upstreamLatency.startTimer({ route });
