@@ -177,15 +177,14 @@ async function connect(gateway: string, tenant: string): Promise<string> {
   return connection.id;
 }
 
-/** CPU seconds used so far (user + system) by each process descended from this one, from /proc (clock ticks of 10 ms). */
+/** CPU time used so far (user + system, in clock ticks of 10 ms) by this process and each of its descendants, from /proc. */
 function cpuTicks(): Map<number, number> {
   const stats = new Map<number, { ppid: number; ticks: number }>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
-      const sys = process.env.BENCH_CPU_SYSTEM_ONLY ? 0 : 1; // while tuning: kernel time only
-      stats.set(Number(entry), { ppid: Number(fields[1]), ticks: sys * Number(fields[11]) + Number(fields[12]) });
+      stats.set(Number(entry), { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) });
     } catch {
       // exited meanwhile
     }
@@ -276,9 +275,10 @@ async function main(): Promise<void> {
   const proxyPort = await freePort();
   const proxy = start(path.join(__dirname, 'bare-proxy.js'), { PORT: String(proxyPort), UPSTREAM_URL: sandboxUrl });
   await waitReady(`http://127.0.0.1:${proxyPort}/`, proxy);
-  const proxyLoad = () => load(`http://127.0.0.1:${proxyPort}/api/v2/orders`, { body: (n) => directBody(3e9 + n), headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }) });
-  await load(`http://127.0.0.1:${proxyPort}/api/v2/orders`, { body: (n) => directBody(4e9 + n), headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }), duration: 2 });
-  const bare = await withCpu('proxy', [proxy.pid as number], sandbox.pid as number, proxyLoad);
+  const proxyLoad = (offset: number, duration?: number) =>
+    load(`http://127.0.0.1:${proxyPort}/api/v2/orders`, { body: (n) => directBody(offset + n), headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }), duration });
+  await proxyLoad(4e9, 2); // warm-up
+  const bare = await withCpu('proxy', [proxy.pid as number], sandbox.pid as number, () => proxyLoad(3e9));
   proxy.kill('SIGTERM');
   log(`bare proxy: ${bare.rps.toFixed(0)} req/s; CPU ms per request ${JSON.stringify(bare.cpu)}`);
   const viaGateway = await withCpu('gateway', [gateway1.pid as number], sandbox.pid as number, () => load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('g1') }));
