@@ -24,7 +24,7 @@ describe('the sandbox mounted in the gateway under /sandbox', () => {
 
   it('speaks the service’s own error shape, not the gateway’s', async () => {
     const res = await request(t.baseUrl).get('/sandbox/api/v2/fields').expect(401);
-    expect(res.body).toEqual({ errors: { message: expect.any(String) } });
+    expect(res.body).toEqual({ errors: { message: expect.any(String), payload: {} } });
     const form = await request(t.baseUrl).post('/sandbox/oauth/token').type('form').send({ grant_type: 'refresh_token' }).expect(401);
     expect(form.body.error).toBe('invalid_client');
   });

@@ -1,23 +1,12 @@
 import request from 'supertest';
 import type { RunningSandbox } from './support/sandbox';
 import { CLIENT, connect, get, pkcePair, post, startSandbox } from './support/sandbox';
+import { SERVICE_ID_12, arrayOrder, setSettings, singleOrder } from './support/sandbox-orders';
 
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
-const order = (overrides: Record<string, unknown> = {}, reward: Record<string, unknown> = {}) => ({
-  payment: { funding_source_id: 'fs_demo_main' },
-  rewards: [
-    {
-      value: { denomination: 25, currency_code: 'USD' },
-      delivery: { method: 'EMAIL' },
-      recipient: { name: 'Ada Lovelace', email: 'ada@example.com' },
-      products: ['prod_amazon_us'],
-      custom_fields: [{ id: 'fld_department', value: 'Engineering' }],
-      ...reward,
-    },
-  ],
-  ...overrides,
-});
+/** The current single-`reward` form. */
+const order = singleOrder;
 
 describe('sandbox: the rewards-service emulator over real HTTP', () => {
   let sb: RunningSandbox;
@@ -192,7 +181,7 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
       await post(sb.baseUrl, '/__control/clock/advance', { seconds: 61 });
       const expired = await get(sb.baseUrl, '/api/v2/fields', bearer(token.access_token));
       expect(expired.status).toBe(401);
-      expect(expired.body).toEqual({ errors: { message: 'The API key you provided is no longer valid.' } });
+      expect(expired.body).toEqual({ errors: { message: 'The API key you provided is no longer valid.', payload: {} } });
       const unknown = await get(sb.baseUrl, '/api/v2/fields', bearer('nonsense'));
       expect(unknown.status).toBe(401);
     });
@@ -210,7 +199,7 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
     const token = await connect(sb.baseUrl);
     const res = await get(sb.baseUrl, '/api/v2/fields', bearer(token.access_token));
     expect(res.body.fields).toContainEqual({
-      id: 'fld_department',
+      id: 'FLDDEPARTMENT',
       label: 'Department',
       data_type: 'Dropdown',
       data: { options: ['Sales', 'Engineering', 'Support', 'Marketing'] },
@@ -219,38 +208,55 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
     });
   });
 
-  describe('orders', () => {
+  describe('orders (the current single-reward form)', () => {
     let token: string;
     beforeEach(async () => {
       token = (await connect(sb.baseUrl)).access_token;
     });
 
-    it('creates an order (200) with rewards carrying custom fields with labels', async () => {
-      const res = await post(sb.baseUrl, '/api/v2/orders', order({ external_id: 'ext-1' }, { custom_fields: [{ id: 'fld_department', value: 'Sales' }, { id: 'fld_region', value: 'EMEA' }] }), bearer(token));
+    it('creates an order (200) with one reward carrying custom fields with labels', async () => {
+      const res = await post(sb.baseUrl, '/api/v2/orders', order({ external_id: 'ext-1' }, { custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Sales' }, { id: 'FLDREGION', value: 'EMEA' }] }), bearer(token));
       expect(res.status).toBe(200);
-      expect(res.body.order).toMatchObject({ external_id: 'ext-1', status: 'EXECUTED', payment: { funding_source_id: 'fs_demo_main', total: 25 } });
+      expect(res.body.order).toMatchObject({
+        external_id: 'ext-1',
+        status: 'EXECUTED',
+        channel: 'API',
+        payment: { subtotal: 25, total: 25, fees: 0, currency_code: 'USD' },
+      });
+      expect(res.body.order.id).toMatch(SERVICE_ID_12);
+      expect(res.body.order.rewards).toHaveLength(1);
       const reward = res.body.order.rewards[0];
+      expect(reward.id).toMatch(SERVICE_ID_12);
       expect(reward).toMatchObject({
         order_id: res.body.order.id,
-        delivery: { method: 'EMAIL', status: 'PENDING' },
+        delivery: { method: 'EMAIL', status: 'SCHEDULED' },
         value: { denomination: 25, currency_code: 'USD' },
+        recipient: { name: 'Ada Lovelace', email: 'ada@example.com' },
         custom_fields: [
-          { id: 'fld_department', value: 'Sales', label: 'Department' },
-          { id: 'fld_region', value: 'EMEA', label: 'Region' },
+          { id: 'FLDDEPARTMENT', value: 'Sales', label: 'Department' },
+          { id: 'FLDREGION', value: 'EMEA', label: 'Region' },
         ],
       });
       expect(reward.created_at).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
       expect((await get(sb.baseUrl, `/api/v2/rewards/${reward.id}`, bearer(token))).body.reward).toEqual(reward);
-      expect((await get(sb.baseUrl, '/api/v2/rewards/rwd_nope', bearer(token))).status).toBe(404);
+      const missing = await get(sb.baseUrl, '/api/v2/rewards/NOSUCHREWARD', bearer(token));
+      expect(missing.status).toBe(404);
+      expect(missing.body).toEqual({ errors: { message: 'Reward not found', payload: {} } });
     });
 
     it.each([
-      ['an unknown custom field id', { custom_fields: [{ id: 'fld_nope', value: 'x' }, { id: 'fld_department', value: 'Sales' }] }, 'rewards[0].custom_fields[0].id'],
-      ['a Dropdown value not in the options', { custom_fields: [{ id: 'fld_department', value: 'Legal' }] }, 'rewards[0].custom_fields[0].value'],
-      ['a missing required field', { custom_fields: [{ id: 'fld_region', value: 'EMEA' }] }, 'rewards[0].custom_fields'],
-      ['a bad e-mail address', { recipient: { name: 'A', email: 'not-an-email' } }, 'rewards[0].recipient.email'],
-      ['a negative denomination', { value: { denomination: -5 } }, 'rewards[0].value.denomination'],
-      ['an unknown product', { products: ['prod_nope'] }, 'rewards[0].products'],
+      ['an unknown custom field id', { custom_fields: [{ id: 'FLDNOPE', value: 'x' }, { id: 'FLDDEPARTMENT', value: 'Sales' }] }, 'reward.custom_fields[0].id'],
+      ['a custom field id of the wrong form', { custom_fields: [{ id: 'fld_department', value: 'Sales' }] }, 'reward.custom_fields[0].id'],
+      ['a Dropdown value not in the options', { custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Legal' }] }, 'reward.custom_fields[0].value'],
+      ['a missing required field', { custom_fields: [{ id: 'FLDREGION', value: 'EMEA' }] }, 'reward.custom_fields'],
+      ['a required field sent as null', { custom_fields: [{ id: 'FLDDEPARTMENT', value: null }] }, 'reward.custom_fields'],
+      ['a bad e-mail address', { recipient: { name: 'A', email: 'not-an-email' } }, 'reward.recipient.email'],
+      ['a missing recipient name', { recipient: { email: 'a@example.com' } }, 'reward.recipient.name'],
+      ['a negative denomination', { value: { denomination: -5 } }, 'reward.value.denomination'],
+      ['an unknown product', { products: ['PRODNOPE'] }, 'reward.products'],
+      ['an empty products array', { products: [] }, 'reward.products'],
+      ['neither products nor campaign_id', { products: undefined }, 'reward.products'],
+      ['an unknown delivery method', { delivery: { method: 'FAX' } }, 'reward.delivery.method'],
     ])('rejects %s with 400 naming the offending field', async (_name, reward, field) => {
       const res = await post(sb.baseUrl, '/api/v2/orders', order({}, reward), bearer(token));
       expect(res.status).toBe(400);
@@ -258,12 +264,17 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
       expect(res.body.errors.message).toEqual(expect.any(String));
     });
 
-    it('rejects an unknown funding source (400) and answers 402 when the funding source runs dry', async () => {
-      expect((await post(sb.baseUrl, '/api/v2/orders', order({ payment: { funding_source_id: 'fs_nope' } }), bearer(token))).status).toBe(400);
-      await post(sb.baseUrl, '/__control/accounts/acc_demo/funding-sources/fs_demo_main', { balance: 10 });
+    it('rejects an unknown or missing funding source (400) and answers 402 when the funding source runs dry', async () => {
+      const unknown = await post(sb.baseUrl, '/api/v2/orders', order({ payment: { funding_source_id: 'FSNOPE' } }), bearer(token));
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.errors.payload).toEqual({ 'payment.funding_source_id': 'FSNOPE' });
+      const missing = await post(sb.baseUrl, '/api/v2/orders', order({ payment: {} }), bearer(token));
+      expect(missing.status).toBe(400);
+      expect(Object.keys(missing.body.errors.payload)).toEqual(['payment.funding_source_id']);
+      await post(sb.baseUrl, '/__control/accounts/acc_demo/funding-sources/FSDEMOMAIN', { balance: 10 });
       const dry = await post(sb.baseUrl, '/api/v2/orders', order(), bearer(token));
       expect(dry.status).toBe(402);
-      expect(dry.body.errors.message).toBe('Insufficient funds');
+      expect(dry.body).toEqual({ errors: { message: 'Not enough funds to carry out this operation. Fund your balance to proceed.', payload: {} } });
     });
 
     it('treats external_id as the real service does: same payload → 201 original, other payload → 409', async () => {
@@ -274,6 +285,7 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
       expect(again.body.order).toEqual(first.body.order);
       const other = await post(sb.baseUrl, '/api/v2/orders', order({ external_id: 'dispatch-42' }, { value: { denomination: 30 } }), bearer(token));
       expect(other.status).toBe(409);
+      expect(other.body.errors.payload).toEqual({ external_id: 'dispatch-42' });
       const orders = await get(sb.baseUrl, '/__control/orders');
       expect(orders.body.orders.filter((o: { external_id: string }) => o.external_id === 'dispatch-42')).toHaveLength(1);
     });
@@ -281,7 +293,7 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
     it('filters rewards by field label, newest first, with paging and total_count', async () => {
       for (const [dept, n] of [['Sales', 3], ['Support', 2]] as const) {
         for (let i = 0; i < n; i++) {
-          await post(sb.baseUrl, '/api/v2/orders', order({}, { recipient: { name: `${dept} ${i}`, email: `${i}@example.com` }, custom_fields: [{ id: 'fld_department', value: dept }] }), bearer(token));
+          await post(sb.baseUrl, '/api/v2/orders', order({}, { recipient: { name: `${dept} ${i}`, email: `${i}@example.com` }, custom_fields: [{ id: 'FLDDEPARTMENT', value: dept }] }), bearer(token));
         }
       }
       const sales = await get(sb.baseUrl, '/api/v2/rewards?Department=Sales', bearer(token));
@@ -292,6 +304,42 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
       expect((await get(sb.baseUrl, '/api/v2/rewards?Department=Legal', bearer(token))).body.total_count).toBe(0);
       expect((await get(sb.baseUrl, '/api/v2/rewards', bearer(token))).body.total_count).toBe(5);
       expect((await get(sb.baseUrl, '/api/v2/rewards?limit=0', bearer(token))).status).toBe(400);
+      expect((await get(sb.baseUrl, '/api/v2/rewards?limit=500', bearer(token))).status).toBe(200);
+      expect((await get(sb.baseUrl, '/api/v2/rewards?limit=501', bearer(token))).status).toBe(400);
+    });
+  });
+
+  describe('orders in the older multi-reward form (order_shape: array)', () => {
+    let token: string;
+    beforeEach(async () => {
+      token = (await connect(sb.baseUrl)).access_token;
+      await setSettings(sb.baseUrl, { order_shape: 'array' });
+    });
+
+    it('creates one order holding several rewards, charged their sum', async () => {
+      const res = await post(sb.baseUrl, '/api/v2/orders', arrayOrder({ external_id: 'multi-1' }, {}, { value: { denomination: 10, currency_code: 'USD' }, recipient: { name: 'Bob', email: 'bob@example.com' } }), bearer(token));
+      expect(res.status).toBe(200);
+      expect(res.body.order.rewards.map((r: { recipient: { name: string } }) => r.recipient.name)).toEqual(['Ada Lovelace', 'Bob']);
+      expect(res.body.order.payment.total).toBe(35);
+      const listed = (await get(sb.baseUrl, '/__control/orders')).body.orders;
+      expect(listed).toEqual([expect.objectContaining({ external_id: 'multi-1', rewards: 2, total: 35, recipients: ['ada@example.com', 'bob@example.com'] })]);
+    });
+
+    it.each([
+      ['a Dropdown value not in the options', { custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Legal' }] }, 'rewards[1].custom_fields[0].value'],
+      ['a bad e-mail address', { recipient: { name: 'A', email: 'not-an-email' } }, 'rewards[1].recipient.email'],
+      ['an unknown product', { products: ['PRODNOPE'] }, 'rewards[1].products'],
+    ])('rejects %s in the second reward with 400 naming rewards[1]', async (_name, reward, field) => {
+      const res = await post(sb.baseUrl, '/api/v2/orders', arrayOrder({}, {}, reward), bearer(token));
+      expect(res.status).toBe(400);
+      expect(Object.keys(res.body.errors.payload)).toEqual([field]);
+    });
+
+    it('refuses the single reward object in this mode', async () => {
+      const res = await post(sb.baseUrl, '/api/v2/orders', order(), bearer(token));
+      expect(res.status).toBe(400);
+      expect(Object.keys(res.body.errors.payload)).toEqual(['reward']);
+      expect((await get(sb.baseUrl, '/__control/orders')).body.total_count).toBe(0);
     });
   });
 
@@ -322,7 +370,7 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
       const res = await post(sb.baseUrl, '/api/v2/orders', order(), bearer(token));
       expect(res.status).toBe(429);
       expect(res.headers.get('retry-after')).toBe('7');
-      expect(res.body).toEqual({ errors: { message: 'Too many requests' } });
+      expect(res.body).toEqual({ error: { message: 'Too many requests', payload: {} } });
     });
 
     it('fails the token endpoint with a 5xx', async () => {

@@ -39,10 +39,10 @@ export function createSandbox(options: SandboxOptions): Sandbox {
   app.get('/', (_req, res) => {
     res.type('html').send(page('Rewards service sandbox', '<p>An emulator of the rewards service: <code>/oauth/authorize</code>, <code>/oauth/token</code> and <code>/api/v2/...</code>.</p>'));
   });
-  app.use((_req, res) => res.status(404).json({ errors: { message: 'Not found' } }));
+  app.use((_req, res) => res.status(404).json({ errors: { message: 'Not found', payload: {} } }));
   app.use((error: { status?: number; type?: string }, _req: Request, res: Response, _next: NextFunction) => {
     const status = error?.status && error.status >= 400 && error.status < 500 ? error.status : 500;
-    res.status(status).json({ errors: { message: status === 500 ? 'Internal server error' : 'Bad request' } });
+    res.status(status).json({ errors: { message: status === 500 ? 'Internal server error' : 'Bad request', payload: {} } });
   });
   return { app, state, faults };
 }

@@ -2,11 +2,13 @@ import type { NextFunction, Request, Response } from 'express';
 import type { SandboxState } from './sandbox.state';
 
 /**
- * A fault rule for one route (`token`, `authorize`, `organizations`, `fields`, `orders`, `rewards`, `reward`, or
- * `*`). When a request matches and the rule fires (probability), in this order:
+ * A fault rule for one route (`token`, `authorize`, `organizations`, `fields`, `orders` (POST /orders), `order`
+ * (GET /orders/:id), `order_list` (GET /orders), `order_approvals`, `rewards`, `reward`, `funding_sources`,
+ * `products`, `campaigns`, or `*`). When a request matches and the rule fires (probability), in this order:
  * - `latency_ms`: wait before handling;
  * - `drop`: destroy the connection without an answer, before any work;
- * - `status`: answer that status without doing the work (429 carries `Retry-After: retry_after`);
+ * - `status`: answer that status without doing the work (429 carries `Retry-After: retry_after`, default 1, and
+ *   the service's documented 429 body `{"error": {"message", "payload"}}`);
  * - `delay_after_work_ms` / `drop_after_work`: do the work, then answer late or never (a client that timed out
  *   cannot know the work was done).
  * `times` limits how often the rule fires; then it is removed.
@@ -23,7 +25,10 @@ export interface FaultRule {
   times?: number;
 }
 
-const ROUTES = ['token', 'authorize', 'organizations', 'fields', 'orders', 'rewards', 'reward', '*'];
+const ROUTES = [
+  'token', 'authorize', 'organizations', 'fields', 'orders', 'order', 'order_list', 'order_approvals',
+  'rewards', 'reward', 'funding_sources', 'products', 'campaigns', '*',
+];
 
 export function validateFault(input: unknown): { rule?: FaultRule; error?: string } {
   if (!input || typeof input !== 'object') return { error: 'a fault must be an object' };
@@ -63,10 +68,11 @@ export class FaultInjector {
           }
           if (rule.status === 429) {
             res.setHeader('Retry-After', String(rule.retry_after ?? 1));
-            res.status(429).json(route === 'token' ? { error: 'rate_limited' } : { errors: { message: 'Too many requests' } });
+            res.status(429).json(route === 'token' ? { error: 'rate_limited' } : { error: { message: 'Too many requests', payload: {} } });
             return;
           }
-          res.status(rule.status).json(route === 'token' ? { error: 'server_error' } : { errors: { message: 'Internal server error' } });
+          const message = rule.status >= 500 ? 'Internal server error' : 'Injected fault';
+          res.status(rule.status).json(route === 'token' ? { error: 'server_error' } : { errors: { message, payload: {} } });
           return;
         }
         if (rule.delay_after_work_ms !== undefined || rule.drop_after_work) this.afterWork(req, res, rule);

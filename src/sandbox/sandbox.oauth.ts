@@ -2,9 +2,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import express from 'express';
 import type { Request, Response, Router } from 'express';
 import type { Grant, SandboxClient, SandboxState } from './sandbox.state';
-import { SCOPES, randomId } from './sandbox.state';
+import { SCOPES, randomId, setBounded } from './sandbox.state';
 import { escapeHtml, page } from './sandbox.html';
-import type { RouteGuard } from './sandbox.api';
+import type { RouteGuard } from './sandbox.http';
 
 /**
  * `{base}/oauth/authorize` (consent page, Approve / Deny, auto-approve switch) and `{base}/oauth/token`
@@ -72,7 +72,7 @@ function authorize(state: SandboxState, req: Request, res: Response): void {
     return;
   }
   const requestId = randomId('consent', 18);
-  state.pendingConsents.set(requestId, request);
+  setBounded(state.pendingConsents, requestId, request, state.now());
   res.type('html').send(consentPage(state, client, request.scopes, requestId));
 }
 
@@ -103,7 +103,9 @@ function issueCode(
   accountId: string,
 ): void {
   const code = randomId('sbx_code', 18);
-  state.codes.set(code, {
+  // Under auto-approval anyone can mint codes: bounded, and swept an hour after expiry (replays of a code that
+  // expired within the hour still revoke what it obtained).
+  setBounded(state.codes, code, {
     clientId: request.clientId,
     redirectUri: request.redirectUri,
     accountId,
@@ -111,7 +113,7 @@ function issueCode(
     expiresAt: state.now() + state.settings.codeTtlSeconds * 1000,
     used: false,
     codeChallenge: request.codeChallenge,
-  });
+  }, state.now(), 3_600_000);
   redirectWith(res, request.redirectUri, { code, state: request.state });
 }
 
@@ -149,8 +151,11 @@ function authenticateClient(state: SandboxState, req: Request, body: Record<stri
   if (basic) {
     const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
     const sep = decoded.indexOf(':');
-    const basicId = decodeURIComponent(decoded.slice(0, sep));
-    const basicSecret = decodeURIComponent(decoded.slice(sep + 1));
+    if (sep < 0) return tokenError(401, 'invalid_client', 'client authentication failed');
+    // RFC 6749 §2.3.1: id and secret are form-urlencoded inside Basic; a malformed escape is a failed authentication.
+    const basicId = safeDecode(decoded.slice(0, sep));
+    const basicSecret = safeDecode(decoded.slice(sep + 1));
+    if (basicId === undefined || basicSecret === undefined) return tokenError(401, 'invalid_client', 'client authentication failed');
     if ((id && id !== basicId) || (secret && secret !== basicSecret)) {
       return tokenError(400, 'invalid_request', 'client credentials sent twice and they differ');
     }
@@ -162,6 +167,14 @@ function authenticateClient(state: SandboxState, req: Request, body: Record<stri
     return tokenError(401, 'invalid_client', 'client authentication failed');
   }
   return client;
+}
+
+function safeDecode(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function safeEqual(a: string, b: string): boolean {

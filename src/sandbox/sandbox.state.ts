@@ -1,161 +1,16 @@
-import { createHash, randomBytes } from 'node:crypto';
+import type { AccessToken, AuthorizationCode, Grant, PendingConsent, SandboxAccount, SandboxClient, SeedAccount } from './sandbox.model';
+import { derivedServiceId, randomId } from './sandbox.model';
+import { DEMO_ACCOUNT_ID, demoSeed, normalizeFields } from './sandbox.seed';
+import { RateLimiter } from './sandbox.ratelimit';
 
 /**
- * In-memory state of the rewards-service emulator: accounts (each with its own fields, funding sources, products,
- * orders and rewards), registered developer apps, authorization codes, grants and tokens, a controllable clock.
+ * In-memory state of the rewards-service emulator: accounts, registered developer apps, authorization codes,
+ * grants and tokens, settings, a controllable clock and the per-account rate limiter.
  */
-export interface SandboxField {
-  id: string;
-  label: string;
-  data_type: 'Dropdown';
-  data: { options: string[] };
-  required: boolean;
-  scope: 'REWARD';
-}
+export * from './sandbox.model';
+export { DEMO_ACCOUNT_ID, demoSeed } from './sandbox.seed';
 
-export interface SandboxFundingSource {
-  id: string;
-  name: string;
-  /** Remaining funds; null is unlimited. */
-  balance: number | null;
-}
-
-export interface SandboxProduct {
-  id: string;
-  name: string;
-  currency_codes: string[];
-  min_denomination: number;
-  max_denomination: number;
-}
-
-export interface SandboxReward {
-  id: string;
-  order_id: string;
-  created_at: string;
-  value: { denomination: number; currency_code: string };
-  delivery: { method: 'EMAIL'; status: 'PENDING' };
-  recipient: { name: string; email: string };
-  products: string[];
-  custom_fields: { id: string; value: string; label: string }[];
-}
-
-export interface SandboxOrder {
-  id: string;
-  external_id: string | null;
-  status: 'EXECUTED';
-  created_at: string;
-  payment: { funding_source_id: string; subtotal: number; fees: number; total: number };
-  rewards: SandboxReward[];
-}
-
-export interface SandboxAccount {
-  id: string;
-  name: string;
-  /** An account API key (spec §5: `Authorization: Bearer <API_KEY>` on the caller's own account). */
-  apiKey: string;
-  fields: SandboxField[];
-  fundingSources: Map<string, SandboxFundingSource>;
-  products: Map<string, SandboxProduct>;
-  orders: Map<string, SandboxOrder>;
-  ordersByExternalId: Map<string, { order: SandboxOrder; payloadHash: string }>;
-  /** Chronological; listings read it newest first. */
-  rewards: SandboxReward[];
-  rewardsById: Map<string, SandboxReward>;
-}
-
-export interface SandboxClient {
-  clientId: string;
-  clientSecret: string;
-  redirectUris: string[];
-  name: string;
-}
-
-export interface AuthorizationCode {
-  clientId: string;
-  redirectUri: string;
-  accountId: string;
-  scopes: string[];
-  expiresAt: number;
-  used: boolean;
-  codeChallenge?: string;
-  /** The grant the code was exchanged for: revoked if the code is presented again (RFC 6749 §4.1.2). */
-  grantId?: string;
-}
-
-export interface Grant {
-  id: string;
-  accountId: string;
-  clientId: string;
-  scopes: string[];
-  revoked: boolean;
-  revokedReason?: string;
-  refreshCount: number;
-  currentRefreshToken: string;
-  accessTokens: Set<string>;
-}
-
-export interface AccessToken {
-  grantId: string;
-  expiresAtMs: number;
-}
-
-export interface SeedAccount {
-  id: string;
-  name: string;
-  api_key?: string;
-  fields: (Omit<SandboxField, 'scope' | 'data_type'> & Partial<Pick<SandboxField, 'scope' | 'data_type'>>)[];
-  funding_sources: SandboxFundingSource[];
-  products: SandboxProduct[];
-}
-
-export const SCOPES = ['default', 'team_management'] as const;
-
-export function randomId(prefix: string, bytes = 9): string {
-  return `${prefix}_${randomBytes(bytes).toString('base64url')}`;
-}
-
-export function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('base64url');
-}
-
-/** `2026-11-22 10:15:30 UTC`, the form the service uses for `created_at`. */
-export function serviceTimestamp(ms: number): string {
-  return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
-}
-
-export const DEMO_ACCOUNT_ID = 'acc_demo';
-
-export function demoSeed(): SeedAccount[] {
-  return [
-    {
-      id: DEMO_ACCOUNT_ID,
-      name: 'Demo Rewards Co',
-      api_key: 'sbx_account_demo_key_0000000000000000',
-      fields: [
-        { id: 'fld_department', label: 'Department', data: { options: ['Sales', 'Engineering', 'Support', 'Marketing'] }, required: true },
-        { id: 'fld_campaign', label: 'Campaign', data: { options: ['Q4 Kudos', 'Referral', 'Onboarding', 'Anniversary'] }, required: false },
-        { id: 'fld_region', label: 'Region', data: { options: ['EMEA', 'AMER', 'APAC'] }, required: false },
-      ],
-      funding_sources: [
-        { id: 'fs_demo_main', name: 'Main balance', balance: 10_000_000 },
-        { id: 'fs_demo_small', name: 'Petty cash', balance: 100 },
-      ],
-      products: [
-        { id: 'prod_amazon_us', name: 'Amazon.com Gift Card', currency_codes: ['USD'], min_denomination: 1, max_denomination: 2000 },
-        { id: 'prod_visa_prepaid', name: 'Visa Prepaid Card', currency_codes: ['USD'], min_denomination: 5, max_denomination: 1000 },
-        { id: 'prod_choice', name: 'Reward Choice', currency_codes: ['USD', 'EUR', 'GBP'], min_denomination: 1, max_denomination: 5000 },
-      ],
-    },
-    {
-      id: 'acc_other',
-      name: 'Other Test Account',
-      api_key: 'sbx_account_other_key_000000000000000',
-      fields: [{ id: 'fld_team', label: 'Team', data: { options: ['Red', 'Blue'] }, required: false }],
-      funding_sources: [{ id: 'fs_other_main', name: 'Main balance', balance: 1_000_000 }],
-      products: [{ id: 'prod_choice', name: 'Reward Choice', currency_codes: ['USD', 'EUR'], min_denomination: 1, max_denomination: 5000 }],
-    },
-  ];
-}
+export type OrderShape = 'single' | 'array';
 
 export interface SandboxSettings {
   accessTokenTtlSeconds: number;
@@ -164,7 +19,18 @@ export interface SandboxSettings {
   autoApproveAccountId: string;
   /** False: refresh responses carry no new refresh_token and the old one stays usable (a non-rotating server). */
   rotateRefreshTokens: boolean;
+  /** `single` (the current service): one `reward` per order. `array`: the older `rewards: [...]` form. */
+  orderShape: OrderShape;
+  /** HTTP status of POST /orders for an order held in `PENDING APPROVAL` (unconfirmed; older versions: 202). */
+  pendingApprovalStatus: 200 | 201 | 202;
+  /** Admitted `/api/v2` requests per account in any 1-second interval; 0 = no limit. */
+  rateLimitRps: number;
+  /** Seconds for a `Retry-After` header on the rate limit's 429; unset = no header (the service documents none). */
+  rateLimitRetryAfter?: number;
 }
+
+/** Entries kept at most in maps that grow from unauthenticated requests; the oldest go first. */
+export const UNAUTHENTICATED_MAP_CAP = 10_000;
 
 export class SandboxState {
   accounts = new Map<string, SandboxAccount>();
@@ -175,8 +41,9 @@ export class SandboxState {
   /** refresh token → grant id and whether it was used */
   refreshTokens = new Map<string, { grantId: string; used: boolean }>();
   apiKeys = new Map<string, string>();
-  pendingConsents = new Map<string, { clientId: string; redirectUri: string; scopes: string[]; state?: string; codeChallenge?: string; expiresAt: number }>();
+  pendingConsents = new Map<string, PendingConsent>();
   calls = new Map<string, number>();
+  rateLimiter = new RateLimiter();
   clockOffsetMs = 0;
   settings: SandboxSettings;
 
@@ -191,6 +58,7 @@ export class SandboxState {
     return Date.now() + this.clockOffsetMs;
   }
 
+  /** Back to the seed (the demo accounts unless given), the initial settings and clients; everything else cleared. */
   reset(seed: SeedAccount[] = demoSeed()): void {
     this.accounts.clear();
     this.apiKeys.clear();
@@ -200,6 +68,7 @@ export class SandboxState {
     this.refreshTokens.clear();
     this.pendingConsents.clear();
     this.calls.clear();
+    this.rateLimiter.clear();
     this.clockOffsetMs = 0;
     this.settings = {
       accessTokenTtlSeconds: 7200,
@@ -207,24 +76,32 @@ export class SandboxState {
       autoApprove: false,
       autoApproveAccountId: DEMO_ACCOUNT_ID,
       rotateRefreshTokens: true,
+      orderShape: 'single',
+      pendingApprovalStatus: 200,
+      rateLimitRps: 0,
       ...this.initialSettings,
     };
     this.clients = new Map(this.initialClients.map((c) => [c.clientId, { ...c }]));
     for (const account of seed) this.upsertAccount(account);
   }
 
+  /** Creates or replaces an account from a (checked) seed; an existing account keeps its orders and rewards. */
   upsertAccount(seed: SeedAccount): SandboxAccount {
     const previous = this.accounts.get(seed.id);
     if (previous) this.apiKeys.delete(previous.apiKey);
     const account: SandboxAccount = {
       id: seed.id,
       name: seed.name,
+      organizationId: derivedServiceId(`organization:${seed.id}`),
       apiKey: seed.api_key ?? randomId('sbx_account', 24),
-      fields: seed.fields.map((f) => ({ scope: 'REWARD', data_type: 'Dropdown', ...f, data: { options: [...f.data.options] } })),
-      fundingSources: new Map(seed.funding_sources.map((f) => [f.id, { ...f }])),
-      products: new Map(seed.products.map((p) => [p.id, { ...p }])),
+      approvalsRequired: seed.approvals_required ?? previous?.approvalsRequired ?? false,
+      fields: normalizeFields(seed.fields),
+      fundingSources: new Map(seed.funding_sources.map((f) => [f.id, { ...f, method: f.method ?? 'balance' }])),
+      products: new Map(seed.products.map((p) => [p.id, { ...p, currency_codes: [...p.currency_codes] }])),
+      campaigns: new Map((seed.campaigns ?? []).map((c) => [c.id, { id: c.id, name: c.name, description: c.description ?? '', products: [...c.products] }])),
       orders: previous?.orders ?? new Map(),
       ordersByExternalId: previous?.ordersByExternalId ?? new Map(),
+      orderList: previous?.orderList ?? [],
       rewards: previous?.rewards ?? [],
       rewardsById: previous?.rewardsById ?? new Map(),
     };
@@ -257,5 +134,22 @@ export class SandboxState {
     grant.revokedReason = reason;
     for (const token of grant.accessTokens) this.accessTokens.delete(token);
     grant.accessTokens.clear();
+  }
+}
+
+/**
+ * Adds to a map that grows from unauthenticated requests (consent requests; codes under auto-approval): first
+ * drops entries that expired more than `graceMs` ago — oldest first, stopping at the first live one, since
+ * entries arrive roughly in expiry order — then the oldest entries beyond `cap`. O(1) amortised.
+ */
+export function setBounded<V extends { expiresAt: number }>(map: Map<string, V>, key: string, value: V, now: number, graceMs = 0, cap = UNAUTHENTICATED_MAP_CAP): void {
+  for (const [k, v] of map) {
+    if (v.expiresAt + graceMs >= now) break;
+    map.delete(k);
+  }
+  map.set(key, value);
+  for (const k of map.keys()) {
+    if (map.size <= cap) break;
+    map.delete(k);
   }
 }
