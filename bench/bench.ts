@@ -145,11 +145,11 @@ function load(url: string, opts: { body: (i: number) => string; headers: (i: num
 }
 
 const rewardBody = (n: number) =>
-  JSON.stringify({ rewards: [{ recipient: { name: `Bench ${n}`, email: `b${n}@example.com` }, value: { denomination: 5, currency_code: 'USD' }, products: ['prod_amazon_us'], custom_fields: { Department: 'Sales' } }] });
+  JSON.stringify({ rewards: [{ recipient: { name: `Bench ${n}`, email: `b${n}@example.com` }, value: { denomination: 5, currency_code: 'USD' }, products: ['PRODAMAZONUS'], custom_fields: { Department: 'Sales' } }] });
 
 /** The same order as rewardBody, as the gateway sends it upstream, for the direct runs (static account key). */
 const ACCOUNT_KEY = 'sbx_account_demo_key_0000000000000000';
-const directBody = (n: number) => JSON.stringify({ external_id: `direct-${n}`, payment: { funding_source_id: 'fs_demo_main' }, rewards: [{ recipient: { name: `Bench ${n}`, email: `b${n}@example.com` }, value: { denomination: 5, currency_code: 'USD' }, products: ['prod_amazon_us'], delivery: { method: 'EMAIL' }, custom_fields: [{ id: 'fld_department', value: 'Sales' }] }] });
+const directBody = (n: number) => JSON.stringify({ external_id: `direct-${n}`, payment: { funding_source_id: 'FSDEMOMAIN' }, reward: { value: { denomination: 5, currency_code: 'USD' }, delivery: { method: 'EMAIL' }, recipient: { name: `Bench ${n}`, email: `b${n}@example.com` }, products: ['PRODAMAZONUS'], custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Sales' }] } });
 
 /** Latencies (ms, sorted) of n requests sent one at a time. */
 async function oneAtATime(n: number, send: (i: number) => Promise<Response>): Promise<number[]> {
@@ -166,7 +166,7 @@ async function oneAtATime(n: number, send: (i: number) => Promise<Response>): Pr
 
 async function connect(gateway: string, tenant: string): Promise<string> {
   const op = { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json' };
-  await fetch(`${gateway}/v1/tenants`, { method: 'POST', headers: op, body: JSON.stringify({ id: tenant, name: tenant, default_funding_source_id: 'fs_demo_main' }) });
+  await fetch(`${gateway}/v1/tenants`, { method: 'POST', headers: op, body: JSON.stringify({ id: tenant, name: tenant, default_funding_source_id: 'FSDEMOMAIN' }) });
   const session = (await (await fetch(`${gateway}/v1/tenants/${tenant}/connect-sessions`, { method: 'POST', headers: op, body: '{}' })).json()) as { connect_url: string };
   const authorize = await fetch(`${session.connect_url}/authorize`, { redirect: 'manual' });
   const cookie = (authorize.headers.get('set-cookie') as string).split(';')[0];
@@ -233,6 +233,8 @@ async function main(): Promise<void> {
     SANDBOX_PORT: String(sbPort),
     SANDBOX_CONTROL_ENABLED: 'true',
     SANDBOX_AUTO_APPROVE: 'true',
+    // Throughput is measured here, not the service's per-account limit (10 requests/s, on by default).
+    SANDBOX_RATE_LIMIT_RPS: '0',
     SANDBOX_CLIENT_ID: CLIENT.id,
     SANDBOX_CLIENT_SECRET: CLIENT.secret,
     SANDBOX_REDIRECT_URIS: `${gw1}/oauth/callback,${gw2}/oauth/callback`,

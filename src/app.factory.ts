@@ -65,6 +65,7 @@ function mountSandbox(app: NestExpressApplication, config: AppConfig): void {
       },
     ],
     control: config.sandboxControl,
+    settings: { rateLimitRps: config.sandboxRateLimitRps, orderShape: env.orderShape },
   });
   app.use('/sandbox', sandbox.app);
 }

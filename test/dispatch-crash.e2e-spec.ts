@@ -41,7 +41,7 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
       LOG_LEVEL: 'error',
     };
     gateway = await startGatewayProcess(env, port);
-    await api('/v1/tenants', { method: 'POST', body: JSON.stringify({ id: 'crashy', name: 'Crashy', default_funding_source_id: 'fs_demo_main' }) });
+    await api('/v1/tenants', { method: 'POST', body: JSON.stringify({ id: 'crashy', name: 'Crashy', default_funding_source_id: 'FSDEMOMAIN' }) });
     // Connect through the real flow: gateway → sandbox (auto-approve) → callback.
     sandbox.state.settings.autoApprove = true;
     const session = (await (await api('/v1/tenants/crashy/connect-sessions', { method: 'POST', body: '{}' })).json()) as { connect_url: string };
@@ -68,7 +68,7 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
         const res = await api('/v1/tenants/crashy/rewards', {
           method: 'POST',
           headers: { 'Idempotency-Key': `burst-${i}` },
-          body: JSON.stringify({ rewards: [{ recipient: { name: `R${i}`, email: `r${i}@example.com` }, value: { denomination: 10, currency_code: 'USD' }, products: ['prod_amazon_us'], custom_fields: { Department: 'Sales' } }] }),
+          body: JSON.stringify({ rewards: [{ recipient: { name: `R${i}`, email: `r${i}@example.com` }, value: { denomination: 10, currency_code: 'USD' }, products: ['PRODAMAZONUS'], custom_fields: { Department: 'Sales' } }] }),
         });
         return { i, status: res.status, body: (await res.json()) as { id?: string } };
       } catch {
@@ -115,9 +115,44 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
       const externalIds = orders.map((o) => o.external_id);
       expect(new Set(externalIds).size).toBe(externalIds.length); // nothing sent twice
       expect(orders).toHaveLength(total);
-      for (const r of accepted) expect(externalIds).toContain(r.body.id); // every accepted dispatch went out
+      for (const r of accepted) expect(externalIds).toContain(`${r.body.id}-r0`); // every accepted dispatch went out
     } finally {
       await client.end();
     }
+  }, 180_000);
+
+  it('sends every reward of a 50-reward dispatch exactly once when the gateway is killed in the middle of it', async () => {
+    sandbox.faults.clear();
+    sandbox.faults.rules.push({ route: 'orders', latency_ms: 30 });
+    const recipients = Array.from({ length: 50 }, (_, i) => `big${i}@example.com`);
+    const body = JSON.stringify({
+      rewards: recipients.map((email, i) => ({ recipient: { name: `Big ${i}`, email }, value: { denomination: 5, currency_code: 'USD' }, products: ['PRODAMAZONUS'], custom_fields: { Department: 'Sales' } })),
+    });
+    const sendBig = () =>
+      api('/v1/tenants/crashy/rewards', { method: 'POST', headers: { 'Idempotency-Key': 'big-batch' }, body })
+        .then(async (res) => ({ status: res.status, body: (await res.json()) as Record<string, any> })) // eslint-disable-line @typescript-eslint/no-explicit-any
+        .catch(() => ({ status: 0, body: {} as Record<string, any> })); // eslint-disable-line @typescript-eslint/no-explicit-any
+    const ordersFor = () => [...sandbox.state.accounts.get('acc_demo')!.orders.values()].filter((o) => o.rewards.some((r) => r.recipient.email?.startsWith('big')));
+    const inFlight = sendBig();
+    await waitFor(async () => ordersFor().length, (n) => n >= 15, 30_000);
+    gateway?.kill('SIGKILL');
+    expect((await inFlight).status).toBe(0); // the request died with the process
+    await waitUntilGone(gateway as ChildProcess);
+    const before = ordersFor().length;
+    expect(before).toBeGreaterThanOrEqual(15);
+    expect(before).toBeLessThan(50); // killed in the middle
+
+    gateway = await startGatewayProcess(env, port);
+    // The worker takes the dispatch over once the dead process's lease expires and sends only what is not settled.
+    const done = await waitFor(sendBig, (r) => r.status === 201, 60_000);
+    expect(done.body).toMatchObject({ status: 'sent', counts: { sent: 50 } });
+    expect(done.body.rewards.every((r: { status: string }) => r.status === 'sent')).toBe(true);
+    const orders = ordersFor();
+    expect(orders).toHaveLength(50);
+    const perRecipient = new Map<string, number>();
+    for (const o of orders) for (const r of o.rewards) perRecipient.set(r.recipient.email as string, (perRecipient.get(r.recipient.email as string) ?? 0) + 1);
+    expect([...perRecipient.values()].every((n) => n === 1)).toBe(true);
+    expect(new Set(perRecipient.keys())).toEqual(new Set(recipients));
+    expect(new Set(orders.map((o) => o.external_id))).toEqual(new Set(recipients.map((_, i) => `${done.body.id}-r${i}`)));
   }, 180_000);
 });

@@ -37,7 +37,7 @@ describe('dispatch under upstream faults', () => {
       Array.from({ length: CALLERS }, async () => {
         while (next < SENDS) {
           const i = next++;
-          const res = await send(t, 'faulty', `fault-${i}`, { funding_source_id: 'fs_demo_main', rewards: [reward({ recipient: { name: `R${i}`, email: `r${i}@example.com` } })] });
+          const res = await send(t, 'faulty', `fault-${i}`, { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: `R${i}`, email: `r${i}@example.com` } })] });
           statuses.push(res.status);
         }
       }),
@@ -58,8 +58,48 @@ describe('dispatch under upstream faults', () => {
       const orders = (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as { external_id: string }[];
       expect(orders).toHaveLength(SENDS);
       expect(new Set(orders.map((o) => o.external_id)).size).toBe(SENDS);
-      const ids = (await db.query(`SELECT id FROM reward_dispatches`)).rows.map((r) => r.id as string);
+      const ids = (await db.query(`SELECT id FROM reward_dispatches`)).rows.map((r) => `${r.id as string}-r0`);
       expect(new Set(orders.map((o) => o.external_id))).toEqual(new Set(ids));
+    } finally {
+      await db.end();
+    }
+  }, 150_000);
+
+  it('sends every reward of 50 dispatches of 5 exactly once despite 30% 503s and answers that come after the timeout', async () => {
+    await control(t, '/reset');
+    await connectTenant(t, 'faulty');
+    await control(t, '/faults', { route: 'orders', status: 503, probability: 0.3 });
+    await control(t, '/faults', { route: 'orders', delay_after_work_ms: 1_200, probability: 0.1 });
+    const recipients: string[] = [];
+    const statuses = await Promise.all(
+      Array.from({ length: 50 }, async (_, d) => {
+        const rewards = Array.from({ length: 5 }, (_, i) => {
+          const email = `d${d}r${i}@example.com`;
+          recipients.push(email);
+          return reward({ recipient: { name: `D${d} R${i}`, email } });
+        });
+        return (await send(t, 'faulty', `multi-${d}`, { funding_source_id: 'BALANCE', rewards })).status;
+      }),
+    );
+    expect(statuses.filter((s) => s !== 201 && s !== 202)).toEqual([]);
+    expect(statuses.filter((s) => s === 202).length).toBeGreaterThan(10); // the faults really happened
+    const db = new Client({ connectionString: t.databaseUrl });
+    await db.connect();
+    try {
+      await waitFor(
+        async () => (await db.query(`SELECT r.status, count(*)::int AS n FROM dispatch_rewards r JOIN reward_dispatches d ON d.id = r.dispatch_id WHERE d.idempotency_key LIKE 'multi-%' GROUP BY r.status`)).rows,
+        (rows) => rows.length === 1 && rows[0].status === 'sent' && rows[0].n === 250,
+        90_000,
+      );
+      await request(t.baseUrl).delete('/sandbox/__control/faults');
+      const orders = (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as { external_id: string; recipients: string[] }[];
+      const perRecipient = new Map<string, number>();
+      for (const o of orders) for (const r of o.recipients) perRecipient.set(r, (perRecipient.get(r) ?? 0) + 1);
+      expect(perRecipient.size).toBe(250);
+      expect(recipients.every((r) => perRecipient.get(r) === 1)).toBe(true);
+      expect(new Set(orders.map((o) => o.external_id)).size).toBe(250);
+      const dispatches = (await db.query(`SELECT status FROM reward_dispatches WHERE idempotency_key LIKE 'multi-%'`)).rows;
+      expect(dispatches.every((r) => r.status === 'sent')).toBe(true);
     } finally {
       await db.end();
     }

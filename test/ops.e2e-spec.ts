@@ -153,7 +153,7 @@ describe('ops: connection health, probes, alerts, metrics', () => {
   });
 
   it('exposes Prometheus metrics after traffic', async () => {
-    await send(t, 'ok-co', 'metrics-1', { funding_source_id: 'fs_demo_main', rewards: [reward()] }).expect(201);
+    await send(t, 'ok-co', 'metrics-1', { funding_source_id: 'FSDEMOMAIN', rewards: [reward()] }).expect(201);
     await request(t.baseUrl).get('/v1/tenants/ok-co/fields').set(op).expect(200);
     const res = await request(t.baseUrl).get('/metrics').expect(200);
     expect(res.headers['content-type']).toMatch(/text\/plain/);

@@ -5,15 +5,21 @@ import { startTestApp } from './support/app';
 import { connectTenant, control, createTenant, op } from './support/connect';
 import { reward, send, waitFor } from './support/send';
 
-const FS = { funding_source_id: 'fs_demo_main' };
+const FS = { funding_source_id: 'FSDEMOMAIN' };
+const UPSTREAM_ID = /^[A-Z0-9]{12}$/;
 
-describe('reward dispatch: send with custom fields, exactly once', () => {
+/** Every test runs against both upstream order shapes: the current service (`single`) and the older `array` form. */
+describe.each(['single', 'array'] as const)('reward dispatch (%s order shape): send with custom fields, exactly once', (shape) => {
   let t: TestApp;
   let connectionId: string;
-  const orders = async () => (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as { id: string; external_id: string }[];
+  const orders = async () => (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as { id: string; external_id: string; recipients: string[] }[];
+  /** The external_id of a dispatch's reward upstream: its own in `single`, the dispatch's in `array`. */
+  const externalId = (dispatchId: string, position = 0) => (shape === 'single' ? `${dispatchId}-r${position}` : dispatchId);
+  /** Where the service's error payload points for reward 0's field. */
+  const payloadPath = (field: string) => (shape === 'single' ? `reward.${field}` : `rewards[0].${field}`);
 
   beforeAll(async () => {
-    t = await startTestApp({ DISPATCH_RETRY_BASE_MS: '100', DISPATCH_POLL_MS: '100', DISPATCH_UPSTREAM_TIMEOUT_MS: '1000', DISPATCH_LEASE_MS: '3000' });
+    t = await startTestApp({ DISPATCH_RETRY_BASE_MS: '100', DISPATCH_POLL_MS: '100', DISPATCH_UPSTREAM_TIMEOUT_MS: '1000', DISPATCH_LEASE_MS: '3000', REWARDS_SANDBOX_ORDER_SHAPE: shape });
     await control(t, '/reset');
     await createTenant(t, 'shop');
     connectionId = await connectTenant(t, 'shop');
@@ -25,37 +31,47 @@ describe('reward dispatch: send with custom fields, exactly once', () => {
     await request(t.baseUrl).delete('/sandbox/__control/faults');
   });
 
-  it('sends one reward with custom fields by label: 201, upstream ids, labels, external_id = dispatch id', async () => {
+  it('sends one reward with custom fields by label: 201, upstream ids, labels, its external_id', async () => {
     const res = await send(t, 'shop', 'one-1', { ...FS, external_reference: 'ref-1', rewards: [reward({ custom_fields: { Department: 'Sales', Region: 'EMEA' } })] }).expect(201);
-    expect(res.body).toMatchObject({ status: 'sent', attempts: 1, external_reference: 'ref-1', upstream_order_id: expect.stringMatching(/^ord_/) });
+    expect(res.body).toMatchObject({ status: 'sent', order_shape: shape, attempts: 1, external_reference: 'ref-1', upstream_order_id: expect.stringMatching(UPSTREAM_ID), counts: { sent: 1 } });
     expect(res.body.rewards[0]).toMatchObject({
-      id: expect.stringMatching(/^rwd_/),
+      status: 'sent',
+      external_id: externalId(res.body.id),
+      upstream_order_id: res.body.upstream_order_id,
+      upstream_order_status: 'EXECUTED',
+      id: expect.stringMatching(UPSTREAM_ID),
       custom_fields: [
-        { id: 'fld_department', label: 'Department', value: 'Sales' },
-        { id: 'fld_region', label: 'Region', value: 'EMEA' },
+        { id: 'FLDDEPARTMENT', label: 'Department', value: 'Sales' },
+        { id: 'FLDREGION', label: 'Region', value: 'EMEA' },
       ],
     });
-    expect((await orders()).find((o) => o.id === res.body.upstream_order_id)?.external_id).toBe(res.body.id);
+    expect((await orders()).find((o) => o.id === res.body.upstream_order_id)?.external_id).toBe(externalId(res.body.id));
     const read = await request(t.baseUrl).get(`/v1/tenants/shop/dispatches/${res.body.id}`).set(op).expect(200);
     expect(read.body).toEqual(res.body);
   });
 
-  it('sends many rewards as one order, custom fields by id', async () => {
-    const rewards = [0, 1, 2].map((i) => reward({ recipient: { name: `R${i}`, email: `r${i}@example.com` }, custom_fields: [{ id: 'fld_department', value: 'Support' }, { label: 'Campaign', value: 'Referral' }] }));
+  it(`sends many rewards as ${shape === 'single' ? 'one order each, each with its own external_id' : 'one order'}, custom fields by id`, async () => {
+    const rewards = [0, 1, 2].map((i) => reward({ recipient: { name: `R${i}`, email: `many${i}@example.com` }, custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Support' }, { label: 'Campaign', value: 'Referral' }] }));
     const res = await send(t, 'shop', 'many-1', { ...FS, rewards }).expect(201);
     expect(res.body.rewards).toHaveLength(3);
     expect(new Set(res.body.rewards.map((r: { id: string }) => r.id)).size).toBe(3);
+    const upstream = (await orders()).filter((o) => o.recipients.some((e) => e.startsWith('many')));
+    expect(upstream).toHaveLength(shape === 'single' ? 3 : 1);
+    expect(new Set(res.body.rewards.map((r: { upstream_order_id: string }) => r.upstream_order_id)).size).toBe(upstream.length);
+    expect(new Set(upstream.map((o) => o.external_id))).toEqual(new Set([0, 1, 2].map((i) => externalId(res.body.id, i))));
     expect(res.body.rewards[2].custom_fields).toEqual([
-      { id: 'fld_department', label: 'Department', value: 'Support' },
-      { id: 'fld_campaign', label: 'Campaign', value: 'Referral' },
+      { id: 'FLDDEPARTMENT', label: 'Department', value: 'Support' },
+      { id: 'FLDCAMPAIGN', label: 'Campaign', value: 'Referral' },
     ]);
   });
 
-  it('uses the tenant’s default funding source, and asks for one when there is none', async () => {
-    const none = await send(t, 'shop', 'fs-1', { rewards: [reward()] }).expect(422);
-    expect(none.body.error.code).toBe('funding_source_required');
-    await request(t.baseUrl).patch('/v1/tenants/shop').set(op).send({ default_funding_source_id: 'fs_demo_main' }).expect(200);
-    await send(t, 'shop', 'fs-2', { rewards: [reward()] }).expect(201);
+  it('funds from BALANCE unless the request or the tenant names a source', async () => {
+    const none = await send(t, 'shop', 'fs-1', { rewards: [reward()] }).expect(201);
+    expect(none.body.funding_source_id).toBe('BALANCE');
+    await send(t, 'shop', 'fs-1b', { funding_source_id: 'balance', rewards: [reward()] }).expect(201);
+    await request(t.baseUrl).patch('/v1/tenants/shop').set(op).send({ default_funding_source_id: 'FSDEMOMAIN' }).expect(200);
+    const tenantDefault = await send(t, 'shop', 'fs-2', { rewards: [reward()] }).expect(201);
+    expect(tenantDefault.body.funding_source_id).toBe('FSDEMOMAIN');
   });
 
   describe('validation before anything goes upstream', () => {
@@ -95,7 +111,7 @@ describe('reward dispatch: send with custom fields, exactly once', () => {
     it('picks up a field added upstream since the cache was filled (one forced reload)', async () => {
       const accounts = (await request(t.baseUrl).get('/sandbox/__control/accounts')).body.accounts;
       const demo = accounts.find((a: { id: string }) => a.id === 'acc_demo');
-      await request(t.baseUrl).put('/sandbox/__control/accounts/acc_demo/fields').send({ fields: [...demo.fields, { id: 'fld_team', label: 'Team', data: { options: ['Red', 'Blue'] }, required: false }] });
+      await request(t.baseUrl).put('/sandbox/__control/accounts/acc_demo/fields').send({ fields: [...demo.fields, { id: 'FLDTEAM', label: 'Team', data: { options: ['Red', 'Blue'] }, required: false }] });
       // An earlier test's unknown label used this connection's forced reload: within 30 s another is refused.
       const fieldCalls = async () => (await request(t.baseUrl).get('/sandbox/__control/stats')).body.calls.fields as number;
       const before = await fieldCalls();
@@ -107,7 +123,7 @@ describe('reward dispatch: send with custom fields, exactly once', () => {
       await db.query(`UPDATE fields_cache SET forced_reload_at = now() - interval '31 seconds'`);
       await db.end();
       const res = await send(t, 'shop', 'cf-new', { ...FS, rewards: [reward({ custom_fields: { Department: 'Sales', Team: 'Red' } })] }).expect(201);
-      expect(res.body.rewards[0].custom_fields).toContainEqual({ id: 'fld_team', label: 'Team', value: 'Red' });
+      expect(res.body.rewards[0].custom_fields).toContainEqual({ id: 'FLDTEAM', label: 'Team', value: 'Red' });
       expect(await fieldCalls()).toBe(before + 1);
       await request(t.baseUrl).put('/sandbox/__control/accounts/acc_demo/fields').send({ fields: demo.fields });
       await request(t.baseUrl).delete(`/v1/ops/connections/${connectionId}/fields-cache`).set(op).expect(204);
@@ -123,7 +139,7 @@ describe('reward dispatch: send with custom fields, exactly once', () => {
       expect(again.headers['idempotent-replayed']).toBe('true');
       const other = await send(t, 'shop', 'idem-1', { ...body, external_reference: 'changed' }).expect(422);
       expect(other.body.error.code).toBe('idempotency_key_reused');
-      expect((await orders()).filter((o) => o.external_id === first.body.id)).toHaveLength(1);
+      expect((await orders()).filter((o) => o.external_id === externalId(first.body.id))).toHaveLength(1);
     });
 
     it('sends one order when the same key arrives 10 times at once', async () => {
@@ -134,7 +150,7 @@ describe('reward dispatch: send with custom fields, exactly once', () => {
       expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(1);
       expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
       const id = responses.find((r) => r.status === 201)?.body.id;
-      expect((await orders()).filter((o) => o.external_id === id)).toHaveLength(1);
+      expect((await orders()).filter((o) => o.external_id === externalId(id))).toHaveLength(1);
       expect(responses.filter((r) => r.status === 409).every((r) => r.body.error.code === 'idempotency_request_in_progress')).toBe(true);
     });
 
@@ -150,8 +166,8 @@ describe('reward dispatch: send with custom fields, exactly once', () => {
 
   describe('upstream outcomes', () => {
     it('fails with insufficient_funds on a 402, and the dispatch says so', async () => {
-      await request(t.baseUrl).post('/sandbox/__control/accounts/acc_demo/funding-sources/fs_demo_small').send({ balance: 5 });
-      const res = await send(t, 'shop', 'poor-1', { funding_source_id: 'fs_demo_small', rewards: [reward()] }).expect(422);
+      await request(t.baseUrl).post('/sandbox/__control/accounts/acc_demo/funding-sources/FSDEMOSMALL').send({ balance: 5 });
+      const res = await send(t, 'shop', 'poor-1', { funding_source_id: 'FSDEMOSMALL', rewards: [reward()] }).expect(422);
       expect(res.body.error).toMatchObject({ code: 'insufficient_funds', details: [{ upstream_status: 402 }] });
       const id = res.body.error.details[0].dispatch_id;
       const dispatch = await request(t.baseUrl).get(`/v1/tenants/shop/dispatches/${id}`).set(op).expect(200);
@@ -159,8 +175,8 @@ describe('reward dispatch: send with custom fields, exactly once', () => {
     });
 
     it('fails with upstream_rejected on a 400 from the service, with its message and payload', async () => {
-      const res = await send(t, 'shop', 'rej-1', { ...FS, rewards: [reward({ products: ['prod_unknown'] })] }).expect(422);
-      expect(res.body.error).toMatchObject({ code: 'upstream_rejected', details: [{ upstream_status: 400, upstream_payload: { 'rewards[0].products': 'prod_unknown' } }] });
+      const res = await send(t, 'shop', 'rej-1', { ...FS, rewards: [reward({ products: ['PRODUNKNOWN'] })] }).expect(422);
+      expect(res.body.error).toMatchObject({ code: 'upstream_rejected', details: [{ field: 'rewards[0]', upstream_status: 400, upstream_payload: { [payloadPath('products')]: 'PRODUNKNOWN' } }] });
     });
 
     it('queues on a 503 (202), and the worker sends it; a replay then shows it sent', async () => {
@@ -172,7 +188,7 @@ describe('reward dispatch: send with custom fields, exactly once', () => {
       expect(sent.body.attempts).toBe(2);
       const replay = await send(t, 'shop', 'later-1', body).expect(201);
       expect(replay.body.status).toBe('sent');
-      expect((await orders()).filter((o) => o.external_id === res.body.id)).toHaveLength(1);
+      expect((await orders()).filter((o) => o.external_id === externalId(res.body.id))).toHaveLength(1);
     });
 
     it('honours Retry-After on a 429', async () => {
@@ -188,7 +204,7 @@ describe('reward dispatch: send with custom fields, exactly once', () => {
       await control(t, '/faults', { route: 'orders', delay_after_work_ms: 2_000, times: 1 });
       const res = await send(t, 'shop', 'late-1', { ...FS, rewards: [reward()] }).expect(202);
       await waitFor(() => request(t.baseUrl).get(`/v1/tenants/shop/dispatches/${res.body.id}`).set(op), (r) => r.body.status === 'sent');
-      expect((await orders()).filter((o) => o.external_id === res.body.id)).toHaveLength(1);
+      expect((await orders()).filter((o) => o.external_id === externalId(res.body.id))).toHaveLength(1);
     });
   });
 
@@ -206,7 +222,7 @@ describe('reward dispatch: send with custom fields, exactly once', () => {
     await send(t, 'shop', 'filter-1', { ...FS, rewards: [reward({ custom_fields: { Department: 'Marketing' } })] }).expect(201);
     const res = await request(t.baseUrl).get('/v1/tenants/shop/rewards?Department=Marketing').set(op).expect(200);
     expect(res.body.total_count).toBe(1);
-    expect(res.body.rewards[0].custom_fields).toContainEqual({ id: 'fld_department', label: 'Department', value: 'Marketing' });
+    expect(res.body.rewards[0].custom_fields).toContainEqual({ id: 'FLDDEPARTMENT', label: 'Department', value: 'Marketing' });
     const unknown = await request(t.baseUrl).get('/v1/tenants/shop/rewards?Team=Red').set(op).expect(422);
     expect(unknown.body.error).toMatchObject({ code: 'unknown_custom_field', details: [{ field: 'Team', known_labels: ['Department', 'Campaign', 'Region'] }] });
     await request(t.baseUrl).get('/v1/tenants/shop/rewards?limit=500').set(op).expect(400);
@@ -214,7 +230,7 @@ describe('reward dispatch: send with custom fields, exactly once', () => {
 
   it('serves the fields with fetched_at, and a stale copy (flagged) when the service is down', async () => {
     const fresh = await request(t.baseUrl).get('/v1/tenants/shop/fields').set(op).expect(200);
-    expect(fresh.body).toMatchObject({ environment: 'sandbox', stale: false, fields: expect.arrayContaining([{ id: 'fld_department', label: 'Department', data_type: 'Dropdown', options: ['Sales', 'Engineering', 'Support', 'Marketing'], required: true }]) });
+    expect(fresh.body).toMatchObject({ environment: 'sandbox', stale: false, fields: expect.arrayContaining([{ id: 'FLDDEPARTMENT', label: 'Department', data_type: 'Dropdown', options: ['Sales', 'Engineering', 'Support', 'Marketing'], required: true }]) });
     await control(t, '/faults', { route: 'fields', status: 503 });
     const cache = t.app.get(FieldsCacheService);
     await cache.forceReload(connectionId).catch(() => undefined);

@@ -21,7 +21,15 @@ export interface RewardsEnvironmentConfig {
   embedded: boolean;
   /** Send PKCE (S256) on the authorization request. */
   pkce: boolean;
+  /**
+   * How orders go upstream: `single` (the current service: one `reward` per `POST /orders`, a dispatch of N rewards
+   * is N orders) or `array` (the older form: one order with `rewards: [...]`).
+   */
+  orderShape: OrderShape;
 }
+
+export type OrderShape = 'single' | 'array';
+export const ORDER_SHAPES: readonly OrderShape[] = ['single', 'array'];
 
 export interface VaultKey {
   id: string;
@@ -46,6 +54,8 @@ export interface AppConfig {
   mountSandbox: boolean;
   /** Enable the sandbox's `/__control` test API (never in production). */
   sandboxControl: boolean;
+  /** The mounted sandbox's per-account limit (requests in any 1-second interval; 0 = off), as the service has it. */
+  sandboxRateLimitRps: number;
   logLevel: LogLevel;
   dispatch: DispatchConfig;
   ops: OpsConfig;
@@ -73,6 +83,8 @@ export interface DispatchConfig {
   pollMs: number;
   /** Timeout of the upstream order call. */
   upstreamTimeoutMs: number;
+  /** How often an order held for approval upstream is checked again (`GET /orders/{id}`). */
+  approvalCheckMs: number;
 }
 
 /** The built-in sandbox's pre-registered developer app. Not a secret: it only opens the local emulator. */
@@ -130,6 +142,7 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
       clientSecret: get('REWARDS_SANDBOX_CLIENT_SECRET') ?? EMBEDDED_SANDBOX_CLIENT.clientSecret,
       embedded: true,
       pkce: true,
+      orderShape: parseOrderShape(get('REWARDS_SANDBOX_ORDER_SHAPE'), 'REWARDS_SANDBOX_ORDER_SHAPE', problems),
     };
   } else {
     rewards.sandbox = parseEnvironment('sandbox', 'SANDBOX', sandboxBase, get, problems, true);
@@ -152,6 +165,7 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
   }
 
   const sandboxControl = parseBoolVar(get('SANDBOX_CONTROL_ENABLED'), false, 'SANDBOX_CONTROL_ENABLED', problems);
+  const sandboxRateLimitRps = parseIntVar(get('SANDBOX_RATE_LIMIT_RPS'), 10, 'SANDBOX_RATE_LIMIT_RPS', 0, 100_000, problems);
 
   const logLevelRaw = (get('LOG_LEVEL') ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevelRaw as LogLevel)) {
@@ -164,6 +178,7 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
     leaseMs: parseIntVar(get('DISPATCH_LEASE_MS'), 60_000, 'DISPATCH_LEASE_MS', 1_000, 3_600_000, problems),
     pollMs: parseIntVar(get('DISPATCH_POLL_MS'), 1_000, 'DISPATCH_POLL_MS', 50, 60_000, problems),
     upstreamTimeoutMs: parseIntVar(get('DISPATCH_UPSTREAM_TIMEOUT_MS'), 15_000, 'DISPATCH_UPSTREAM_TIMEOUT_MS', 100, 120_000, problems),
+    approvalCheckMs: parseIntVar(get('DISPATCH_APPROVAL_CHECK_MS'), 60_000, 'DISPATCH_APPROVAL_CHECK_MS', 50, 86_400_000, problems),
   };
   if (dispatch.leaseMs <= dispatch.upstreamTimeoutMs) {
     problems.push('DISPATCH_LEASE_MS must be longer than DISPATCH_UPSTREAM_TIMEOUT_MS (a live send must not look dead)');
@@ -195,6 +210,7 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
     defaultEnvironment,
     mountSandbox,
     sandboxControl,
+    sandboxRateLimitRps,
     logLevel: logLevelRaw as LogLevel,
   };
 }
@@ -221,7 +237,16 @@ function parseEnvironment(
     clientSecret: clientSecret ?? '',
     embedded: false,
     pkce,
+    orderShape: parseOrderShape(get(`REWARDS_${prefix}_ORDER_SHAPE`), `REWARDS_${prefix}_ORDER_SHAPE`, problems),
   };
+}
+
+function parseOrderShape(raw: string | undefined, name: string, problems: string[]): OrderShape {
+  if (raw === undefined) return 'single';
+  const v = raw.toLowerCase();
+  if ((ORDER_SHAPES as readonly string[]).includes(v)) return v as OrderShape;
+  problems.push(`${name} must be one of ${ORDER_SHAPES.join(', ')} (got "${raw}")`);
+  return 'single';
 }
 
 function parseIntVar(

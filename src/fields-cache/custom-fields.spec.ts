@@ -1,4 +1,4 @@
-import { customFieldsError, customFieldsShapeProblem, resolveCustomFields } from './custom-fields';
+import { customFieldsError, customFieldsShapeProblem, fieldValue, resolveCustomFields } from './custom-fields';
 import type { Field } from './fields-cache.service';
 
 const fields: Field[] = [
@@ -33,7 +33,52 @@ describe('custom fields', () => {
     expect(customFieldsShapeProblem({ A: 'x' })).toBeNull();
     expect(customFieldsShapeProblem([{ id: 'f1', value: 'x' }])).toBeNull();
     expect(customFieldsShapeProblem([{ id: 'f1', label: 'A', value: 'x' }])).toMatch(/exactly one/);
-    expect(customFieldsShapeProblem({ A: 5 })).toMatch(/string/);
+    expect(customFieldsShapeProblem({ A: 5, B: true, C: ['x'] })).toBeNull();
+    expect(customFieldsShapeProblem({ A: {} })).toMatch(/string/);
+    expect(customFieldsShapeProblem([{ id: 'f1', value: null }])).toMatch(/string/);
     expect(customFieldsShapeProblem('x')).toMatch(/object/);
+  });
+
+  describe('values by data type', () => {
+    const field = (data_type: string, options: string[] | null = null): Field => ({ id: 'F', label: 'L', data_type, options, required: false });
+    it.each([
+      ['Checkbox', true, 'true'],
+      ['Checkbox', 'FALSE', 'false'],
+      ['Number', 12.5, '12.5'],
+      ['Number', '-3', '-3'],
+      ['Currency', '19.99', '19.99'],
+      ['Date', '2026-02-28', '2026-02-28'],
+      ['Email', 'a@b.co', 'a@b.co'],
+      ['Phone', '+44 20 7946 0958', '+44 20 7946 0958'],
+      ['Text', 'hello', 'hello'],
+      ['TextArea', 'x'.repeat(3000), 'x'.repeat(3000)],
+      ['Dropdown', 'Sales', 'Sales'],
+      ['List', ['Sales', 'Support'], 'Sales,Support'],
+      ['List', 'Sales, Support', 'Sales,Support'],
+      ['SomethingNew', 'anything', 'anything'],
+    ])('accepts a %s value %p as %p', (type, input, sent) => {
+      expect(fieldValue(field(type, type === 'SomethingNew' ? null : ['Sales', 'Support']), input as never)).toEqual({ value: sent });
+    });
+    it.each([
+      ['Checkbox', 'yes', /true or false/],
+      ['Number', 'twelve', /number/],
+      ['Currency', '1.999', /two decimals/],
+      ['Date', '2026-02-30', /YYYY-MM-DD/],
+      ['Date', '30/01/2026', /YYYY-MM-DD/],
+      ['Email', 'nope', /e-mail/],
+      ['Phone', 'call me', /phone/],
+      ['Text', 'x'.repeat(256), /255/],
+      ['Dropdown', 'Legal', /not an option/],
+      ['List', ['Sales', 'Legal'], /not an option/],
+      ['List', ['Sales', 'Sales'], /twice/],
+      ['Dropdown', ['Sales'], /one value/],
+    ])('refuses a %s value %p', (type, input, reason) => {
+      const r = fieldValue(field(type, ['Sales', 'Support']), input as never);
+      expect('reason' in r && r.reason).toMatch(reason);
+    });
+    it('reports a typed problem as invalid_custom_field_value, naming the field', () => {
+      const r = resolveCustomFields([field('Date')], [{ custom_fields: { L: 'soon' } }]);
+      expect(customFieldsError(r)).toMatchObject({ code: 'invalid_custom_field_value', details: [{ field: 'rewards[0].custom_fields.L' }] });
+    });
   });
 });

@@ -3,8 +3,14 @@ import type { ErrorDetail } from '../common/app-error';
 import { AppError } from '../common/app-error';
 import type { Field } from './fields-cache.service';
 
-/** What a caller may send per reward: `{"<label>": "<value>"}` or `[{id|label, value}]`. */
-export type CustomFieldsInput = Record<string, string> | { id?: string; label?: string; value: string }[];
+/**
+ * A value as a caller may give it: a string for every type; also a boolean for Checkbox, a number for Number and
+ * Currency, a list of options for List.
+ */
+export type CustomFieldValue = string | number | boolean | string[];
+
+/** What a caller may send per reward: `{"<label>": <value>}` or `[{id|label, value}]`. */
+export type CustomFieldsInput = Record<string, CustomFieldValue> | { id?: string; label?: string; value: CustomFieldValue }[];
 
 export interface ResolvedCustomField {
   id: string;
@@ -30,7 +36,8 @@ export function customFieldsShapeProblem(value: unknown): string | null {
       if ((e.id === undefined) === (e.label === undefined)) return 'each entry needs exactly one of id or label';
       if (e.id !== undefined && (typeof e.id !== 'string' || !e.id || e.id.length > 255)) return 'id must be a string of 1–255 characters';
       if (e.label !== undefined && (typeof e.label !== 'string' || !e.label || e.label.length > 255)) return 'label must be a string of 1–255 characters';
-      if (typeof e.value !== 'string' || e.value.length > 1000) return 'value must be a string of at most 1000 characters';
+      const bad = valueShapeProblem(e.value);
+      if (bad) return `value ${bad}`;
     }
     return null;
   }
@@ -39,11 +46,78 @@ export function customFieldsShapeProblem(value: unknown): string | null {
     if (entries.length > 100) return 'at most 100 custom fields';
     for (const [label, v] of entries) {
       if (!label || label.length > 255) return 'labels must be 1–255 characters';
-      if (typeof v !== 'string' || v.length > 1000) return `the value of "${label}" must be a string of at most 1000 characters`;
+      const bad = valueShapeProblem(v);
+      if (bad) return `the value of "${label}" ${bad}`;
     }
     return null;
   }
   return 'must be an object {"<label>": "<value>"} or an array [{id|label, value}]';
+}
+
+const MAX_VALUE_LENGTH = 5000;
+
+function valueShapeProblem(v: unknown): string | null {
+  if (typeof v === 'string') return v.length > MAX_VALUE_LENGTH ? `must be at most ${MAX_VALUE_LENGTH} characters` : null;
+  if (typeof v === 'boolean') return null;
+  if (typeof v === 'number') return Number.isFinite(v) ? null : 'must be a finite number';
+  if (Array.isArray(v)) {
+    if (v.length > 100) return 'must list at most 100 options';
+    return v.every((x) => typeof x === 'string' && x.length <= 1000) ? null : 'must be a list of strings';
+  }
+  return 'must be a string, a number, a boolean or a list of strings';
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const PHONE = /^\+?[0-9][0-9 ().-]{5,24}$/;
+const DECIMAL = /^-?\d{1,15}(\.\d+)?$/;
+
+/**
+ * Checks a value against the field's `data_type` (spec note §2: Checkbox, Currency, Date, Dropdown, Email, List,
+ * Number, Phone, Text, TextArea) and returns it as the string the service takes, or the reason it is refused. An
+ * unknown type (the service adds some) passes a string through unchanged. List values go upstream comma-separated
+ * (the service's encoding of several options is unconfirmed; the sandbox reads it so).
+ */
+export function fieldValue(field: Field, value: CustomFieldValue): { value: string } | { reason: string; allowed_values?: string[] } {
+  const type = field.data_type.toLowerCase();
+  if (type === 'list') {
+    const items = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').map((v) => v.trim()).filter(Boolean) : null;
+    if (!items) return { reason: `"${field.label}" takes a list of options` };
+    const options = field.options ?? [];
+    const outside = items.filter((v) => !options.includes(v));
+    if (outside.length) return { reason: `${outside.map((v) => `"${v}"`).join(', ')} not an option of "${field.label}"`, allowed_values: options };
+    if (new Set(items).size !== items.length) return { reason: `"${field.label}" lists an option twice` };
+    if (items.some((v) => v.includes(','))) return { reason: `an option with a comma cannot be sent in the list "${field.label}"` };
+    return { value: items.join(',') };
+  }
+  if (Array.isArray(value)) return { reason: `"${field.label}" takes one value, not a list` };
+  if (type === 'checkbox') {
+    const v = typeof value === 'boolean' ? String(value) : String(value).toLowerCase();
+    return v === 'true' || v === 'false' ? { value: v } : { reason: `"${field.label}" is a checkbox: true or false` };
+  }
+  const text = String(value);
+  switch (type) {
+    case 'number':
+      return DECIMAL.test(text) ? { value: text } : { reason: `"${field.label}" takes a number` };
+    case 'currency':
+      return DECIMAL.test(text) && !/\.\d{3,}$/.test(text) ? { value: text } : { reason: `"${field.label}" takes an amount with at most two decimals` };
+    case 'date': {
+      const m = DATE.exec(text);
+      const d = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : null;
+      return d && d.toISOString().slice(0, 10) === text ? { value: text } : { reason: `"${field.label}" takes a date as YYYY-MM-DD` };
+    }
+    case 'email':
+      return EMAIL.test(text) && text.length <= 254 ? { value: text } : { reason: `"${field.label}" takes an e-mail address` };
+    case 'phone':
+      return PHONE.test(text) ? { value: text } : { reason: `"${field.label}" takes a phone number (digits, an optional leading +)` };
+    case 'text':
+      return text.length <= 255 ? { value: text } : { reason: `"${field.label}" takes at most 255 characters` };
+    case 'textarea':
+      return text.length <= MAX_VALUE_LENGTH ? { value: text } : { reason: `"${field.label}" takes at most ${MAX_VALUE_LENGTH} characters` };
+    default:
+      if (field.options && !field.options.includes(text)) return { reason: `"${text}" is not an option of "${field.label}"`, allowed_values: field.options };
+      return { value: text };
+  }
 }
 
 /**
@@ -79,11 +153,16 @@ export function resolveCustomFields(fields: Field[], rewards: { custom_fields?: 
         continue;
       }
       seen.add(field.id);
-      if (field.options && !field.options.includes(entry.value)) {
-        problems.push({ field: entry.path, reason: `"${entry.value}" is not an option of "${field.label}"`, allowed_values: field.options });
+      const checked = fieldValue(field, entry.value);
+      if ('reason' in checked) {
+        problems.push({ field: entry.path, ...checked });
         continue;
       }
-      out.push({ id: field.id, label: field.label, value: entry.value });
+      if (field.required && checked.value === '') {
+        problems.push({ field: entry.path, reason: `custom field "${field.label}" is required` });
+        continue;
+      }
+      out.push({ id: field.id, label: field.label, value: checked.value });
     }
     for (const field of fields) {
       if (field.required && !seen.has(field.id)) problems.push({ field: `${base}.${field.label}`, reason: `custom field "${field.label}" is required` });
@@ -98,7 +177,7 @@ export function customFieldsError(resolution: Resolution): AppError | null {
   if (details.length === 0) return null;
   const code = resolution.unknown.length
     ? 'unknown_custom_field'
-    : details.some((d) => d.allowed_values)
+    : details.some((d) => d.allowed_values || !/is required|given twice/.test(d.reason))
       ? 'invalid_custom_field_value'
       : details.some((d) => /is required/.test(d.reason))
         ? 'missing_required_custom_field'

@@ -4,10 +4,10 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { AppError } from '../common/app-error';
 import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig, RewardsEnvironmentConfig } from '../config/app-config';
-import { RewardsApiClient } from '../rewards-api/rewards-api.client';
+import type { AppConfig } from '../config/app-config';
+import type { UpstreamField } from '../rewards-api/connection-client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
-import { AccessTokenProvider } from '../token-vault/access-token.provider';
+import { RewardsApi } from '../token-vault/rewards-api.service';
 
 /** A custom field as the gateway exposes it. */
 export interface Field {
@@ -40,14 +40,6 @@ export class FieldsUnavailableError extends AppError {
   }
 }
 
-interface UpstreamField {
-  id: string;
-  label: string;
-  data_type: string;
-  data?: { options?: unknown };
-  required?: boolean;
-}
-
 function normalise(raw: UpstreamField[]): Field[] {
   return raw.map((f) => ({
     id: String(f.id),
@@ -72,8 +64,7 @@ export class FieldsCacheService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
-    private readonly tokens: AccessTokenProvider,
-    private readonly api: RewardsApiClient,
+    private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
   ) {}
 
@@ -151,10 +142,6 @@ export class FieldsCacheService {
   }
 
   private async fetchUpstream(connectionId: string): Promise<Field[]> {
-    const res = await this.tokens.withToken(connectionId, (token) =>
-      this.api.call<{ fields?: UpstreamField[] }>(this.config.rewards[token.environment] as RewardsEnvironmentConfig, token.token, 'GET', '/fields'),
-    );
-    if (!Array.isArray(res.body.fields)) throw new RewardsApiError('transient', 'fields response without a fields list', res.status);
-    return normalise(res.body.fields);
+    return normalise(await this.rewardsApi.forConnection(connectionId).listFields());
   }
 }

@@ -62,6 +62,28 @@ export class AlertsService {
        RETURNING id, kind, payload`,
     )) as { id: string; kind: string; payload: Record<string, unknown> }[];
     for (const alert of inserted) this.logger.warn({ alert: alert.kind, ...alert.payload }, `connection alert: ${alert.kind}`);
+    return inserted.length + (await this.detectEnvironmentTransitions());
+  }
+
+  /**
+   * Environment-wide alerts: the gateway's own app credentials refused (`app_credentials.invalid`) and accepted again
+   * (`app_credentials.recovered`). `alerted_at` flips under the row lock: one alert per transition across instances.
+   */
+  private async detectEnvironmentTransitions(): Promise<number> {
+    const inserted = (await this.db.query(
+      `WITH flipped AS (
+         UPDATE rewards_environments SET alerted_at = CASE WHEN app_credentials_invalid_at IS NULL THEN NULL ELSE now() END
+          WHERE (app_credentials_invalid_at IS NOT NULL AND alerted_at IS NULL) OR (app_credentials_invalid_at IS NULL AND alerted_at IS NOT NULL)
+          RETURNING name, app_credentials_invalid_at, app_credentials_message
+       )
+       INSERT INTO ops_alerts (connection_id, kind, payload)
+       SELECT NULL, CASE WHEN app_credentials_invalid_at IS NULL THEN 'app_credentials.recovered' ELSE 'app_credentials.invalid' END,
+              jsonb_build_object('event', CASE WHEN app_credentials_invalid_at IS NULL THEN 'app_credentials.recovered' ELSE 'app_credentials.invalid' END,
+                                 'environment', name, 'message', app_credentials_message, 'since', app_credentials_invalid_at, 'at', now())
+         FROM flipped
+       RETURNING id, kind, payload`,
+    )) as { id: string; kind: string; payload: Record<string, unknown> }[];
+    for (const alert of inserted) this.logger.error({ alert: alert.kind, ...alert.payload }, `environment alert: ${alert.kind}`);
     return inserted.length;
   }
 

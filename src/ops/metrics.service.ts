@@ -46,7 +46,7 @@ export class MetricsService {
 
   readonly dispatchAttempts = new Counter({
     name: 'rg_dispatch_attempts_total',
-    help: 'Upstream order attempts by outcome (sent, queued, failed).',
+    help: 'Per reward: upstream order attempts by outcome (sent, pending_approval, queued, failed) and approval checks that settled (approved, rejected).',
     labelNames: ['outcome'],
     registers: [this.registry],
   });

@@ -3,8 +3,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { AppError } from '../common/app-error';
 import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig, RewardsEnvironmentConfig } from '../config/app-config';
-import { RewardsApiClient } from '../rewards-api/rewards-api.client';
+import type { AppConfig } from '../config/app-config';
+import { RewardsApi } from '../token-vault/rewards-api.service';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { MetricsService } from './metrics.service';
 import { toConnectionResponse } from '../connections/connections.service';
@@ -39,7 +39,7 @@ export class OpsService implements OnApplicationBootstrap {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
     private readonly tokens: AccessTokenProvider,
-    private readonly api: RewardsApiClient,
+    private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
   ) {}
 
@@ -54,6 +54,14 @@ export class OpsService implements OnApplicationBootstrap {
     this.metrics.gauge('rg_dispatches', 'Dispatches by status.', ['status'], async (set) => {
       const rows = (await this.db.query(`SELECT status, count(*)::int AS n FROM reward_dispatches GROUP BY status`)) as { status: string; n: number }[];
       for (const r of rows) set({ status: r.status }, r.n);
+    });
+    this.metrics.gauge('rg_rewards_pending_approval', 'Rewards whose order is held for approval upstream (served by a partial index).', [], async (set) => {
+      const rows = (await this.db.query(`SELECT count(*)::int AS n FROM dispatch_rewards WHERE status = 'pending_approval'`)) as { n: number }[];
+      set({}, rows[0]?.n ?? 0);
+    });
+    this.metrics.gauge('rg_app_credentials_invalid', '1 while the rewards service refuses the gateway’s app credentials for an environment.', ['environment'], async (set) => {
+      const rows = (await this.db.query(`SELECT name, app_credentials_invalid_at IS NOT NULL AS invalid FROM rewards_environments`)) as { name: string; invalid: boolean }[];
+      for (const r of rows) set({ environment: r.name }, r.invalid ? 1 : 0);
     });
   }
 
@@ -97,9 +105,7 @@ export class OpsService implements OnApplicationBootstrap {
     let ok = false;
     let error: string | null = null;
     try {
-      await this.tokens.withToken(id, (token) =>
-        this.api.call(this.config.rewards[token.environment] as RewardsEnvironmentConfig, token.token, 'GET', '/organizations', undefined, 10_000),
-      );
+      await this.rewardsApi.forConnection(id).probe();
       ok = true;
     } catch (e) {
       error = e instanceof AppError ? e.code : e instanceof Error ? e.message : String(e);

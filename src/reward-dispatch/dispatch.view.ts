@@ -1,52 +1,40 @@
-import type { RewardsEnvironment } from '../config/app-config';
+import type { OrderShape, RewardsEnvironment } from '../config/app-config';
 import type { ResolvedCustomField } from '../fields-cache/custom-fields';
+import type { UpstreamRewardSpec } from '../rewards-api/rewards-api.types';
 
-export type DispatchStatus = 'sending' | 'queued' | 'sent' | 'failed';
+/**
+ * A dispatch: one send request (one Idempotency-Key) of one or more rewards. Its status while it is worked on is
+ * `sending` (a process holds it) or `queued` (waiting for a retry); once every reward is settled it is derived from
+ * them: `sent`, `pending_approval` (some held for approval upstream, none failed), `partially_failed`, `failed`.
+ */
+export const DISPATCH_STATUSES = ['sending', 'queued', 'sent', 'pending_approval', 'partially_failed', 'failed'] as const;
+export type DispatchStatus = (typeof DISPATCH_STATUSES)[number];
 
-export interface UpstreamReward {
-  id: string;
-  value: { denomination: number; currency_code: string };
-  recipient: { name: string; email: string };
-  products?: string[];
-  delivery?: { method: string; status: string };
-  custom_fields?: { id: string; value: string; label: string }[];
-  created_at?: string;
-}
+/**
+ * One reward of a dispatch: `pending` (never sent), `sending` (a call may be under way or its outcome is unknown),
+ * `sent`, `pending_approval` (the order exists upstream, held for approval), `failed` (with the reason).
+ */
+export const REWARD_STATUSES = ['pending', 'sending', 'sent', 'pending_approval', 'failed'] as const;
+export type RewardStatus = (typeof REWARD_STATUSES)[number];
 
-export interface UpstreamOrder {
-  id: string;
-  external_id: string | null;
-  status: string;
-  rewards: UpstreamReward[];
-}
-
-export interface UpstreamPayload {
-  external_id: string;
-  payment: { funding_source_id: string };
-  rewards: {
-    value: { denomination: number; currency_code: string };
-    delivery: { method: string };
-    recipient: { name: string; email: string };
-    products: string[];
-    custom_fields: { id: string; value: string }[];
-  }[];
-}
+export const isSettled = (status: RewardStatus) => status === 'sent' || status === 'pending_approval' || status === 'failed';
 
 export interface DispatchRow {
   id: string;
   tenant_id: string;
   connection_id: string | null;
   environment: RewardsEnvironment;
+  order_shape: OrderShape;
   idempotency_key: string;
   request_hash: string;
   request: { external_reference: string | null; funding_source_id: string; custom_fields: ResolvedCustomField[][] };
-  upstream_payload: UpstreamPayload;
+  /** `{payment}`: what every order of the dispatch shares (older rows also hold the whole array-form order). */
+  upstream_payload: { payment: { funding_source_id: string } };
   status: DispatchStatus;
   attempts: number;
   next_attempt_at: Date | null;
   lease_until: Date | null;
   upstream_order_id: string | null;
-  upstream_order: UpstreamOrder | null;
   last_error: Record<string, unknown> | null;
   response_status: number | null;
   response_body: unknown;
@@ -55,32 +43,114 @@ export interface DispatchRow {
   sent_at: Date | null;
 }
 
+export interface RewardError {
+  code: string;
+  message: string;
+  upstream_status?: number | null;
+  upstream_payload?: unknown;
+  outcome_unknown?: boolean;
+}
+
+export interface RewardRow {
+  dispatch_id: string;
+  position: number;
+  external_id: string;
+  status: RewardStatus;
+  upstream_payload: UpstreamRewardSpec;
+  attempts: number;
+  upstream_order_id: string | null;
+  upstream_reward_id: string | null;
+  upstream_order_status: string | null;
+  delivery_method: string | null;
+  delivery_status: string | null;
+  link_enc: string | null;
+  last_error: RewardError | null;
+  sent_at: Date | null;
+}
+
+/** A settled dispatch's status, from its rewards. Null while any reward is unsettled. */
+export function deriveStatus(rewards: { status: RewardStatus }[]): DispatchStatus | null {
+  if (rewards.some((r) => !isSettled(r.status))) return null;
+  const failed = rewards.filter((r) => r.status === 'failed').length;
+  if (failed === rewards.length) return 'failed';
+  if (failed > 0) return 'partially_failed';
+  return rewards.some((r) => r.status === 'pending_approval') ? 'pending_approval' : 'sent';
+}
+
+/** The HTTP status a dispatch answers with (for all-failed dispatches see `failureBody`). */
+export function httpStatusOf(status: DispatchStatus): number {
+  return status === 'sent' || status === 'partially_failed' ? 201 : 202;
+}
+
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
 
-/** The dispatch as the API shows it: rewards with upstream ids once sent, custom fields always with labels. */
-export function toView(row: DispatchRow) {
-  const requested = row.upstream_payload.rewards;
-  const sentRewards = row.upstream_order?.rewards ?? [];
+/** Counts per reward status: a dispatch's progress at a glance. */
+export function countsOf(rewards: { status: RewardStatus }[]): Record<RewardStatus, number> {
+  const counts = Object.fromEntries(REWARD_STATUSES.map((s) => [s, 0])) as Record<RewardStatus, number>;
+  for (const r of rewards) counts[r.status] += 1;
+  return counts;
+}
+
+/**
+ * The dispatch as the API shows it: every reward with its external_id, status, upstream order and reward ids and,
+ * for LINK delivery, the redemption link (decrypted by `link`). Custom fields always carry their labels.
+ */
+export function toView(row: DispatchRow, rewards: RewardRow[], link: (r: RewardRow) => string | null = () => null) {
+  const orderIds = new Set(rewards.map((r) => r.upstream_order_id));
   return {
     id: row.id,
     status: row.status,
     environment: row.environment,
+    order_shape: row.order_shape,
     idempotency_key: row.idempotency_key,
     external_reference: row.request.external_reference,
     funding_source_id: row.request.funding_source_id,
-    upstream_order_id: row.upstream_order_id,
+    /** The order id when every reward is in one order (the array shape, or a single reward). */
+    upstream_order_id: orderIds.size === 1 ? [...orderIds][0] : null,
     attempts: row.attempts,
     next_attempt_at: row.status === 'queued' ? iso(row.next_attempt_at) : null,
     last_error: row.last_error,
     created_at: iso(row.created_at),
     sent_at: iso(row.sent_at),
-    rewards: requested.map((r, i) => ({
-      id: sentRewards[i]?.id ?? null,
-      recipient: r.recipient,
-      value: r.value,
-      products: r.products,
-      delivery: sentRewards[i]?.delivery ?? { method: r.delivery.method, status: null },
-      custom_fields: sentRewards[i]?.custom_fields ?? row.request.custom_fields[i] ?? [],
+    counts: countsOf(rewards),
+    rewards: rewards.map((r) => ({
+      position: r.position,
+      external_id: r.external_id,
+      status: r.status,
+      id: r.upstream_reward_id,
+      upstream_order_id: r.upstream_order_id,
+      upstream_order_status: r.upstream_order_status,
+      recipient: r.upstream_payload.recipient,
+      value: r.upstream_payload.value,
+      products: r.upstream_payload.products ?? null,
+      campaign_id: r.upstream_payload.campaign_id ?? null,
+      delivery: { method: r.delivery_method ?? r.upstream_payload.delivery.method, status: r.delivery_status, ...(r.link_enc ? { link: link(r) } : {}) },
+      custom_fields: row.request.custom_fields[r.position] ?? [],
+      error: r.status === 'failed' ? r.last_error : null,
+      sent_at: iso(r.sent_at),
     })),
   };
+}
+
+/**
+ * A dispatch whose every reward failed answers with our error shape: 503 when every failure was a give-up on an
+ * unavailable upstream, else 422; one detail per reward. The code is the rewards' common code, or `upstream_rejected`.
+ */
+export function failureBody(row: DispatchRow, rewards: RewardRow[]): { status: number; body: { error: { code: string; message: string; details: unknown[] } } } {
+  const errors = rewards.map((r) => r.last_error ?? { code: 'upstream_rejected', message: 'failed' });
+  const codes = new Set(errors.map((e) => e.code));
+  const code = codes.size === 1 ? [...codes][0] : 'upstream_rejected';
+  const gaveUp = errors.every((e) => e.code === 'upstream_unavailable' || e.code === 'upstream_rate_limited');
+  const status = gaveUp ? 503 : code === 'connection_not_active' ? 409 : 422;
+  const message = rewards.length === 1 ? errors[0].message : `All ${rewards.length} rewards failed; see details.`;
+  const details = rewards.map((r, i) => ({
+    field: `rewards[${r.position}]`,
+    reason: errors[i].message,
+    code: errors[i].code,
+    dispatch_id: row.id,
+    external_id: r.external_id,
+    upstream_status: errors[i].upstream_status ?? null,
+    upstream_payload: errors[i].upstream_payload ?? null,
+  }));
+  return { status, body: { error: { code, message, details } } };
 }

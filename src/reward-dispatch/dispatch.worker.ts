@@ -1,11 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
-import type { DispatchRow } from './dispatch.view';
-import { RewardDispatchService } from './reward-dispatch.service';
+import { DispatchSender } from './dispatch.sender';
+import { DispatchStore } from './dispatch.store';
 
 const BATCH = 20;
 /** Upstream attempts one instance runs at once from the worker. */
@@ -25,8 +23,8 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
-    private readonly dispatches: RewardDispatchService,
+    private readonly store: DispatchStore,
+    private readonly sender: DispatchSender,
     private readonly scheduler: SchedulerRegistry,
   ) {}
 
@@ -53,10 +51,11 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
       for (;;) {
         const free = MAX_IN_FLIGHT - this.inFlight.size;
         if (free <= 0 || this.stopped) break;
-        const claimed = await this.claim(Math.min(BATCH, free));
+        const claimed = await this.store.claimDue(Math.min(BATCH, free));
+        const rewards = claimed.length ? await this.store.rewardsOf(claimed.map((r) => r.id)) : new Map();
         for (const row of claimed) {
-          const attempt: Promise<void> = this.dispatches
-            .attempt(row)
+          const attempt: Promise<void> = this.sender
+            .run(row, rewards.get(row.id) ?? [])
             .then(() => undefined, (error: unknown) => this.logger.warn(`dispatch ${row.id}: ${String(error)}`))
             .finally(() => this.inFlight.delete(attempt));
           this.inFlight.add(attempt);
@@ -75,21 +74,5 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
   /** Waits for the attempts this instance has started (tests, shutdown). */
   async drain(): Promise<void> {
     while (this.inFlight.size) await Promise.all([...this.inFlight]);
-  }
-
-  private async claim(limit: number): Promise<DispatchRow[]> {
-    const [rows] = (await this.db.query(
-      `UPDATE reward_dispatches d
-          SET status = 'sending', attempts = d.attempts + 1, updated_at = now(),
-              lease_until = now() + make_interval(secs => $1::float8 / 1000)
-         FROM (SELECT id FROM reward_dispatches
-                WHERE (status = 'queued' AND next_attempt_at <= now()) OR (status = 'sending' AND lease_until < now())
-                ORDER BY coalesce(next_attempt_at, lease_until)
-                LIMIT $2 FOR UPDATE SKIP LOCKED) due
-        WHERE d.id = due.id
-        RETURNING d.*`,
-      [this.config.dispatch.leaseMs, limit],
-    )) as [DispatchRow[], number];
-    return rows;
   }
 }

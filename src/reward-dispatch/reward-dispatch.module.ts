@@ -3,16 +3,19 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { FieldsCacheModule } from '../fields-cache/fields-cache.module';
 import { TenantsModule } from '../tenants/tenants.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
+import { ApprovalReconciler } from './approval.reconciler';
+import { DispatchSender } from './dispatch.sender';
+import { DispatchStore } from './dispatch.store';
 import { DispatchWorker } from './dispatch.worker';
 import { RewardDispatchController } from './reward-dispatch.controller';
 import { RewardDispatchService } from './reward-dispatch.service';
 import { RewardListingService } from './reward-listing.service';
 
-/** The send API, idempotency, dispatch records, the retry worker and reward listing. */
+/** The send API, idempotency, dispatch records, the retry worker, the approval reconciliation and reward listing. */
 @Module({
   imports: [ScheduleModule.forRoot(), TenantsModule, TokenVaultModule, FieldsCacheModule],
   controllers: [RewardDispatchController],
-  providers: [RewardDispatchService, RewardListingService, DispatchWorker],
-  exports: [RewardDispatchService, DispatchWorker],
+  providers: [DispatchStore, DispatchSender, RewardDispatchService, RewardListingService, DispatchWorker, ApprovalReconciler],
+  exports: [RewardDispatchService, DispatchWorker, ApprovalReconciler],
 })
 export class RewardDispatchModule {}

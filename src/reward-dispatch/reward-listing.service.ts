@@ -1,13 +1,10 @@
-import { HttpStatus, Inject, Injectable } from '@nestjs/common';
+import { HttpStatus, Injectable } from '@nestjs/common';
 import { AppError, type ErrorDetail } from '../common/app-error';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig, RewardsEnvironmentConfig } from '../config/app-config';
 import { ConnectionsService } from '../connections/connections.service';
 import { FieldsCacheService } from '../fields-cache/fields-cache.service';
-import { RewardsApiClient } from '../rewards-api/rewards-api.client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
-import { AccessTokenProvider } from '../token-vault/access-token.provider';
-import type { UpstreamReward } from './dispatch.view';
+import { RewardsApi } from '../token-vault/rewards-api.service';
+import { upstreamAppError } from '../rewards-api/rewards-api.errors';
 
 const RESERVED = new Set(['environment', 'offset', 'limit']);
 
@@ -15,11 +12,9 @@ const RESERVED = new Set(['environment', 'offset', 'limit']);
 @Injectable()
 export class RewardListingService {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly connections: ConnectionsService,
     private readonly fields: FieldsCacheService,
-    private readonly tokens: AccessTokenProvider,
-    private readonly api: RewardsApiClient,
+    private readonly rewardsApi: RewardsApi,
   ) {}
 
   async list(tenantId: string, query: Record<string, unknown>) {
@@ -60,19 +55,11 @@ export class RewardListingService {
       })));
     }
     const params = new URLSearchParams([...filters, ['offset', offset], ['limit', limit]]);
-    const env = this.config.rewards[connection.environment] as RewardsEnvironmentConfig;
     try {
-      const res = await this.tokens.withToken(connection.id, (token) =>
-        this.api.call<{ rewards: UpstreamReward[]; total_count?: number }>(env, token.token, 'GET', `/rewards?${params.toString()}`),
-      );
-      return { rewards: res.body.rewards ?? [], total_count: res.body.total_count ?? null, offset: Number(offset), limit: Number(limit) };
+      const page = await this.rewardsApi.forConnection(connection.id).listRewards(params);
+      return { ...page, offset: Number(offset), limit: Number(limit) };
     } catch (error) {
-      if (error instanceof RewardsApiError && error.kind === 'transient') {
-        throw new AppError(HttpStatus.SERVICE_UNAVAILABLE, 'upstream_unavailable', 'The rewards service did not answer; retry shortly.', [], { 'Retry-After': String(error.retryAfterSeconds ?? 2) });
-      }
-      if (error instanceof RewardsApiError) {
-        throw new AppError(HttpStatus.BAD_GATEWAY, 'upstream_rejected', `The rewards service rejected the listing: ${error.message}`);
-      }
+      if (error instanceof RewardsApiError) throw upstreamAppError(error, 'the listing', HttpStatus.BAD_GATEWAY);
       throw error;
     }
   }

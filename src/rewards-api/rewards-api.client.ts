@@ -2,7 +2,7 @@ import { Injectable, type OnModuleDestroy, Optional } from '@nestjs/common';
 import { Agent, type Dispatcher, request } from 'undici';
 import { MetricsService } from '../ops/metrics.service';
 import type { RewardsEnvironmentConfig } from '../config/app-config';
-import { RewardsApiError } from './rewards-api.errors';
+import { RewardsApiError, upstreamMessage } from './rewards-api.errors';
 
 /** A token response, normalised. `refreshToken` is absent when the service did not rotate it. */
 export interface TokenSet {
@@ -108,7 +108,7 @@ export class RewardsApiClient implements OnModuleDestroy {
     const res = await this.send(routeOf(method, path), `${env.baseUrl}/api/v2${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, timeoutMs);
     const json = parseJson(res);
     if (res.status >= 200 && res.status < 300) return { status: res.status, body: json as T, headers: res.headers };
-    const message = messageOf(json) ?? `rewards service answered ${res.status}`;
+    const message = upstreamMessage(json) ?? `rewards service answered ${res.status}`;
     if (res.status === 401) throw new RewardsApiError('unauthorized', message, 401, json);
     if (res.status === 429 || res.status >= 500) throw new RewardsApiError('transient', message, res.status, json, retryAfter(res));
     throw new RewardsApiError('rejected', message, res.status, json);
@@ -157,11 +157,6 @@ function parseJson(res: RawResponse): unknown {
   } catch {
     return { raw: res.text.slice(0, 500) };
   }
-}
-
-function messageOf(json: unknown): string | undefined {
-  const errors = (json as { errors?: { message?: unknown } })?.errors;
-  return typeof errors?.message === 'string' ? errors.message : undefined;
 }
 
 function retryAfter(res: RawResponse): number | null {

@@ -6,7 +6,9 @@ import type { AppConfig, RewardsEnvironment } from '../config/app-config';
 import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewards-api/rewards-api.client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { VaultCipher } from './vault-cipher';
+import { AppCredentialsStore } from './app-credentials.store';
 import {
+  AppCredentialsInvalidError,
   ConnectionNotActiveError,
   ConnectionNotFoundError,
   RefreshBackoffError,
@@ -27,6 +29,8 @@ export const ERROR_THRESHOLD = 3;
 /** Lock transactions get their own small pool, so refreshes of many connections cannot starve other queries. */
 export const REFRESH_POOL_SIZE = 8;
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
+/** After `invalid_client`, each instance asks the token endpoint again at most this often per environment. */
+export const APP_CREDENTIALS_RETRY_MS = 10_000;
 
 export interface AccessToken {
   token: string;
@@ -73,6 +77,9 @@ export class AccessTokenProvider implements OnModuleDestroy {
   private readonly lastUseWritten = new Map<string, number>();
   private readonly pool: Pool;
   private readonly vault: VaultCipher;
+  private readonly appCredentials: AppCredentialsStore;
+  /** Per environment: until when refreshes fail fast after the token endpoint refused our app credentials. */
+  private readonly appCredentialsRefusedUntil = new Map<RewardsEnvironment, number>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -87,6 +94,7 @@ export class AccessTokenProvider implements OnModuleDestroy {
       application_name: 'rewards-gateway-refresh',
     });
     this.pool.on('error', (error) => this.logger.warn(`refresh pool: ${error.message}`));
+    this.appCredentials = new AppCredentialsStore(this.pool);
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -236,6 +244,7 @@ export class AccessTokenProvider implements OnModuleDestroy {
       throw new RefreshLockTimeoutError();
     }
     let transient: RewardsApiError | null = null;
+    let appCredentialsRefused: { environment: RewardsEnvironment; error: RewardsApiError } | null = null;
     try {
       await client.query('BEGIN');
       await client.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT_MS}ms'`);
@@ -263,12 +272,20 @@ export class AccessTokenProvider implements OnModuleDestroy {
       }
       const env = this.config.rewards[row.environment];
       if (!env) throw new ConnectionNotActiveError(`configured for ${row.environment}, which this gateway no longer has`);
+      const refusedUntil = this.appCredentialsRefusedUntil.get(row.environment) ?? 0;
+      if (refusedUntil > Date.now()) throw new AppCredentialsInvalidError(row.environment, (refusedUntil - Date.now()) / 1000);
       const refreshToken = this.vault.decrypt(row.refresh_token_enc, `${connectionId}/refresh`);
       let tokens: TokenSet;
       try {
         tokens = await this.api.refreshToken(env, refreshToken, TOKEN_CALL_TIMEOUT_MS);
       } catch (error) {
-        if (error instanceof RewardsApiError && (error.kind === 'invalid_grant' || error.kind === 'invalid_client' || error.kind === 'rejected')) {
+        if (error instanceof RewardsApiError && error.kind === 'invalid_client') {
+          // Our own client id / secret were refused: the tenant's grant is not at fault and stays as it is.
+          this.metrics?.refreshes.inc({ outcome: 'invalid_client' });
+          appCredentialsRefused = { environment: row.environment, error };
+          throw error;
+        }
+        if (error instanceof RewardsApiError && (error.kind === 'invalid_grant' || error.kind === 'rejected')) {
           this.metrics?.refreshes.inc({ outcome: 'invalid_grant' });
           await this.markNeedsReauth(client, connectionId, error);
           await client.query('COMMIT');
@@ -280,6 +297,8 @@ export class AccessTokenProvider implements OnModuleDestroy {
         throw transient;
       }
       const token = await this.storeRotated(client, row, tokens);
+      if (this.appCredentialsRefusedUntil.delete(row.environment)) this.logger.log({ environment: row.environment }, 'app credentials accepted again');
+      await this.appCredentials.clear(client, row.environment);
       await client.query('COMMIT');
       this.metrics?.refreshes.inc({ outcome: 'success' });
       this.cache.set(connectionId, token);
@@ -287,6 +306,9 @@ export class AccessTokenProvider implements OnModuleDestroy {
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       if (transient) throw await this.recordTransientFailure(connectionId, transient);
+      // (Assigned in the inner catch; TypeScript's flow analysis cannot see that.)
+      const refused = appCredentialsRefused as { environment: RewardsEnvironment; error: RewardsApiError } | null;
+      if (refused) throw await this.recordAppCredentialsRefused(refused.environment, refused.error);
       throw error;
     } finally {
       client.release();
@@ -345,6 +367,16 @@ export class AccessTokenProvider implements OnModuleDestroy {
       { reason: error.kind, status: error.status, after_unknown_outcome: afterUnknown, message },
     ]);
     this.logger.warn({ connectionId, reason: error.kind, afterUnknownOutcome: afterUnknown }, 'connection needs re-authorization');
+  }
+
+  /** Environment-wide: recorded once for the alerting, fast failures for a while, no connection touched. */
+  private async recordAppCredentialsRefused(environment: RewardsEnvironment, error: RewardsApiError): Promise<AppCredentialsInvalidError> {
+    this.appCredentialsRefusedUntil.set(environment, Date.now() + APP_CREDENTIALS_RETRY_MS);
+    this.logger.error({ environment, status: error.status }, 'the rewards service rejected this gateway’s app credentials (invalid_client)');
+    await this.appCredentials
+      .markInvalid(environment, `The token endpoint answered ${error.status ?? '?'} invalid_client for the ${environment} app credentials.`)
+      .catch((e: Error) => this.logger.warn(`could not record the app credentials state: ${e.message}`));
+    return new AppCredentialsInvalidError(environment, APP_CREDENTIALS_RETRY_MS / 1000);
   }
 
   /** Keeps the old token, counts the failure and starts a cooldown; returns the error to throw. */

@@ -44,3 +44,20 @@ export class ConnectionNotFoundError extends AppError {
     super(HttpStatus.NOT_FOUND, 'connection_not_found', `The tenant has no rewards connection${environment ? ` for ${environment}` : ''}.`);
   }
 }
+
+/**
+ * The token endpoint refused the gateway's own client id / secret (`invalid_client`): no tenant's grant is at fault and
+ * no connection changes status. Sends answer this until an operator fixes the environment's credentials.
+ */
+export class AppCredentialsInvalidError extends AppError {
+  constructor(readonly environment: string, retryAfterSeconds = 60) {
+    super(
+      HttpStatus.SERVICE_UNAVAILABLE,
+      'upstream_app_credentials_invalid',
+      `The rewards service rejected this gateway’s app credentials for the ${environment} environment (invalid_client). ` +
+        'The tenant’s connection is unaffected; an operator must fix the client id / secret.',
+      [{ field: 'environment', reason: `app credentials of ${environment} refused`, environment }],
+      { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+    );
+  }
+}

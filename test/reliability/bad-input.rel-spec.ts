@@ -32,15 +32,15 @@ describe('reliability: bad-input sweep over every endpoint', () => {
     return out;
   }
 
-  const reward = { recipient: { name: 'A', email: 'a@example.com' }, value: { denomination: 5, currency_code: 'USD' }, products: ['prod_amazon_us'] };
+  const reward = { recipient: { name: 'A', email: 'a@example.com' }, value: { denomination: 5, currency_code: 'USD' }, products: ['PRODAMAZONUS'] };
   const posts: [string, string, Record<string, unknown>][] = [
     ['POST', '/v1/tenants', { id: 'new-tenant', name: 'New' }],
     ['PATCH', '/v1/tenants/target', { name: 'Renamed' }],
     ['POST', '/v1/tenants/target/api-keys', { name: 'k' }],
     ['POST', '/v1/tenants/target/connect-sessions', { environment: 'sandbox', scopes: ['default'] }],
-    ['POST', '/v1/tenants/target/rewards', { funding_source_id: 'fs_demo_main', rewards: [reward] }],
-    ['POST', '/v1/tenants/target/rewards', { funding_source_id: 'fs_demo_main', rewards: [{ ...reward, value: { denomination: 1e308, currency_code: 'USD' } }] }],
-    ['POST', '/v1/tenants/target/rewards', { funding_source_id: 'fs_demo_main', rewards: [{ ...reward, custom_fields: { Department: unicode, [huge.slice(0, 300)]: 'x' } }] }],
+    ['POST', '/v1/tenants/target/rewards', { funding_source_id: 'FSDEMOMAIN', rewards: [reward] }],
+    ['POST', '/v1/tenants/target/rewards', { funding_source_id: 'FSDEMOMAIN', rewards: [{ ...reward, value: { denomination: 1e308, currency_code: 'USD' } }] }],
+    ['POST', '/v1/tenants/target/rewards', { funding_source_id: 'FSDEMOMAIN', rewards: [{ ...reward, custom_fields: { Department: unicode, [huge.slice(0, 300)]: 'x' } }] }],
   ];
 
   function expectClientError(res: request.Response, what: string) {
@@ -80,7 +80,7 @@ describe('reliability: bad-input sweep over every endpoint', () => {
     }
     const longKey = await request(t.baseUrl).post('/v1/tenants/target/rewards').set(op).set('Idempotency-Key', 'k'.repeat(5000)).send({ rewards: [reward] });
     expectClientError(longKey, 'long idempotency key');
-    const unicodeKey = await request(t.baseUrl).post('/v1/tenants/target/rewards').set(op).set('Idempotency-Key', encodeURIComponent(unicode)).send({ funding_source_id: 'fs_demo_main', rewards: [{ ...reward, products: [] }] });
+    const unicodeKey = await request(t.baseUrl).post('/v1/tenants/target/rewards').set(op).set('Idempotency-Key', encodeURIComponent(unicode)).send({ funding_source_id: 'FSDEMOMAIN', rewards: [{ ...reward, products: [] }] });
     expectClientError(unicodeKey, 'unicode key');
     for (const auth of ['Bearer', 'Bearer  ', `Bearer ${huge}`, 'Basic Og==', 'Bearer \u00ff\u00fe\u00e9']) {
       expectClientError(await request(t.baseUrl).get('/v1/tenants/target').set('Authorization', auth), `auth ${auth.slice(0, 20)}`);

@@ -69,7 +69,7 @@ describe('reliability: Postgres restarted during traffic', () => {
     const callers = Array.from({ length: 4 }, async () => {
       while (!stop) {
         const key = `pg-${n++}`;
-        const res = await send(t, 'steady', key, { funding_source_id: 'fs_demo_main', rewards: [reward({ recipient: { name: key, email: `${key}@example.com` } })] });
+        const res = await send(t, 'steady', key, { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: key, email: `${key}@example.com` } })] });
         outcomes.set(key, [...(outcomes.get(key) ?? []), res.status]);
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -91,7 +91,7 @@ describe('reliability: Postgres restarted during traffic', () => {
     for (const [key, seen] of outcomes) {
       if (seen.some((s) => s === 201 || s === 202)) continue;
       const retried = await waitFor(
-        () => send(t, 'steady', key, { funding_source_id: 'fs_demo_main', rewards: [reward({ recipient: { name: key, email: `${key}@example.com` } })] }),
+        () => send(t, 'steady', key, { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: key, email: `${key}@example.com` } })] }),
         (r) => r.status === 201 || r.status === 202,
         20_000,
       );
@@ -112,7 +112,7 @@ describe('reliability: Postgres restarted during traffic', () => {
       await db.end();
     }
     // Still serving, and the connection was never marked broken.
-    await send(t, 'steady', 'after-restart', { funding_source_id: 'fs_demo_main', rewards: [reward()] }).expect(201);
+    await send(t, 'steady', 'after-restart', { funding_source_id: 'FSDEMOMAIN', rewards: [reward()] }).expect(201);
     const connection = await request(t.baseUrl).get('/v1/tenants/steady/connection').set(op).expect(200);
     expect(connection.body.status).toBe('active');
   });

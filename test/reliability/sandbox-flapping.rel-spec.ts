@@ -51,7 +51,7 @@ describe('reliability: the rewards service flapping', () => {
       Array.from({ length: 6 }, async () => {
         while (n < 300) {
           const i = n++;
-          const res = await send(t, 'flappy', `flap-${i}`, { funding_source_id: 'fs_demo_main', rewards: [reward({ recipient: { name: `F${i}`, email: `f${i}@example.com` } })] });
+          const res = await send(t, 'flappy', `flap-${i}`, { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: `F${i}`, email: `f${i}@example.com` } })] });
           statuses.push(res.status);
         }
       }),
@@ -67,7 +67,7 @@ describe('reliability: the rewards service flapping', () => {
         const exists = (await db.query(`SELECT 1 FROM reward_dispatches WHERE idempotency_key = $1`, [`flap-${i}`])).rowCount;
         if (!exists) {
           await waitFor(
-            () => send(t, 'flappy', `flap-${i}`, { funding_source_id: 'fs_demo_main', rewards: [reward({ recipient: { name: `F${i}`, email: `f${i}@example.com` } })] }),
+            () => send(t, 'flappy', `flap-${i}`, { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: `F${i}`, email: `f${i}@example.com` } })] }),
             (r) => r.status === 201 || r.status === 202,
             20_000,
           );
@@ -88,6 +88,6 @@ describe('reliability: the rewards service flapping', () => {
     expect(connection.body.status).not.toBe('needs_reauth');
     const stats = (await request(t.baseUrl).get('/sandbox/__control/stats')).body;
     expect(stats.grants.every((g: { revoked: boolean }) => !g.revoked)).toBe(true);
-    await send(t, 'flappy', 'after-flapping', { funding_source_id: 'fs_demo_main', rewards: [reward()] }).expect(201);
+    await send(t, 'flappy', 'after-flapping', { funding_source_id: 'FSDEMOMAIN', rewards: [reward()] }).expect(201);
   });
 });

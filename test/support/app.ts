@@ -40,6 +40,8 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
     VAULT_KEYS: `test1:${randomBytes(32).toString('base64')}`,
     LOG_LEVEL: 'info',
     SANDBOX_CONTROL_ENABLED: 'true',
+    // The service's 10 requests/s per account is on in the demo; tests that test it turn it on through /__control.
+    SANDBOX_RATE_LIMIT_RPS: '0',
     DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-data-')),
     ...extra,
   };

@@ -6,7 +6,7 @@ export function reward(overrides: Record<string, unknown> = {}) {
   return {
     recipient: { name: 'Ada Lovelace', email: 'ada@example.com' },
     value: { denomination: 25, currency_code: 'USD' },
-    products: ['prod_amazon_us'],
+    products: ['PRODAMAZONUS'],
     custom_fields: { Department: 'Engineering' },
     ...overrides,
   };

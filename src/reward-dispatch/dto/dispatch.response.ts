@@ -11,7 +11,7 @@ class ValueView {
 }
 
 class CustomFieldView {
-  @ApiProperty({ example: 'fld_department' }) id: string;
+  @ApiProperty({ example: 'FLDDEPARTMENT' }) id: string;
   @ApiProperty({ example: 'Department' }) label: string;
   @ApiProperty({ example: 'Sales' }) value: string;
 }

@@ -22,6 +22,8 @@ import {
 } from 'class-validator';
 import { PageQueryDto } from '../../common/page-query.dto';
 import { customFieldsShapeProblem, type CustomFieldsInput } from '../../fields-cache/custom-fields';
+import { DELIVERY_METHODS, type DeliveryMethod } from '../../rewards-api/rewards-api.types';
+import { DISPATCH_STATUSES } from '../dispatch.view';
 
 @ValidatorConstraint({ name: 'customFields' })
 class CustomFieldsShape implements ValidatorConstraintInterface {
@@ -35,7 +37,18 @@ class CustomFieldsShape implements ValidatorConstraintInterface {
 
 export class RecipientDto {
   @ApiProperty({ example: 'Ada Lovelace' }) @IsString() @Length(1, 255) name: string;
-  @ApiProperty({ example: 'ada@example.com' }) @IsEmail({}, { message: 'email must be an e-mail address' }) @Length(3, 254) email: string;
+
+  @ApiPropertyOptional({ example: 'ada@example.com', description: 'Required for EMAIL delivery (the default).' })
+  @IsOptional()
+  @IsEmail({}, { message: 'email must be an e-mail address' })
+  @Length(3, 254)
+  email?: string;
+
+  @ApiPropertyOptional({ example: '+14155550100', description: 'Required for PHONE (SMS) delivery; non-US numbers with a + country code.' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^\+?[0-9][0-9 ().-]{5,24}$/, { message: 'phone must be a phone number: digits, spaces or dashes, an optional leading +' })
+  phone?: string;
 }
 
 export class ValueDto {
@@ -49,26 +62,37 @@ export class ValueDto {
 }
 
 export class DeliveryDto {
-  @ApiProperty({ enum: ['EMAIL'] }) @IsIn(['EMAIL']) method: 'EMAIL';
+  @ApiProperty({ enum: DELIVERY_METHODS, description: 'EMAIL (default), LINK (the redemption link is returned once) or PHONE (SMS).' })
+  @IsIn(DELIVERY_METHODS, { message: `method must be one of ${DELIVERY_METHODS.join(', ')}` })
+  method: DeliveryMethod;
 }
 
 export class RewardSpecDto {
   @ApiProperty({ type: RecipientDto }) @IsObject() @ValidateNested() @Type(() => RecipientDto) recipient: RecipientDto;
   @ApiProperty({ type: ValueDto }) @IsObject() @ValidateNested() @Type(() => ValueDto) value: ValueDto;
 
-  @ApiProperty({ type: [String], example: ['prod_amazon_us'] })
+  @ApiPropertyOptional({ type: [String], example: ['PRODAMAZONUS'], description: 'Product ids; or name a campaign_id (at least one of the two).' })
+  @IsOptional()
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(10)
   @IsString({ each: true })
   @Length(1, 200, { each: true })
-  products: string[];
+  products?: string[];
+
+  @ApiPropertyOptional({ example: 'CAMPAIGNDEMO1', description: 'A campaign of the rewards account (its products, copy and look).' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[A-Z0-9]{4,20}$/, { message: 'campaign_id must be 4–20 capital letters or digits' })
+  campaign_id?: string;
 
   @ApiPropertyOptional({ type: DeliveryDto }) @IsOptional() @ValidateNested() @Type(() => DeliveryDto) delivery?: DeliveryDto;
 
   @ApiPropertyOptional({
-    description: 'By label: `{"Department": "Sales"}`, or a list: `[{"id": "fld_…", "value": "Sales"}, {"label": "Region", "value": "EMEA"}]`.',
-    oneOf: [{ type: 'object', additionalProperties: { type: 'string' } }, { type: 'array', items: { type: 'object' } }],
+    description:
+      'By label: `{"Department": "Sales"}`, or a list: `[{"id": "FLDDEPARTMENT", "value": "Sales"}, {"label": "Region", "value": "EMEA"}]`. ' +
+      'Values are checked against the field’s data type: a boolean for Checkbox, a number for Number/Currency, a list of options for List, a string otherwise.',
+    oneOf: [{ type: 'object', additionalProperties: {} }, { type: 'array', items: { type: 'object' } }],
   })
   @IsOptional()
   @Validate(CustomFieldsShape)
@@ -78,7 +102,7 @@ export class RewardSpecDto {
 export class SendRewardsDto {
   @ApiPropertyOptional({ enum: ['sandbox', 'production'] }) @IsOptional() @IsIn(['sandbox', 'production']) environment?: 'sandbox' | 'production';
 
-  @ApiPropertyOptional({ example: 'fs_demo_main', description: 'Default: the tenant’s default_funding_source_id.' })
+  @ApiPropertyOptional({ example: 'BALANCE', description: 'A funding source id, or BALANCE, INVOICE, INVOICE_THEN_BALANCE (any case). Default: the tenant’s default_funding_source_id, else BALANCE.' })
   @IsOptional()
   @IsString()
   @Length(1, 200)
@@ -90,7 +114,7 @@ export class SendRewardsDto {
   @Length(1, 255)
   external_reference?: string;
 
-  @ApiProperty({ type: [RewardSpecDto], description: 'One or more rewards, sent as one upstream order (at most 100).' })
+  @ApiProperty({ type: [RewardSpecDto], description: 'One or more rewards (at most 100): one upstream order each (`single` order shape), or one order for all (`array`).' })
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(100)
@@ -100,8 +124,8 @@ export class SendRewardsDto {
 }
 
 export class ListDispatchesDto extends PageQueryDto {
-  @ApiPropertyOptional({ enum: ['sending', 'queued', 'sent', 'failed'] })
+  @ApiPropertyOptional({ enum: DISPATCH_STATUSES })
   @IsOptional()
-  @IsIn(['sending', 'queued', 'sent', 'failed'])
+  @IsIn(DISPATCH_STATUSES)
   status?: string;
 }

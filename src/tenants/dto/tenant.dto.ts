@@ -28,7 +28,7 @@ export class CreateTenantDto {
   @MaxLength(2000, { each: true })
   return_urls?: string[];
 
-  @ApiPropertyOptional({ example: 'fs_main', description: 'Funding source used when a send names none.' })
+  @ApiPropertyOptional({ example: 'BALANCE', description: 'Funding source used when a send names none.' })
   @IsOptional()
   @IsString()
   @Length(1, 200)
@@ -50,7 +50,7 @@ export class UpdateTenantDto {
   @MaxLength(2000, { each: true })
   return_urls?: string[];
 
-  @ApiPropertyOptional({ example: 'fs_main', nullable: true, description: 'null clears it.' })
+  @ApiPropertyOptional({ example: 'BALANCE', nullable: true, description: 'null clears it.' })
   @IsOptional()
   @IsString()
   @Length(1, 200)

@@ -1,0 +1,97 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import { MetricsService } from '../ops/metrics.service';
+import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.errors';
+import { orderOutcome } from '../rewards-api/rewards-api.types';
+import { RewardsApi } from '../token-vault/rewards-api.service';
+import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
+import type { RewardUpdate } from './dispatch.store';
+import { DispatchStore } from './dispatch.store';
+import { backoffMs } from './dispatch.sender';
+
+/** Checks one instance makes per pass at most: a backlog drains over several passes, never in a burst. */
+const CHECKS_PER_PASS = 10;
+
+/**
+ * Orders held for approval upstream (`PENDING APPROVAL` and the other not-yet-executed statuses): every instance
+ * runs this; each pass claims one due reward at a time (SKIP LOCKED), reads its order (`GET /orders/{id}`), and moves
+ * it to `sent` when the service executed it, to `failed` when it was rejected (CANCELED) or failed, or checks again
+ * later. The dispatch's status is re-derived in the same statement.
+ */
+@Injectable()
+export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(ApprovalReconciler.name);
+  private running = false;
+  private stopped = false;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly store: DispatchStore,
+    private readonly rewardsApi: RewardsApi,
+    private readonly metrics: MetricsService,
+    private readonly scheduler: SchedulerRegistry,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const every = Math.max(50, Math.min(this.config.dispatch.approvalCheckMs, this.config.dispatch.pollMs * 5));
+    const timer = setInterval(() => void this.tick(), every);
+    timer.unref();
+    this.scheduler.addInterval('approval-reconciler', timer);
+  }
+
+  onModuleDestroy(): void {
+    this.stopped = true;
+  }
+
+  /** One pass; returns how many rewards were checked. */
+  async tick(): Promise<number> {
+    if (this.running || this.stopped) return 0;
+    this.running = true;
+    let checked = 0;
+    try {
+      while (checked < CHECKS_PER_PASS && !this.stopped) {
+        const reward = await this.store.claimApprovalCheck();
+        if (!reward) break;
+        checked += 1;
+        await this.store.settleApproval(reward.dispatch_id, await this.check(reward.connection_id, reward.upstream_order_id ?? reward.external_id, reward.position, reward.attempts));
+      }
+    } catch (error) {
+      this.logger.warn(`approval reconciliation pass failed: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      this.running = false;
+    }
+    return checked;
+  }
+
+  private async check(connectionId: string | null, orderId: string, position: number, attempts: number): Promise<RewardUpdate> {
+    const later = (ms = this.config.dispatch.approvalCheckMs): RewardUpdate => ({ position, status: 'pending_approval', last_error: null, next_check_at: new Date(Date.now() + ms) });
+    if (!connectionId) return later(60 * 60_000);
+    try {
+      const order = await this.rewardsApi.forConnection(connectionId).getOrder(orderId);
+      const outcome = orderOutcome(order.status);
+      const delivery = order.rewards[0]?.delivery?.status ?? null;
+      if (outcome === 'held') return { ...later(), upstream_order_status: order.status, delivery_status: delivery };
+      this.metrics.dispatchAttempts.inc({ outcome: outcome === 'executed' ? 'approved' : 'rejected' });
+      if (outcome === 'executed') return { position, status: 'sent', upstream_order_status: order.status, delivery_status: delivery, last_error: null, sent_at: new Date(), next_check_at: null };
+      const rejected = order.status.toUpperCase().startsWith('CANCEL');
+      return {
+        position,
+        status: 'failed',
+        upstream_order_status: order.status,
+        delivery_status: delivery,
+        next_check_at: null,
+        last_error: {
+          code: rejected ? 'order_rejected' : 'order_failed',
+          message: rejected ? 'The order was rejected while held for approval (the service canceled it).' : `The order held for approval ended ${order.status}.`,
+        },
+      };
+    } catch (error) {
+      if (error instanceof ConnectionNotActiveError || error instanceof ConnectionNotFoundError) return later(60 * 60_000);
+      const transient = !(error instanceof RewardsApiError) || mapUpstreamError(error).retryable;
+      this.logger.warn({ orderId, err: error instanceof Error ? error.message : String(error) }, 'could not check an order held for approval');
+      return later(transient ? backoffMs(this.config.dispatch.approvalCheckMs, Math.min(attempts, 6)) : 60 * 60_000);
+    }
+  }
+}
