@@ -9,7 +9,7 @@ import { Logger } from 'nestjs-pino';
 import type { AppConfig } from './config/app-config';
 import type { AppModuleOptions } from './app.module';
 import { AppModule } from './app.module';
-import { AppError } from './common/app-error';
+import { CommonError } from './common/app-error';
 import { toErrorResponse } from './common/http-exception.filter';
 import { createValidationPipe } from './common/validation';
 import { createSandbox } from './sandbox/sandbox.app';
@@ -98,7 +98,7 @@ function answerProtocolErrorsInJson(app: NestExpressApplication): void {
 function rejectNulCharacters(req: Request, _res: Response, next: NextFunction): void {
   const found = findNul(req.body, 'body') ?? findNul(req.query, 'query') ?? (req.path.includes('\u0000') ? 'path' : undefined);
   if (found) {
-    next(new AppError(400, 'invalid_characters', 'The request contains a NUL character.', [{ field: found, reason: 'contains a NUL (\\u0000) character' }]));
+    next(new CommonError(400, 'invalid_characters', 'The request contains a NUL character.', [{ field: found, reason: 'contains a NUL (\\u0000) character' }]));
     return;
   }
   next();
@@ -120,7 +120,7 @@ function requireJsonContentType(req: Request, _res: Response, next: NextFunction
   const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
   if (hasBody && !req.is('application/json')) {
     next(
-      new AppError(415, 'unsupported_media_type', 'Send the request body as JSON with "Content-Type: application/json".', [
+      new CommonError(415, 'unsupported_media_type', 'Send the request body as JSON with "Content-Type: application/json".', [
         { field: 'Content-Type', reason: `${req.headers['content-type'] ?? 'missing'} is not application/json` },
       ]),
     );

@@ -94,6 +94,8 @@ describe.each(['single', 'array'] as const)('reward dispatch (%s order shape): s
       expect(empty.body.error.details[0].field).toBe('rewards');
       const shape = await send(t, 'shop', 'bad-body-3', { ...FS, rewards: [reward({ custom_fields: 'Sales' })] }).expect(400);
       expect(shape.body.error.details[0].field).toBe('rewards[0].custom_fields');
+      const nested = await send(t, 'shop', 'bad-body-4', { ...FS, rewards: [[reward()]] }).expect(400);
+      expect(nested.body.error.details[0].field).toMatch(/^rewards/);
     });
 
     it('rejects an unknown label listing the known ones, a value outside the options listing them, a missing required field', async () => {

@@ -1,7 +1,6 @@
 import request from 'supertest';
-import type { RunningSandbox } from './support/sandbox';
-import { get, post, startSandbox } from './support/sandbox';
-import { apiGet, sendOrder, singleOrder } from './support/sandbox-orders';
+import { get } from './support/sandbox';
+import { apiGet, sendOrder, singleOrder, useSandbox } from './support/sandbox-orders';
 
 /** Custom-field data types (spec rewards-service-current.md §2), each valid and invalid, over real HTTP. */
 const FIELDS = [
@@ -31,17 +30,10 @@ const CASES: [type: string, fieldId: string, valid: string[], invalid: unknown[]
 ];
 
 describe('sandbox: custom field data types', () => {
-  let sb: RunningSandbox;
+  const sb = useSandbox();
   const withField = (id: string, value: unknown) => singleOrder({}, { custom_fields: [{ id, value }] });
 
-  beforeAll(async () => {
-    sb = await startSandbox();
-  });
-  afterAll(async () => {
-    await sb.close();
-  });
   beforeEach(async () => {
-    await post(sb.baseUrl, '/__control/reset', {});
     const res = await request(sb.baseUrl).put('/__control/accounts/acc_demo/fields').send({ fields: FIELDS });
     expect(res.status).toBe(200);
   });

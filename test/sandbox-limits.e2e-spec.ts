@@ -1,24 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
-import type { RunningSandbox } from './support/sandbox';
-import { CLIENT, get, post, startSandbox } from './support/sandbox';
-import { DEMO_API_KEY, OTHER_API_KEY, bearer, setSettings, singleOrder } from './support/sandbox-orders';
+import { CLIENT, get, post } from './support/sandbox';
+import { DEMO_API_KEY, OTHER_API_KEY, bearer, setSettings, singleOrder, useSandbox } from './support/sandbox-orders';
 import { setBounded } from '../src/sandbox/sandbox.state';
 
 type Res = Awaited<ReturnType<typeof get>>;
 
 /** The per-account rate limit (spec rewards-service-current.md §5) and hardening of unauthenticated inputs. */
 describe('sandbox: rate limit and hardening', () => {
-  let sb: RunningSandbox;
-  beforeAll(async () => {
-    sb = await startSandbox();
-  });
-  afterAll(async () => {
-    await sb.close();
-  });
-  beforeEach(async () => {
-    await post(sb.baseUrl, '/__control/reset', {});
-  });
+  const sb = useSandbox();
 
   const rateStats = async () => (await get(sb.baseUrl, '/__control/stats')).body.rate_limit as Record<string, { admitted: number; rejected_429: number; max_in_any_1s: number }>;
   /** `n` requests at once across endpoints: every authenticated /api/v2 request counts. */

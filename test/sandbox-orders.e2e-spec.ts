@@ -1,5 +1,4 @@
-import type { RunningSandbox } from './support/sandbox';
-import { get, post, startSandbox } from './support/sandbox';
+import { get, post } from './support/sandbox';
 import {
   OTHER_API_KEY,
   SERVICE_ID_12,
@@ -10,20 +9,12 @@ import {
   setBalance,
   setSettings,
   singleOrder,
+  useSandbox,
 } from './support/sandbox-orders';
 
 /** Orders as the current service takes them (spec rewards-service-current.md §1, §2), over real HTTP. */
 describe('sandbox: orders in the current service’s form', () => {
-  let sb: RunningSandbox;
-  beforeAll(async () => {
-    sb = await startSandbox();
-  });
-  afterAll(async () => {
-    await sb.close();
-  });
-  beforeEach(async () => {
-    await post(sb.baseUrl, '/__control/reset', {});
-  });
+  const sb = useSandbox();
 
   const orderCount = async () => (await get(sb.baseUrl, '/__control/orders')).body.total_count as number;
   const available = async (id: string) => (await apiGet(sb.baseUrl, `/funding_sources/${id}`)).body.funding_source.meta.available_amount as number;

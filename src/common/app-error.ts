@@ -8,12 +8,13 @@ export interface ErrorDetail {
 }
 
 /**
- * The one error every module throws. `code` is a stable snake_case identifier platforms can switch on; the
- * global filter turns it into `{"error": {"code", "message", "details"}}` with `status`.
- * Messages must never contain a token, key or secret.
+ * The one error shape every module throws. `code` is a stable snake_case identifier platforms can switch on; the
+ * global filter turns it into `{"error": {"code", "message", "details"}}` with `status`. Abstract: each module throws
+ * its own subclass, whose constructor takes only the codes that module declares in its `*_ERROR_CODES` list (the
+ * README's error table is checked against those lists by a test). Messages never contain a token, key or secret.
  */
-export class AppError extends Error {
-  constructor(
+export abstract class AppError extends Error {
+  protected constructor(
     readonly status: HttpStatus,
     readonly code: string,
     message: string,
@@ -26,14 +27,37 @@ export class AppError extends Error {
   }
 }
 
-export class ValidationFailedError extends AppError {
-  constructor(details: ErrorDetail[], message = 'The request is invalid; see details for each field.') {
-    super(HttpStatus.BAD_REQUEST, 'validation_failed', message, details);
+/** Codes of the HTTP layer itself: input that never reached a module, and the filter's own answers. */
+export const COMMON_ERROR_CODES = [
+  'validation_failed',
+  'invalid_json',
+  'invalid_input',
+  'invalid_characters',
+  'bad_request',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'method_not_allowed',
+  'not_acceptable',
+  'conflict',
+  'payload_too_large',
+  'unsupported_media_type',
+  'unprocessable_entity',
+  'too_many_requests',
+  'database_unavailable',
+  'not_ready',
+  'internal_error',
+] as const;
+export type CommonErrorCode = (typeof COMMON_ERROR_CODES)[number];
+
+export class CommonError extends AppError {
+  constructor(status: HttpStatus, code: CommonErrorCode, message: string, details: ErrorDetail[] = [], headers: Record<string, string> = {}) {
+    super(status, code, message, details, headers);
   }
 }
 
-export class NotFoundError extends AppError {
-  constructor(code: string, message: string) {
-    super(HttpStatus.NOT_FOUND, code, message);
+export class ValidationFailedError extends CommonError {
+  constructor(details: ErrorDetail[], message = 'The request is invalid; see details for each field.') {
+    super(HttpStatus.BAD_REQUEST, 'validation_failed', message, details);
   }
 }

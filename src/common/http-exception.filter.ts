@@ -1,14 +1,14 @@
 import type { ArgumentsHost, ExceptionFilter } from '@nestjs/common';
 import { Catch, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import type { ErrorDetail } from './app-error';
+import type { CommonErrorCode, ErrorDetail } from './app-error';
 import { AppError } from './app-error';
 
 interface ErrorBody {
   error: { code: string; message: string; details: ErrorDetail[]; request_id?: string };
 }
 
-const STATUS_CODES: Record<number, string> = {
+const STATUS_CODES: Record<number, CommonErrorCode> = {
   400: 'bad_request',
   401: 'unauthorized',
   403: 'forbidden',
@@ -65,7 +65,7 @@ export function toErrorResponse(exception: unknown, req: Request, logger: Logger
       // Readiness (terminus) reports which checks failed; keep them, in the one error shape.
       const response = exception.getResponse() as { error?: Record<string, { status?: string; message?: string }> };
       const details = Object.entries(response?.error ?? {}).map(([check, r]) => ({ field: check, reason: r?.message ?? r?.status ?? 'down' }));
-      return { status, body: { error: { code: 'not_ready', message: 'A dependency is not available.', details } }, headers: { 'Retry-After': '2' } };
+      return { status, body: { error: { code: 'not_ready' satisfies CommonErrorCode, message: 'A dependency is not available.', details } }, headers: { 'Retry-After': '2' } };
     }
     if (status < 500) {
       const message =
@@ -97,7 +97,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return UNAVAILABLE_CODES.has(code) || UNAVAILABLE_MESSAGES.test(message);
 }
 
-function simple(status: number, code: string, message: string) {
+function simple(status: number, code: CommonErrorCode, message: string) {
   return { status, body: { error: { code, message, details: [] as ErrorDetail[] } } as ErrorBody, headers: {} };
 }
 

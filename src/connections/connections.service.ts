@@ -2,7 +2,7 @@ import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash, randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { AppError } from '../common/app-error';
+import { ConnectionsError } from './connections.errors';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig, RewardsEnvironment } from '../config/app-config';
 import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
@@ -47,7 +47,7 @@ export class ConnectionsService {
   resolveEnvironment(requested?: string): RewardsEnvironment {
     const environment = (requested ?? this.config.defaultEnvironment) as RewardsEnvironment;
     if (!this.config.rewards[environment]) {
-      throw new AppError(HttpStatus.UNPROCESSABLE_ENTITY, 'environment_not_configured', `The ${environment} environment is not configured on this gateway.`, [
+      throw new ConnectionsError(HttpStatus.UNPROCESSABLE_ENTITY, 'environment_not_configured', `The ${environment} environment is not configured on this gateway.`, [
         { field: 'environment', reason: `configured: ${Object.keys(this.config.rewards).join(', ')}` },
       ]);
     }
@@ -58,7 +58,7 @@ export class ConnectionsService {
     const tenant = await this.tenants.require(tenantId);
     const environment = this.resolveEnvironment(dto.environment);
     if (dto.return_url !== undefined && !tenant.returnUrls.includes(dto.return_url)) {
-      throw new AppError(HttpStatus.UNPROCESSABLE_ENTITY, 'return_url_not_allowed', 'return_url is not on the tenant’s allow-list (return_urls).', [
+      throw new ConnectionsError(HttpStatus.UNPROCESSABLE_ENTITY, 'return_url_not_allowed', 'return_url is not on the tenant’s allow-list (return_urls).', [
         { field: 'return_url', reason: `allowed: ${tenant.returnUrls.join(', ') || 'none configured'}` },
       ]);
     }

@@ -1,6 +1,6 @@
 import { HttpStatus } from '@nestjs/common';
 import type { ErrorDetail } from '../common/app-error';
-import { AppError } from '../common/app-error';
+import { FieldsError, type FieldsErrorCode } from './fields-cache.errors';
 import type { Field } from './fields-cache.service';
 
 /**
@@ -172,15 +172,15 @@ export function resolveCustomFields(fields: Field[], rewards: { custom_fields?: 
   return { resolved, unknown, problems };
 }
 
-export function customFieldsError(resolution: Resolution): AppError | null {
+export function customFieldsError(resolution: Resolution): FieldsError | null {
   const details = [...resolution.unknown, ...resolution.problems];
   if (details.length === 0) return null;
-  const code = resolution.unknown.length
+  const code: FieldsErrorCode = resolution.unknown.length
     ? 'unknown_custom_field'
     : details.some((d) => d.allowed_values || !/is required|given twice/.test(d.reason))
       ? 'invalid_custom_field_value'
       : details.some((d) => /is required/.test(d.reason))
         ? 'missing_required_custom_field'
         : 'invalid_custom_fields';
-  return new AppError(HttpStatus.UNPROCESSABLE_ENTITY, code, 'Custom fields do not match the rewards account’s fields; see details.', details);
+  return new FieldsError(HttpStatus.UNPROCESSABLE_ENTITY, code, 'Custom fields do not match the rewards account’s fields; see details.', details);
 }

@@ -2,7 +2,7 @@ import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
 import { MetricsService } from '../ops/metrics.service';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { AppError } from '../common/app-error';
+import { FieldsError } from './fields-cache.errors';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import type { UpstreamField } from '../rewards-api/connection-client';
@@ -32,7 +32,7 @@ export const SHARED_TTL_MS = 5 * 60_000;
 /** At most one forced reload per connection in this window (an unknown label triggers one). */
 export const FORCED_RELOAD_INTERVAL_MS = 30_000;
 
-export class FieldsUnavailableError extends AppError {
+export class FieldsUnavailableError extends FieldsError {
   constructor() {
     super(HttpStatus.SERVICE_UNAVAILABLE, 'fields_unavailable', 'The rewards service’s custom fields cannot be read right now and no copy is cached; retry shortly.', [], {
       'Retry-After': '5',

@@ -4,7 +4,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Request, Response } from 'express';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { AppError } from '../common/app-error';
+import { CommonError } from '../common/app-error';
+import { OpsError } from './ops.errors';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { OperatorPage } from '../tenants/auth/auth.decorators';
@@ -71,7 +72,7 @@ export class DashboardController {
     @Res() res: Response,
   ): Promise<void> {
     this.verifyCsrf(req, body);
-    if (action !== 'check' && action !== 'refresh') throw new AppError(HttpStatus.NOT_FOUND, 'not_found', 'Unknown action.');
+    if (action !== 'check' && action !== 'refresh') throw new CommonError(HttpStatus.NOT_FOUND, 'not_found', 'Unknown action.');
     const result = action === 'check' ? await this.ops.check(id) : await this.ops.refresh(id);
     const outcome = action === 'check' ? (result.last_probe?.ok ? 'probe ok' : `probe failed: ${result.last_probe?.error ?? ''}`) : `status ${result.status}`;
     res.redirect(303, `/ops?done=${encodeURIComponent(`${action} of ${result.tenant_id} (${result.environment}): ${outcome}`)}`);
@@ -80,11 +81,11 @@ export class DashboardController {
   private verifyCsrf(req: Request, body: Record<string, unknown>): void {
     const origin = req.headers.origin;
     if (origin && origin !== 'null' && origin !== new URL(this.config.publicBaseUrl).origin && !sameHost(origin, req)) {
-      throw new AppError(HttpStatus.FORBIDDEN, 'csrf_failed', 'Cross-origin form posts are refused.');
+      throw new OpsError(HttpStatus.FORBIDDEN, 'csrf_failed', 'Cross-origin form posts are refused.');
     }
     const token = typeof body?.csrf === 'string' ? body.csrf : '';
     if (token.length !== this.csrf.length || !timingSafeEqual(Buffer.from(token), Buffer.from(this.csrf))) {
-      throw new AppError(HttpStatus.FORBIDDEN, 'csrf_failed', 'The form is missing its CSRF token; reload the page.');
+      throw new OpsError(HttpStatus.FORBIDDEN, 'csrf_failed', 'The form is missing its CSRF token; reload the page.');
     }
   }
 }

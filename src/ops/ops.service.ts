@@ -6,6 +6,7 @@ import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
+import { VaultError } from '../token-vault/token-vault.errors';
 import { MetricsService } from './metrics.service';
 import { toConnectionResponse } from '../connections/connections.service';
 
@@ -89,7 +90,7 @@ export class OpsService implements OnApplicationBootstrap {
       `SELECT c.*, t.name AS tenant_name, ${HEALTH_SQL} AS health FROM connections c JOIN tenants t ON t.id = c.tenant_id WHERE c.id = $2`,
       [this.config.ops.idleAfterMs, id],
     )) as Record<string, unknown>[];
-    if (!rows[0]) throw new AppError(HttpStatus.NOT_FOUND, 'connection_not_found', `No connection ${id}.`);
+    if (!rows[0]) throw new VaultError(HttpStatus.NOT_FOUND, 'connection_not_found', `No connection ${id}.`);
     const events = (await this.db.query(`SELECT type, detail, at FROM connection_events WHERE connection_id = $1 ORDER BY id DESC LIMIT 50`, [id])) as {
       type: string;
       detail: unknown;
@@ -145,8 +146,8 @@ export class OpsService implements OnApplicationBootstrap {
 
   private async requireLive(id: string): Promise<void> {
     const rows = (await this.db.query(`SELECT status FROM connections WHERE id = $1`, [id])) as { status: string }[];
-    if (!rows[0]) throw new AppError(HttpStatus.NOT_FOUND, 'connection_not_found', `No connection ${id}.`);
-    if (rows[0].status === 'disconnected') throw new AppError(HttpStatus.CONFLICT, 'connection_not_active', 'The connection is disconnected.');
+    if (!rows[0]) throw new VaultError(HttpStatus.NOT_FOUND, 'connection_not_found', `No connection ${id}.`);
+    if (rows[0].status === 'disconnected') throw new VaultError(HttpStatus.CONFLICT, 'connection_not_active', 'The connection is disconnected.');
   }
 
   private async dispatchCounts(ids: string[]): Promise<Map<string, Record<string, number>>> {

@@ -184,7 +184,7 @@ export class DispatchSender {
     }
     if (error instanceof AppError) {
       // The vault could not give a token now (refresh cooldown, lock timeout, app credentials refused).
-      return { error: { code: error.code, message: error.message, outcome_unknown: false }, retryAfterMs: Number(error.headers['Retry-After'] ?? 0) * 1000 };
+      return { error: { code: error.code as RewardError['code'], message: error.message, outcome_unknown: false }, retryAfterMs: Number(error.headers['Retry-After'] ?? 0) * 1000 };
     }
     this.logger.error({ dispatchId: row.id, err: error instanceof Error ? error.message : String(error) }, 'unexpected error while sending');
     return { error: { code: 'upstream_unavailable', message: error instanceof Error ? error.message : String(error), outcome_unknown: true }, retryAfterMs: 0 };

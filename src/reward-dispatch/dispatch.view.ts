@@ -1,6 +1,9 @@
 import type { OrderShape, RewardsEnvironment } from '../config/app-config';
 import type { ResolvedCustomField } from '../fields-cache/custom-fields';
+import type { UpstreamErrorCode } from '../rewards-api/rewards-api.errors';
 import type { UpstreamRewardSpec } from '../rewards-api/rewards-api.types';
+import type { TokenVaultErrorCode } from '../token-vault/token-vault.errors';
+import type { DispatchErrorCode } from './reward-dispatch.errors';
 
 /**
  * A dispatch: one send request (one Idempotency-Key) of one or more rewards. Its status while it is worked on is
@@ -43,8 +46,9 @@ export interface DispatchRow {
   sent_at: Date | null;
 }
 
+/** A reward's failure: an upstream answer, the vault's verdict on the connection, or the dispatch's own. */
 export interface RewardError {
-  code: string;
+  code: UpstreamErrorCode | TokenVaultErrorCode | DispatchErrorCode;
   message: string;
   upstream_status?: number | null;
   upstream_payload?: unknown;
@@ -137,7 +141,7 @@ export function toView(row: DispatchRow, rewards: RewardRow[], link: (r: RewardR
  * unavailable upstream, else 422; one detail per reward. The code is the rewards' common code, or `upstream_rejected`.
  */
 export function failureBody(row: DispatchRow, rewards: RewardRow[]): { status: number; body: { error: { code: string; message: string; details: unknown[] } } } {
-  const errors = rewards.map((r) => r.last_error ?? { code: 'upstream_rejected', message: 'failed' });
+  const errors = rewards.map((r): RewardError => r.last_error ?? { code: 'upstream_rejected', message: 'failed' });
   const codes = new Set(errors.map((e) => e.code));
   const code = codes.size === 1 ? [...codes][0] : 'upstream_rejected';
   const gaveUp = errors.every((e) => e.code === 'upstream_unavailable' || e.code === 'upstream_rate_limited');

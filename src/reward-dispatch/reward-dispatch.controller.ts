@@ -17,15 +17,16 @@ export class RewardDispatchController {
 
   @Post('rewards')
   @ApiOperation({
-    summary: 'Send one or more rewards as one upstream order, exactly once per Idempotency-Key.',
+    summary: 'Send one or more rewards, exactly once per Idempotency-Key (one upstream order per reward in the single shape).',
     description:
-      '201: sent. 202: accepted and queued (the rewards service was unavailable); poll the dispatch. A repeated request ' +
+      '201: sent, or partially_failed (see each reward). 202: queued (the rewards service was unavailable; poll the dispatch) or ' +
+      'pending_approval (held upstream). When every reward failed: 422 (refused), 409 (connection not active) or 503 (gave up). A repeated request ' +
       'with the same key and body replays the stored outcome; another body → 422 idempotency_key_reused; while the first ' +
       'is in flight → 409 idempotency_request_in_progress.',
   })
   @ApiHeader({ name: 'Idempotency-Key', required: true, description: 'Unique per reward request, at most 255 characters; kept at least 24 h.' })
-  @ApiCreatedResponse({ type: DispatchResponse, description: 'The dispatch, status sent, with upstream order and reward ids.' })
-  @ApiAcceptedResponse({ type: DispatchResponse, description: 'The dispatch, status queued; a worker retries it.' })
+  @ApiCreatedResponse({ type: DispatchResponse, description: 'The dispatch, status sent or partially_failed, every reward with its upstream order and reward ids.' })
+  @ApiAcceptedResponse({ type: DispatchResponse, description: 'The dispatch, status queued (a worker retries it) or pending_approval (reconciled in the background).' })
   async send(
     @Param('tenant') tenant: string,
     @Headers('idempotency-key') key: string | undefined,

@@ -198,6 +198,10 @@ export class RewardDispatchService {
 function checkRecipients(rewards: RewardSpecDto[]): void {
   const problems: ErrorDetail[] = [];
   rewards.forEach((r, i) => {
+    if (!r || typeof r !== 'object' || Array.isArray(r) || !r.recipient || typeof r.recipient !== 'object') {
+      problems.push({ field: `rewards[${i}]`, reason: 'must be an object with a recipient' });
+      return;
+    }
     const method = r.delivery?.method ?? 'EMAIL';
     if (method === 'EMAIL' && !r.recipient.email) problems.push({ field: `rewards[${i}].recipient.email`, reason: 'required for EMAIL delivery' });
     if (method === 'PHONE' && !r.recipient.phone) problems.push({ field: `rewards[${i}].recipient.phone`, reason: 'required for PHONE delivery' });

@@ -1,5 +1,6 @@
 import { HttpStatus, Injectable } from '@nestjs/common';
-import { AppError, type ErrorDetail } from '../common/app-error';
+import { type ErrorDetail, ValidationFailedError } from '../common/app-error';
+import { FieldsError } from '../fields-cache/fields-cache.errors';
 import { ConnectionsService } from '../connections/connections.service';
 import { FieldsCacheService } from '../fields-cache/fields-cache.service';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
@@ -40,7 +41,7 @@ export class RewardListingService {
       const value = single(name);
       if (value !== undefined) filters.push([name, value]);
     }
-    if (problems.length) throw new AppError(HttpStatus.BAD_REQUEST, 'validation_failed', 'The query is invalid; see details.', problems);
+    if (problems.length) throw new ValidationFailedError(problems, 'The query is invalid; see details.');
 
     const connection = await this.connections.liveConnection(tenantId, environment);
     let snapshot = await this.fields.get(connection.id);
@@ -48,7 +49,7 @@ export class RewardListingService {
     if (unknown().length) snapshot = await this.fields.forceReload(connection.id);
     const stillUnknown = unknown();
     if (stillUnknown.length) {
-      throw new AppError(HttpStatus.UNPROCESSABLE_ENTITY, 'unknown_custom_field', 'Filter by custom field labels of the rewards account; see details.', stillUnknown.map(([label]) => ({
+      throw new FieldsError(HttpStatus.UNPROCESSABLE_ENTITY, 'unknown_custom_field', 'Filter by custom field labels of the rewards account; see details.', stillUnknown.map(([label]) => ({
         field: label,
         reason: `unknown custom field label "${label}"`,
         known_labels: snapshot.fields.map((f) => f.label),

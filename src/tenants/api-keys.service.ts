@@ -1,10 +1,10 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { IsNull, Repository } from 'typeorm';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
-import { NotFoundError } from '../common/app-error';
+import { TenantsError } from './tenants.errors';
 import { ApiKeyEntity } from './entities/api-key.entity';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from './dto/tenant.dto';
 import type { Principal } from './auth/principal';
@@ -56,7 +56,7 @@ export class ApiKeysService {
         RETURNING key_hash`,
       [keyId, tenantId],
     )) as [{ key_hash: string }[], number];
-    if (rows.length === 0) throw new NotFoundError('api_key_not_found', `No active API key ${keyId} for this tenant.`);
+    if (rows.length === 0) throw new TenantsError(HttpStatus.NOT_FOUND, 'api_key_not_found', `No active API key ${keyId} for this tenant.`);
     for (const row of rows) this.cache.delete(row.key_hash);
   }
 

@@ -1,15 +1,11 @@
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
-import { AppError, NotFoundError } from '../common/app-error';
+import { TenantNotFoundError, TenantsError } from './tenants.errors';
 import { TenantEntity } from './entities/tenant.entity';
 import type { CreateTenantDto, TenantResponse, UpdateTenantDto } from './dto/tenant.dto';
 
-export class TenantNotFoundError extends NotFoundError {
-  constructor(id: string) {
-    super('tenant_not_found', `No tenant ${JSON.stringify(id)}.`);
-  }
-}
+export { TenantNotFoundError } from './tenants.errors';
 
 const CACHE_TTL_MS = 5_000;
 
@@ -43,7 +39,7 @@ export class TenantsService {
       .returning('*')
       .execute();
     if ((inserted.raw as unknown[]).length === 0) {
-      throw new AppError(HttpStatus.CONFLICT, 'tenant_exists', `A tenant with id ${JSON.stringify(dto.id)} already exists.`, [
+      throw new TenantsError(HttpStatus.CONFLICT, 'tenant_exists', `A tenant with id ${JSON.stringify(dto.id)} already exists.`, [
         { field: 'id', reason: 'already taken' },
       ]);
     }

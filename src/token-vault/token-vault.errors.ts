@@ -1,7 +1,17 @@
 import { HttpStatus } from '@nestjs/common';
-import { AppError } from '../common/app-error';
+import { AppError, type ErrorDetail } from '../common/app-error';
+import type { UpstreamErrorCode } from '../rewards-api/rewards-api.errors';
 
-export class ConnectionNotActiveError extends AppError {
+export const TOKEN_VAULT_ERROR_CODES = ['connection_not_found', 'connection_not_active', 'connection_refresh_backoff', 'connection_refresh_failed', 'refresh_lock_timeout'] as const;
+export type TokenVaultErrorCode = (typeof TOKEN_VAULT_ERROR_CODES)[number];
+
+export class VaultError extends AppError {
+  constructor(status: HttpStatus, code: TokenVaultErrorCode, message: string, details: ErrorDetail[] = [], headers: Record<string, string> = {}) {
+    super(status, code, message, details, headers);
+  }
+}
+
+export class ConnectionNotActiveError extends VaultError {
   constructor(status: string) {
     super(HttpStatus.CONFLICT, 'connection_not_active', `The rewards connection is ${status}; the tenant must connect again.`, [
       { field: 'connection.status', reason: status },
@@ -10,7 +20,7 @@ export class ConnectionNotActiveError extends AppError {
 }
 
 /** After transient refresh failures the connection cools down: callers get this fast instead of another token call. */
-export class RefreshBackoffError extends AppError {
+export class RefreshBackoffError extends VaultError {
   constructor(retryAfterSeconds: number) {
     super(
       HttpStatus.SERVICE_UNAVAILABLE,
@@ -23,7 +33,7 @@ export class RefreshBackoffError extends AppError {
 }
 
 /** Another instance holds the refresh lock for too long. Retryable; says nothing about the credentials. */
-export class RefreshLockTimeoutError extends AppError {
+export class RefreshLockTimeoutError extends VaultError {
   constructor() {
     super(HttpStatus.SERVICE_UNAVAILABLE, 'refresh_lock_timeout', 'The connection’s token is being refreshed elsewhere; retry shortly.', [], {
       'Retry-After': '1',
@@ -31,7 +41,7 @@ export class RefreshLockTimeoutError extends AppError {
   }
 }
 
-export class RefreshFailedError extends AppError {
+export class RefreshFailedError extends VaultError {
   constructor(reason: string, retryAfterSeconds: number) {
     super(HttpStatus.SERVICE_UNAVAILABLE, 'connection_refresh_failed', `Refreshing the connection’s token failed: ${reason}.`, [], {
       'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))),
@@ -39,7 +49,7 @@ export class RefreshFailedError extends AppError {
   }
 }
 
-export class ConnectionNotFoundError extends AppError {
+export class ConnectionNotFoundError extends VaultError {
   constructor(environment?: string) {
     super(HttpStatus.NOT_FOUND, 'connection_not_found', `The tenant has no rewards connection${environment ? ` for ${environment}` : ''}.`);
   }
@@ -50,10 +60,12 @@ export class ConnectionNotFoundError extends AppError {
  * no connection changes status. Sends answer this until an operator fixes the environment's credentials.
  */
 export class AppCredentialsInvalidError extends AppError {
+  static readonly CODE: UpstreamErrorCode = 'upstream_app_credentials_invalid';
+
   constructor(readonly environment: string, retryAfterSeconds = 60) {
     super(
       HttpStatus.SERVICE_UNAVAILABLE,
-      'upstream_app_credentials_invalid',
+      AppCredentialsInvalidError.CODE,
       `The rewards service rejected this gateway’s app credentials for the ${environment} environment (invalid_client). ` +
         'The tenant’s connection is unaffected; an operator must fix the client id / secret.',
       [{ field: 'environment', reason: `app credentials of ${environment} refused`, environment }],

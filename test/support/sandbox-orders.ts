@@ -1,4 +1,4 @@
-import { get, post } from './sandbox';
+import { get, post, startSandbox, type RunningSandbox } from './sandbox';
 
 /** Helpers for order tests against the sandbox: account API keys of the demo seed, order bodies, controls. */
 export const DEMO_API_KEY = 'sbx_account_demo_key_0000000000000000';
@@ -55,3 +55,21 @@ export async function setBalance(baseUrl: string, accountId: string, fundingSour
 }
 
 export const SERVICE_ID_12 = /^[A-Z0-9]{12}$/;
+
+/**
+ * A sandbox on a free port for the enclosing `describe`, reset to the seed before each test. Returns a stand-in that
+ * forwards to the running sandbox (it starts in `beforeAll`).
+ */
+export function useSandbox(): RunningSandbox {
+  let current: RunningSandbox | undefined;
+  beforeAll(async () => {
+    current = await startSandbox();
+  });
+  afterAll(async () => {
+    await current?.close();
+  });
+  beforeEach(async () => {
+    await post((current as RunningSandbox).baseUrl, '/__control/reset', {});
+  });
+  return new Proxy({} as RunningSandbox, { get: (_target, prop) => (current as unknown as Record<string | symbol, unknown>)[prop] });
+}

@@ -1,8 +1,11 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { DELIVERY_METHODS } from '../../rewards-api/rewards-api.types';
+import { DISPATCH_STATUSES, REWARD_STATUSES } from '../dispatch.view';
 
 class RecipientView {
   @ApiProperty() name: string;
-  @ApiProperty() email: string;
+  @ApiPropertyOptional() email?: string;
+  @ApiPropertyOptional() phone?: string;
 }
 
 class ValueView {
@@ -17,34 +20,61 @@ class CustomFieldView {
 }
 
 class DeliveryView {
-  @ApiProperty({ example: 'EMAIL' }) method: string;
-  @ApiProperty({ example: 'PENDING', nullable: true, type: String }) status: string | null;
+  @ApiProperty({ enum: DELIVERY_METHODS }) method: string;
+  @ApiProperty({ example: 'SCHEDULED', nullable: true, type: String, description: 'The service’s delivery status (SCHEDULED, PENDING, SUCCEEDED, FAILED, …).' }) status: string | null;
+  @ApiPropertyOptional({ description: 'LINK delivery: the redemption link (returned once by the service; kept encrypted).' }) link?: string;
+}
+
+class RewardErrorView {
+  @ApiProperty({ example: 'insufficient_funds' }) code: string;
+  @ApiProperty() message: string;
+  @ApiPropertyOptional({ nullable: true, type: Number }) upstream_status?: number | null;
+  @ApiPropertyOptional({ nullable: true, type: Object }) upstream_payload?: unknown;
+  @ApiPropertyOptional() outcome_unknown?: boolean;
 }
 
 class DispatchRewardView {
-  @ApiProperty({ nullable: true, type: String, description: 'The upstream reward id, once sent.' }) id: string | null;
+  @ApiProperty() position: number;
+  @ApiProperty({ description: 'The order’s external_id upstream: `<dispatch id>-r<position>` (single shape) or the dispatch id (array).' }) external_id: string;
+  @ApiProperty({ enum: REWARD_STATUSES }) status: string;
+  @ApiProperty({ nullable: true, type: String, description: 'The upstream reward id, once the order exists.' }) id: string | null;
+  @ApiProperty({ nullable: true, type: String }) upstream_order_id: string | null;
+  @ApiProperty({ nullable: true, type: String, example: 'EXECUTED' }) upstream_order_status: string | null;
   @ApiProperty({ type: RecipientView }) recipient: RecipientView;
   @ApiProperty({ type: ValueView }) value: ValueView;
-  @ApiProperty({ type: [String] }) products: string[];
+  @ApiProperty({ type: [String], nullable: true }) products: string[] | null;
+  @ApiProperty({ type: String, nullable: true }) campaign_id: string | null;
   @ApiProperty({ type: DeliveryView }) delivery: DeliveryView;
   @ApiProperty({ type: [CustomFieldView] }) custom_fields: CustomFieldView[];
+  @ApiProperty({ type: RewardErrorView, nullable: true, description: 'Why the reward failed.' }) error: RewardErrorView | null;
+  @ApiProperty({ nullable: true, type: String }) sent_at: string | null;
 }
 
-/** A dispatch: one send request, one upstream order. */
+class DispatchCountsView {
+  @ApiProperty() pending: number;
+  @ApiProperty() sending: number;
+  @ApiProperty() sent: number;
+  @ApiProperty() pending_approval: number;
+  @ApiProperty() failed: number;
+}
+
+/** A dispatch: one send request (one Idempotency-Key) of one or more rewards. */
 export class DispatchResponse {
-  @ApiProperty({ format: 'uuid', description: 'Also the order’s external_id upstream.' }) id: string;
-  @ApiProperty({ enum: ['sending', 'queued', 'sent', 'failed'] }) status: string;
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ enum: DISPATCH_STATUSES, description: 'sending / queued while worked on; then derived from the rewards.' }) status: string;
   @ApiProperty({ enum: ['sandbox', 'production'] }) environment: string;
+  @ApiProperty({ enum: ['single', 'array'] }) order_shape: string;
   @ApiProperty() idempotency_key: string;
   @ApiProperty({ nullable: true, type: String }) external_reference: string | null;
-  @ApiProperty() funding_source_id: string;
-  @ApiProperty({ nullable: true, type: String }) upstream_order_id: string | null;
+  @ApiProperty({ example: 'BALANCE' }) funding_source_id: string;
+  @ApiProperty({ nullable: true, type: String, description: 'The order id when every reward is in one order.' }) upstream_order_id: string | null;
   @ApiProperty() attempts: number;
   @ApiProperty({ nullable: true, type: String, description: 'When the worker retries a queued dispatch.' }) next_attempt_at: string | null;
-  @ApiProperty({ nullable: true, type: Object, description: '{code, message, upstream_status, upstream_payload?, outcome_unknown?}' })
+  @ApiProperty({ nullable: true, type: Object, description: '{code, message, upstream_status, outcome_unknown?}: why the last attempt stopped, or why every reward failed.' })
   last_error: Record<string, unknown> | null;
   @ApiProperty() created_at: string;
   @ApiProperty({ nullable: true, type: String }) sent_at: string | null;
+  @ApiProperty({ type: DispatchCountsView }) counts: DispatchCountsView;
   @ApiProperty({ type: [DispatchRewardView] }) rewards: DispatchRewardView[];
 }
 

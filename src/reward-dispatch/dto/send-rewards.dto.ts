@@ -118,6 +118,7 @@ export class SendRewardsDto {
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(100)
+  @IsObject({ each: true, message: 'each reward must be an object' })
   @ValidateNested({ each: true })
   @Type(() => RewardSpecDto)
   rewards: RewardSpecDto[];

@@ -2,9 +2,8 @@ import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
-import { AppError } from '../../common/app-error';
 import { ApiKeysService } from '../api-keys.service';
-import { TenantNotFoundError } from '../tenants.service';
+import { TenantNotFoundError, TenantsError, type TenantErrorCode } from '../tenants.errors';
 import type { Principal } from './principal';
 import { BASIC_AUTH_ALLOWED, OPERATOR_ONLY, PUBLIC_ROUTE } from './principal';
 
@@ -32,7 +31,7 @@ export class ApiKeyGuard implements CanActivate {
       throw new TenantNotFoundError(tenantParam);
     }
     if (principal.kind !== 'operator' && this.reflector.getAllAndOverride<boolean>(OPERATOR_ONLY, targets)) {
-      throw new AppError(HttpStatus.FORBIDDEN, 'operator_key_required', 'This operation needs an operator API key.');
+      throw new TenantsError(HttpStatus.FORBIDDEN, 'operator_key_required', 'This operation needs an operator API key.');
     }
     return true;
   }
@@ -56,6 +55,6 @@ export class ApiKeyGuard implements CanActivate {
   }
 }
 
-function unauthorized(code: string, message: string, challenge: string): AppError {
-  return new AppError(HttpStatus.UNAUTHORIZED, code, message, [], { 'WWW-Authenticate': challenge });
+function unauthorized(code: TenantErrorCode, message: string, challenge: string): TenantsError {
+  return new TenantsError(HttpStatus.UNAUTHORIZED, code, message, [], { 'WWW-Authenticate': challenge });
 }

@@ -1,0 +1,58 @@
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { CONNECTION_ERROR_CODES } from '../connections/connections.errors';
+import { FIELDS_ERROR_CODES } from '../fields-cache/fields-cache.errors';
+import { OPS_ERROR_CODES } from '../ops/ops.errors';
+import { DISPATCH_ERROR_CODES } from '../reward-dispatch/reward-dispatch.errors';
+import { UPSTREAM_ERROR_CODES } from '../rewards-api/rewards-api.errors';
+import { TENANT_ERROR_CODES } from '../tenants/tenants.errors';
+import { TOKEN_VAULT_ERROR_CODES } from '../token-vault/token-vault.errors';
+import { COMMON_ERROR_CODES } from './app-error';
+
+const MODULES: Record<string, readonly string[]> = {
+  common: COMMON_ERROR_CODES,
+  tenants: TENANT_ERROR_CODES,
+  connections: CONNECTION_ERROR_CODES,
+  'token-vault': TOKEN_VAULT_ERROR_CODES,
+  'rewards-api': UPSTREAM_ERROR_CODES,
+  'fields-cache': FIELDS_ERROR_CODES,
+  'reward-dispatch': DISPATCH_ERROR_CODES,
+  ops: OPS_ERROR_CODES,
+};
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const full = path.join(dir, name);
+    return statSync(full).isDirectory() ? sources(full) : full.endsWith('.ts') && !full.endsWith('.spec.ts') ? [full] : [];
+  });
+}
+
+describe('error codes', () => {
+  it('are declared once each, in one module’s list', () => {
+    const seen = new Map<string, string>();
+    for (const [module, codes] of Object.entries(MODULES)) {
+      for (const code of codes) {
+        expect(code).toMatch(/^[a-z]+(_[a-z]+)*$/);
+        expect({ code, declaredIn: seen.get(code) ?? module }).toEqual({ code, declaredIn: module });
+        seen.set(code, module);
+      }
+    }
+  });
+
+  it('are thrown only through a module’s error class (AppError subclasses live in *.errors.ts)', () => {
+    const root = path.join(__dirname, '..');
+    const offenders = sources(root)
+      .filter((file) => !file.endsWith('.errors.ts') && !file.endsWith(`common${path.sep}app-error.ts`))
+      .filter((file) => /extends AppError\b|new AppError\(/.test(readFileSync(file, 'utf8')))
+      .map((file) => path.relative(root, file));
+    expect(offenders).toEqual([]);
+  });
+
+  it('are all listed in the README’s API section, by module', () => {
+    const readme = readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
+    const missing = Object.values(MODULES)
+      .flat()
+      .filter((code) => !readme.includes(`\`${code}\``));
+    expect(missing).toEqual([]);
+  });
+});
