@@ -75,8 +75,10 @@ export interface OpsConfig {
 export interface DispatchConfig {
   /** Attempts (the first included) before a dispatch fails for good on transient errors. */
   maxAttempts: number;
-  /** First retry delay; doubles per attempt (with jitter), capped at 5 minutes; Retry-After wins when longer. */
+  /** First retry delay; doubles per attempt (with jitter) up to `retryMaxMs`; Retry-After wins when longer. */
   retryBaseMs: number;
+  /** The longest wait between two attempts (before Retry-After). */
+  retryMaxMs: number;
   /** A dispatch in `sending` longer than this (its process died) is claimed again. Must exceed the upstream timeout. */
   leaseMs: number;
   /** How often each instance's worker looks for due dispatches. */
@@ -175,11 +177,13 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
   const dispatch: DispatchConfig = {
     maxAttempts: parseIntVar(get('DISPATCH_MAX_ATTEMPTS'), 10, 'DISPATCH_MAX_ATTEMPTS', 1, 100, problems),
     retryBaseMs: parseIntVar(get('DISPATCH_RETRY_BASE_MS'), 2_000, 'DISPATCH_RETRY_BASE_MS', 10, 600_000, problems),
+    retryMaxMs: parseIntVar(get('DISPATCH_RETRY_MAX_MS'), 300_000, 'DISPATCH_RETRY_MAX_MS', 100, 3_600_000, problems),
     leaseMs: parseIntVar(get('DISPATCH_LEASE_MS'), 60_000, 'DISPATCH_LEASE_MS', 1_000, 3_600_000, problems),
     pollMs: parseIntVar(get('DISPATCH_POLL_MS'), 1_000, 'DISPATCH_POLL_MS', 50, 60_000, problems),
     upstreamTimeoutMs: parseIntVar(get('DISPATCH_UPSTREAM_TIMEOUT_MS'), 15_000, 'DISPATCH_UPSTREAM_TIMEOUT_MS', 100, 120_000, problems),
     approvalCheckMs: parseIntVar(get('DISPATCH_APPROVAL_CHECK_MS'), 60_000, 'DISPATCH_APPROVAL_CHECK_MS', 50, 86_400_000, problems),
   };
+  if (dispatch.retryMaxMs < dispatch.retryBaseMs) problems.push('DISPATCH_RETRY_MAX_MS must not be below DISPATCH_RETRY_BASE_MS');
   if (dispatch.leaseMs <= dispatch.upstreamTimeoutMs) {
     problems.push('DISPATCH_LEASE_MS must be longer than DISPATCH_UPSTREAM_TIMEOUT_MS (a live send must not look dead)');
   }

@@ -18,10 +18,8 @@ export interface HttpOutcome {
   headers?: Record<string, string>;
 }
 
-const MAX_BACKOFF_MS = 5 * 60_000;
-
-export function backoffMs(baseMs: number, attempts: number): number {
-  const exp = Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.max(0, attempts - 1));
+export function backoffMs(baseMs: number, attempts: number, maxMs = 5 * 60_000): number {
+  const exp = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempts - 1));
   return Math.round(exp / 2 + Math.random() * (exp / 2)); // "equal jitter": spread, but never near zero
 }
 
@@ -113,7 +111,7 @@ export class DispatchSender {
     let update: DispatchUpdate;
     let outcome: HttpOutcome;
     if (!derived) {
-      const delay = Math.max(interruption?.retryAfterMs ?? 0, backoffMs(this.config.dispatch.retryBaseMs, row.attempts));
+      const delay = Math.max(interruption?.retryAfterMs ?? 0, backoffMs(this.config.dispatch.retryBaseMs, row.attempts, this.config.dispatch.retryMaxMs));
       const nextAttemptAt = new Date(now.getTime() + delay);
       update = { status: 'queued', responseStatus: 202, lastError: interruption?.error as unknown as Record<string, unknown>, nextAttemptAt, sentAt: null };
       outcome = { status: 202, body: null, headers: { 'Retry-After': String(Math.ceil(delay / 1000)) } };
