@@ -10,10 +10,9 @@ import { loggerParams } from './common/logging';
 import { DatabaseModule } from './database/database.module';
 import { ConnectionsModule } from './connections/connections.module';
 import { FieldsCacheModule } from './fields-cache/fields-cache.module';
-import { MetricsModule } from './ops/metrics.service';
+import { MetricsModule } from './metrics/metrics.module';
 import { OpsModule } from './ops/ops.module';
 import { RewardDispatchModule } from './reward-dispatch/reward-dispatch.module';
-import { RewardsApiModule } from './rewards-api/rewards-api.module';
 import { TokenVaultModule } from './token-vault/token-vault.module';
 import { TenantsModule } from './tenants/tenants.module';
 
@@ -33,7 +32,6 @@ export class AppModule {
         DatabaseModule,
         MetricsModule,
         TenantsModule,
-        RewardsApiModule,
         TokenVaultModule,
         ConnectionsModule.forRoot(config),
         FieldsCacheModule,

@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
+import { MetricsModule } from '../metrics/metrics.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { FieldsCacheController } from './fields-cache.controller';
 import { FieldsCacheService } from './fields-cache.service';
 
 /** The per-connection fields cache, label → id resolution and custom-field validation. */
 @Module({
-  imports: [TokenVaultModule],
+  imports: [MetricsModule, TokenVaultModule],
   controllers: [FieldsCacheController],
   providers: [FieldsCacheService],
   exports: [FieldsCacheService],

@@ -1,5 +1,5 @@
 import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
-import { MetricsService } from '../ops/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { FieldsError } from './fields-cache.errors';

@@ -5,7 +5,7 @@ import { IsIn, IsOptional, IsString } from 'class-validator';
 import { PageQueryDto } from '../common/page-query.dto';
 import type { Response } from 'express';
 import { OperatorOnly, Public } from '../tenants/auth/auth.decorators';
-import { MetricsService } from './metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { OpsService } from './ops.service';
 
 export class ConnectionListQueryDto extends PageQueryDto {

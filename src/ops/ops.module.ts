@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TerminusModule } from '@nestjs/terminus';
+import { MetricsModule } from '../metrics/metrics.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { AlertsService } from './alerts.service';
 import { DashboardController } from './dashboard.controller';
@@ -11,7 +12,7 @@ import { OpsService } from './ops.service';
 
 /** Ops: health endpoints, metrics, the connection health API, alerts, the background probe and the dashboard. */
 @Module({
-  imports: [TerminusModule.forRoot({ logger: false, errorLogStyle: 'json' }), ScheduleModule.forRoot(), TokenVaultModule],
+  imports: [TerminusModule.forRoot({ logger: false, errorLogStyle: 'json' }), ScheduleModule.forRoot(), MetricsModule, TokenVaultModule],
   controllers: [HealthController, OpsController, DashboardController],
   providers: [OpsService, AlertsService, OpsScheduler],
   exports: [OpsService, AlertsService],

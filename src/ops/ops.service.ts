@@ -7,7 +7,7 @@ import type { AppConfig } from '../config/app-config';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { VaultError } from '../token-vault/token-vault.errors';
-import { MetricsService } from './metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { toConnectionResponse } from '../connections/connections.service';
 
 export type Health = 'healthy' | 'degraded' | 'broken' | 'idle';

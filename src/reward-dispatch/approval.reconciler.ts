@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleD
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
-import { MetricsService } from '../ops/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.errors';
 import { orderOutcome } from '../rewards-api/rewards-api.types';
 import { RewardsApi } from '../token-vault/rewards-api.service';

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { FieldsCacheModule } from '../fields-cache/fields-cache.module';
+import { MetricsModule } from '../metrics/metrics.module';
 import { TenantsModule } from '../tenants/tenants.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { ApprovalReconciler } from './approval.reconciler';
@@ -13,7 +14,7 @@ import { RewardListingService } from './reward-listing.service';
 
 /** The send API, idempotency, dispatch records, the retry worker, the approval reconciliation and reward listing. */
 @Module({
-  imports: [ScheduleModule.forRoot(), TenantsModule, TokenVaultModule, FieldsCacheModule],
+  imports: [ScheduleModule.forRoot(), MetricsModule, TenantsModule, TokenVaultModule, FieldsCacheModule],
   controllers: [RewardDispatchController],
   providers: [DispatchStore, DispatchSender, RewardDispatchService, RewardListingService, DispatchWorker, ApprovalReconciler],
   exports: [RewardDispatchService, DispatchWorker, ApprovalReconciler],

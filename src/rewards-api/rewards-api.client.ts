@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleDestroy, Optional } from '@nestjs/common';
 import { Agent, type Dispatcher, request } from 'undici';
-import { MetricsService } from '../ops/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import type { RewardsEnvironmentConfig } from '../config/app-config';
 import { RewardsApiError, upstreamMessage } from './rewards-api.errors';
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
-import { MetricsService } from '../ops/metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { Pool, type PoolClient } from 'pg';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig, RewardsEnvironment } from '../config/app-config';

@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { MetricsModule } from '../metrics/metrics.module';
+import { RewardsApiModule } from '../rewards-api/rewards-api.module';
 import { AccessTokenProvider } from './access-token.provider';
 import { RewardsApi } from './rewards-api.service';
 
@@ -6,5 +8,5 @@ import { RewardsApi } from './rewards-api.service';
  * Encrypted grant storage, the AccessTokenProvider with the cross-process refresh lock, and `RewardsApi`: the
  * connection-scoped upstream client that takes its tokens from here.
  */
-@Module({ providers: [AccessTokenProvider, RewardsApi], exports: [AccessTokenProvider, RewardsApi] })
+@Module({ imports: [MetricsModule, RewardsApiModule], providers: [AccessTokenProvider, RewardsApi], exports: [AccessTokenProvider, RewardsApi] })
 export class TokenVaultModule {}

@@ -1,4 +1,4 @@
-import { Global, Injectable, Module } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
@@ -69,7 +69,3 @@ export class MetricsService {
     });
   }
 }
-
-@Global()
-@Module({ providers: [MetricsService], exports: [MetricsService] })
-export class MetricsModule {}
