@@ -81,7 +81,7 @@ async function startPostgres(): Promise<{ url: string; admin: string; stop: () =
     persistent: false,
     createPostgresUser: true,
     // BENCH_PG_FLAGS (e.g. "-c synchronous_commit=off") tries server settings; the default is a durable server.
-    postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', ...(process.env.BENCH_PG_FLAGS ? process.env.BENCH_PG_FLAGS.split(' ') : [])],
+    postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'max_connections=100', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', ...(process.env.BENCH_PG_FLAGS ? process.env.BENCH_PG_FLAGS.split(' ') : [])],
     onLog: () => undefined,
   });
   await pg.initialise();

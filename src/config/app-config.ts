@@ -5,6 +5,9 @@ import * as path from 'node:path';
  * Every value comes from an environment variable documented in `.env.example` and the README.
  */
 export type RewardsEnvironment = 'sandbox' | 'production';
+
+/** Per process: 6 instances × 12 = 72 of a stock Postgres's 100, leaving room for admin tools and migrations. */
+export const DEFAULT_MAX_CONNECTIONS = 12;
 export const REWARDS_ENVIRONMENTS: readonly RewardsEnvironment[] = ['sandbox', 'production'];
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -42,7 +45,11 @@ export interface AppConfig {
   publicBaseUrl: string;
   /** Unset → the gateway runs an embedded Postgres in `$DATA_DIR/postgres`. */
   databaseUrl?: string;
-  databasePoolSize: number;
+  /**
+   * Connections this process may hold in all (every pool), split by `database/pg-pools`. Default 12: six instances
+   * fit a stock Postgres (100) with room for admin tools.
+   */
+  databaseMaxConnections: number;
   dataDir: string;
   /** Secret. Filled at start-up (generated into `$DATA_DIR`) when the variable is unset. */
   operatorApiKey?: string;
@@ -116,7 +123,9 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
     problems.push('DATABASE_URL must be a postgres:// or postgresql:// connection URL');
   }
-  const databasePoolSize = parseIntVar(get('DATABASE_POOL_SIZE'), 20, 'DATABASE_POOL_SIZE', 4, 500, problems);
+  // DATABASE_POOL_SIZE (older name) is read when DATABASE_MAX_CONNECTIONS is not set.
+  const budgetVar = get('DATABASE_MAX_CONNECTIONS') !== undefined || get('DATABASE_POOL_SIZE') === undefined ? 'DATABASE_MAX_CONNECTIONS' : 'DATABASE_POOL_SIZE';
+  const databaseMaxConnections = parseIntVar(get(budgetVar), DEFAULT_MAX_CONNECTIONS, budgetVar, 5, 500, problems);
   const dataDir = path.resolve(cwd, get('DATA_DIR') ?? './.data');
 
   const operatorApiKey = get('OPERATOR_API_KEY');
@@ -206,7 +215,7 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
     port,
     publicBaseUrl,
     databaseUrl,
-    databasePoolSize,
+    databaseMaxConnections,
     dataDir,
     operatorApiKey,
     vaultKeys,

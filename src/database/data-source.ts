@@ -2,11 +2,15 @@ import { DataSource } from 'typeorm';
 import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
 import { MIGRATIONS } from '../../migrations';
 import { ENTITIES } from './entities';
+import { IDLE_IN_TRANSACTION_TIMEOUT_MS, type PoolSettings, budgetDriver, poolConfig } from './pg-pools';
 
-/** Bounds every session: a transaction left idle (a stalled instance) cannot hold row locks for long. */
-export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+export { IDLE_IN_TRANSACTION_TIMEOUT_MS };
 
-export function dataSourceOptions(url: string, poolSize = 20): PostgresDataSourceOptions {
+/**
+ * A data source for admin work (migrations, the CLI): a couple of connections, no statement timeout (a migration may
+ * run long), the idle-in-transaction bound of every session.
+ */
+export function dataSourceOptions(url: string, poolSize = 2): PostgresDataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -15,13 +19,18 @@ export function dataSourceOptions(url: string, poolSize = 20): PostgresDataSourc
     migrationsTableName: 'typeorm_migrations',
     synchronize: false,
     logging: false,
-    extra: {
+    driver: budgetDriver,
+    extra: poolConfig({ url, maxConnections: 5 }, 'main', {
       max: poolSize,
-      connectionTimeoutMillis: 5_000,
-      application_name: 'rewards-gateway',
+      application_name: 'rewards-gateway:admin',
       options: `-c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
-    },
+    }),
   };
+}
+
+/** The gateway's main pool (TypeORM and the hot path's named statements): its share of the connection budget. */
+export function appDataSourceOptions(settings: PoolSettings): PostgresDataSourceOptions {
+  return { ...dataSourceOptions(settings.url), extra: poolConfig(settings, 'main') };
 }
 
 const MIGRATION_LOCK_ID = 7_240_151; // arbitrary, constant: serialises migrations across gateway replicas

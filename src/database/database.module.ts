@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
-import { dataSourceOptions } from './data-source';
+import { appDataSourceOptions } from './data-source';
 
 @Module({
   imports: [
@@ -10,7 +10,7 @@ import { dataSourceOptions } from './data-source';
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => {
         if (!config.databaseUrl) throw new Error('databaseUrl must be resolved before the app starts');
-        return { ...dataSourceOptions(config.databaseUrl, config.databasePoolSize), retryAttempts: 3, retryDelay: 1000 };
+        return { ...appDataSourceOptions({ url: config.databaseUrl, maxConnections: config.databaseMaxConnections }), retryAttempts: 3, retryDelay: 1000 };
       },
     }),
   ],

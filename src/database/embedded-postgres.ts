@@ -63,7 +63,7 @@ export async function startEmbeddedPostgres(
     password,
     persistent: true,
     createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', "unix_socket_directories=", '-c', 'max_connections=300'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', "unix_socket_directories=", '-c', 'max_connections=100'],
     onLog: (message: string) => log(message.trim()),
     onError: (error: unknown) => log(`embedded postgres: ${String(error)}`),
   });

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
+import { createPool } from '../database/pg-pools';
 import type { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { APP_CONFIG } from '../config/config.module';
@@ -59,12 +60,7 @@ export class DispatchStore implements OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
   ) {
-    this.relaxed = new Pool({
-      connectionString: config.databaseUrl,
-      max: Math.max(4, Math.ceil(config.databasePoolSize / 2)),
-      application_name: 'rewards-gateway-dispatch',
-      options: '-c synchronous_commit=off',
-    });
+    this.relaxed = createPool({ url: config.databaseUrl as string, maxConnections: config.databaseMaxConnections }, 'relaxed');
     this.relaxed.on('error', (error) => this.logger.warn(`dispatch pool: ${error.message}`));
   }
 

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
 import { MetricsService } from '../metrics/metrics.service';
-import { Pool, type PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import { createPool } from '../database/pg-pools';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig, RewardsEnvironment } from '../config/app-config';
 import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewards-api/rewards-api.client';
@@ -26,8 +27,6 @@ export const BACKOFF_BASE_MS = 2_000;
 export const BACKOFF_MAX_MS = 300_000;
 /** Consecutive transient failures after which the connection shows `error`. */
 export const ERROR_THRESHOLD = 3;
-/** Lock transactions get their own small pool, so refreshes of many connections cannot starve other queries. */
-export const REFRESH_POOL_SIZE = 8;
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 /** After `invalid_client`, each instance asks the token endpoint again at most this often per environment. */
 export const APP_CREDENTIALS_RETRY_MS = 10_000;
@@ -87,12 +86,8 @@ export class AccessTokenProvider implements OnModuleDestroy {
     @Optional() private readonly metrics?: MetricsService,
   ) {
     this.vault = new VaultCipher(config.vaultKeys);
-    this.pool = new Pool({
-      connectionString: config.databaseUrl,
-      max: REFRESH_POOL_SIZE,
-      connectionTimeoutMillis: LOCK_TIMEOUT_MS,
-      application_name: 'rewards-gateway-refresh',
-    });
+    // Lock transactions get their own share of the connection budget, so refreshes cannot starve other queries.
+    this.pool = createPool({ url: config.databaseUrl as string, maxConnections: config.databaseMaxConnections }, 'lock', { connectionTimeoutMillis: LOCK_TIMEOUT_MS });
     this.pool.on('error', (error) => this.logger.warn(`refresh pool: ${error.message}`));
     this.appCredentials = new AppCredentialsStore(this.pool);
   }

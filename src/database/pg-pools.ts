@@ -1,0 +1,109 @@
+import * as pg from 'pg';
+import type { PoolClient, PoolConfig } from 'pg';
+
+/**
+ * The one way to Postgres. Every pool of a gateway process is built here from one configuration with the same
+ * settings — statement timeout, idle-in-transaction timeout, TCP keep-alive, a bounded wait for a free connection,
+ * `application_name` per pool — and the process stays within one connection budget (`DATABASE_MAX_CONNECTIONS`),
+ * split between the pools below. A stock Postgres allows 100 connections for every instance together: size it as
+ * instances × budget ≤ max_connections − reserve (admin tools, migrations, monitoring).
+ */
+export type PoolRole = 'main' | 'lock' | 'relaxed' | 'listen';
+
+export interface PoolSettings {
+  url: string;
+  /** Connections this process may hold in all, every pool included. */
+  maxConnections: number;
+}
+
+/** A statement running longer than this is cancelled (a stuck query must not pin a connection). */
+export const STATEMENT_TIMEOUT_MS = 30_000;
+/** Bounds every session: a transaction left idle (a stalled instance) cannot hold row locks for long. */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+/** How long a caller waits for a free connection of its pool before the request answers 503 (queueing, bounded). */
+export const CONNECTION_WAIT_MS = 5_000;
+/** How long a refused connection (`53300 too_many_connections`, a server starting up) is retried before failing. */
+export const CONNECT_RETRY_WINDOW_MS = 10_000;
+
+/**
+ * The budget split: `listen` holds one connection for LISTEN/NOTIFY; `lock` serves the refresh lock (a row lock held
+ * across a token call: session mode only); `relaxed` serves asynchronous-commit writes; `main` (TypeORM and the hot
+ * path) takes the rest. Smallest budget: 5.
+ */
+export function splitBudget(maxConnections: number): Record<PoolRole, number> {
+  const total = Math.max(5, maxConnections);
+  const lock = Math.max(1, Math.round(total * 0.2));
+  const relaxed = Math.max(1, Math.round(total * 0.15));
+  const listen = 1;
+  return { main: total - lock - relaxed - listen, lock, relaxed, listen };
+}
+
+/** Session options every connection gets; the relaxed pool also commits asynchronously. */
+function sessionOptions(role: PoolRole): string {
+  const options = [`-c statement_timeout=${STATEMENT_TIMEOUT_MS}`, `-c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`];
+  if (role === 'relaxed') options.push('-c synchronous_commit=off');
+  return options.join(' ');
+}
+
+/** The pg configuration of one pool of the budget (TypeORM's main pool is built from this too). */
+export function poolConfig(settings: PoolSettings, role: PoolRole, overrides: Partial<PoolConfig> = {}): PoolConfig {
+  return {
+    connectionString: settings.url,
+    max: splitBudget(settings.maxConnections)[role],
+    application_name: `rewards-gateway:${role}`,
+    options: sessionOptions(role),
+    keepAlive: true,
+    connectionTimeoutMillis: CONNECTION_WAIT_MS,
+    idleTimeoutMillis: 30_000,
+    ...overrides,
+  };
+}
+
+function isRefused(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  // 53300 too_many_connections; 57P03 cannot_connect_now (starting up).
+  return code === '53300' || code === '57P03';
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type ConnectCallback = (err: Error | undefined, client: PoolClient | undefined, done: (release?: any) => void) => void;
+
+/**
+ * A pg Pool that treats a server refusing connections (`too_many_connections`, a server starting up) as a wait,
+ * retried with backoff for `CONNECT_RETRY_WINDOW_MS`, not as a failed request. TypeORM builds its pool from this
+ * class too (through the `driver` option), so every query of the process gets it.
+ */
+export class BudgetPool extends pg.Pool {
+  // pg's typings overload connect(): both forms (promise and callback) are served.
+  override connect(): Promise<PoolClient>;
+  override connect(callback: ConnectCallback): void;
+  override connect(callback?: ConnectCallback): Promise<PoolClient> | void {
+    const connecting = this.connectRetrying();
+    if (!callback) return connecting;
+    connecting.then(
+      (client) => callback(undefined, client, (release?: Error | boolean) => client.release(release)),
+      (error: Error) => callback(error, undefined, () => undefined),
+    );
+  }
+
+  private async connectRetrying(): Promise<PoolClient> {
+    const deadline = Date.now() + CONNECT_RETRY_WINDOW_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await super.connect();
+      } catch (error) {
+        if (!isRefused(error) || Date.now() >= deadline) throw error;
+        const delay = Math.min(1_000, 50 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+}
+
+/** The `pg` module as TypeORM's `driver`, with BudgetPool as its Pool. */
+export const budgetDriver = { ...pg, Pool: BudgetPool };
+
+/** A pool of the process's budget. */
+export function createPool(settings: PoolSettings, role: Exclude<PoolRole, 'main' | 'listen'>, overrides: Partial<PoolConfig> = {}): pg.Pool {
+  return new BudgetPool(poolConfig(settings, role, overrides));
+}
