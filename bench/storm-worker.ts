@@ -3,10 +3,12 @@ import 'reflect-metadata';
 import { parseConfig, type RewardsEnvironmentConfig } from '../src/config/app-config';
 import { RewardsApiClient } from '../src/rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
+import { ConnectionStateStore } from '../src/token-vault/connection-state.store';
+import { GrantStore } from '../src/token-vault/grant.store';
 
 const config = parseConfig(JSON.parse(process.env.WORKER_ENV as string) as Record<string, string>);
 const api = new RewardsApiClient();
-const provider = new AccessTokenProvider(config, api);
+const provider = new AccessTokenProvider(config, api, new ConnectionStateStore(), new GrantStore());
 const env = config.rewards.sandbox as RewardsEnvironmentConfig;
 
 async function call(connectionId: string): Promise<{ status: number | string; ms: number }> {

@@ -5,6 +5,7 @@ import { TenantsModule } from '../tenants/tenants.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { ConnectFlowController } from './connect-flow.controller';
 import { ConnectionsController } from './connections.controller';
+import { ConnectSessionStore } from './connect-session.store';
 import { ConnectionsService } from './connections.service';
 import { ProductionOAuthStrategy, SandboxOAuthStrategy } from './rewards-oauth.strategies';
 
@@ -20,7 +21,7 @@ export class ConnectionsModule {
       global: true,
       imports: [PassportModule.register({ session: false }), TenantsModule, TokenVaultModule],
       controllers: [ConnectionsController, ConnectFlowController],
-      providers: [ConnectionsService, ...strategies],
+      providers: [ConnectionsService, ConnectSessionStore, ...strategies],
       exports: [ConnectionsService],
     };
   }

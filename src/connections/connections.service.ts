@@ -9,6 +9,11 @@ import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
 import { VaultCipher } from '../token-vault/vault-cipher';
+import { ConnectionStateStore } from '../token-vault/connection-state.store';
+import { GrantStore } from '../token-vault/grant.store';
+import { NotificationsService } from '../database/notifications.service';
+import { inTransaction, mainPool } from '../database/sql';
+import { ConnectSessionStore } from './connect-session.store';
 import { TenantsService } from '../tenants/tenants.service';
 import type { ConnectionResponse, ConnectSessionResponse, CreateConnectSessionDto } from './dto/connection.dto';
 import type { OAuthResult } from './rewards-oauth.strategies';
@@ -40,8 +45,16 @@ export class ConnectionsService {
     @InjectDataSource() private readonly db: DataSource,
     private readonly tenants: TenantsService,
     private readonly tokens: AccessTokenProvider,
+    private readonly state: ConnectionStateStore,
+    private readonly grants: GrantStore,
+    private readonly sessions: ConnectSessionStore,
+    private readonly notifications: NotificationsService,
   ) {
     this.vault = new VaultCipher(config.vaultKeys);
+    notifications.onEviction((eviction) => {
+      if (eviction === null) this.liveCache.clear();
+      else if (eviction.kind === 'connection') this.forget(eviction.id, eviction.tenant, eviction.environment);
+    });
   }
 
   resolveEnvironment(requested?: string): RewardsEnvironment {
@@ -64,11 +77,7 @@ export class ConnectionsService {
     }
     const token = randomBytes(32).toString('base64url');
     const scopes = [...new Set(dto.scopes ?? ['default'])];
-    const [row] = (await this.db.query(
-      `INSERT INTO connect_sessions (tenant_id, environment, token_hash, scopes, return_url, expires_at)
-       VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6::float8 / 1000)) RETURNING id, expires_at`,
-      [tenantId, environment, sha256(token), scopes, dto.return_url ?? null, CONNECT_SESSION_TTL_MS],
-    )) as { id: string; expires_at: Date }[];
+    const row = await this.sessions.create(mainPool(this.db), { tenantId, environment, tokenHash: sha256(token), scopes, returnUrl: dto.return_url ?? null, ttlMs: CONNECT_SESSION_TTL_MS });
     return { id: row.id, connect_url: `${this.config.publicBaseUrl}/connect/${token}`, expires_at: row.expires_at.toISOString(), environment, scopes };
   }
 
@@ -95,7 +104,7 @@ export class ConnectionsService {
   }
 
   async recordOutcome(sessionId: string, outcome: string): Promise<void> {
-    await this.db.query(`UPDATE connect_sessions SET outcome = $2 WHERE id = $1 AND consumed_at IS NULL`, [sessionId, outcome]);
+    await this.sessions.recordOutcome(mainPool(this.db), sessionId, outcome);
   }
 
   /**
@@ -106,46 +115,31 @@ export class ConnectionsService {
   async completeConnection(session: ConnectSession, result: OAuthResult): Promise<string | null> {
     const tokens = normaliseTokenResponse({ ...result.params, access_token: result.accessToken, refresh_token: result.refreshToken });
     if (!tokens.refreshToken) throw new Error('the token response carried no refresh_token');
-    return this.db.transaction(async (tx) => {
-      const consumed = (await tx.query(`UPDATE connect_sessions SET consumed_at = now() WHERE id = $1 AND consumed_at IS NULL RETURNING id`, [session.id])) as [unknown[], number];
-      if (consumed[0].length === 0) return null;
-      const [previous] = (await tx.query(
-        `UPDATE connections SET status = 'disconnected', disconnected_at = now(), updated_at = now()
-          WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected' RETURNING id`,
-        [session.tenant_id, session.environment],
-      )) as [{ id: string }[], number];
+    const id = await inTransaction(mainPool(this.db), async (tx) => {
+      if (!(await this.sessions.consume(tx, session.id))) return null;
+      const previous = await this.state.disconnectLive(tx, session.tenant_id, session.environment);
       for (const old of previous) {
-        await tx.query(`DELETE FROM grants WHERE connection_id = $1`, [old.id]);
-        await tx.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'replaced', '{}')`, [old.id]);
-        this.tokens.evict(old.id);
+        await this.grants.delete(tx, old.id);
+        await this.state.event(tx, old.id, 'replaced');
+        await this.notifications.publish({ kind: 'connection', id: old.id, tenant: old.tenant_id, environment: old.environment }, tx);
       }
-      const [connection] = (await tx.query(
-        `INSERT INTO connections (tenant_id, environment, status, scopes, access_expires_at, last_refreshed_at)
-         VALUES ($1, $2, 'active', $3, $4, now()) RETURNING id`,
-        [session.tenant_id, session.environment, tokens.scope ? tokens.scope.split(' ') : session.scopes, tokens.expiresAt],
-      )) as { id: string }[];
-      await tx.query(
-        `INSERT INTO grants (connection_id, access_token_enc, refresh_token_enc, token_type, scope, issued_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [
-          connection.id,
-          this.vault.encrypt(tokens.accessToken, `${connection.id}/access`),
-          this.vault.encrypt(tokens.refreshToken as string, `${connection.id}/refresh`),
-          tokens.tokenType,
-          tokens.scope,
-          tokens.issuedAt,
-          tokens.expiresAt,
-        ],
-      );
-      await tx.query(`UPDATE connect_sessions SET outcome = 'connected', connection_id = $2 WHERE id = $1`, [session.id, connection.id]);
-      await tx.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'connected', $2)`, [
-        connection.id,
-        { scopes: tokens.scope, replaced: previous.map((p) => p.id) },
-      ]);
-      this.liveCache.delete(`${session.tenant_id}/${session.environment}`);
-      this.logger.log({ tenantId: session.tenant_id, connectionId: connection.id, environment: session.environment }, 'connection active');
-      return connection.id;
+      const connectionId = await this.state.insertActive(tx, session.tenant_id, session.environment, tokens.scope ? tokens.scope.split(' ') : session.scopes, tokens.expiresAt);
+      await this.grants.insert(tx, connectionId, {
+        accessTokenEnc: this.vault.encrypt(tokens.accessToken, `${connectionId}/access`),
+        refreshTokenEnc: this.vault.encrypt(tokens.refreshToken as string, `${connectionId}/refresh`),
+        tokenType: tokens.tokenType,
+        scope: tokens.scope,
+        issuedAt: tokens.issuedAt,
+        expiresAt: tokens.expiresAt,
+      });
+      await this.sessions.markConnected(tx, session.id, connectionId);
+      await this.state.event(tx, connectionId, 'connected', { scopes: tokens.scope, replaced: previous.map((p) => p.id) });
+      await this.notifications.publish({ kind: 'connection', id: connectionId, tenant: session.tenant_id, environment: session.environment }, tx);
+      return connectionId;
     });
+    this.liveCache.delete(`${session.tenant_id}/${session.environment}`);
+    if (id) this.logger.log({ tenantId: session.tenant_id, connectionId: id, environment: session.environment }, 'connection active');
+    return id;
   }
 
   /**
@@ -182,19 +176,24 @@ export class ConnectionsService {
   async disconnect(tenantId: string, environment?: string): Promise<ConnectionResponse> {
     await this.tenants.require(tenantId);
     const env = this.resolveEnvironment(environment);
-    return this.db.transaction(async (tx) => {
-      const [rows] = (await tx.query(
-        `UPDATE connections SET status = 'disconnected', disconnected_at = now(), updated_at = now()
-          WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected' RETURNING *`,
-        [tenantId, env],
-      )) as [Record<string, unknown>[], number];
-      if (!rows[0]) throw new ConnectionNotFoundError(env);
-      await tx.query(`DELETE FROM grants WHERE connection_id = $1`, [rows[0].id]);
-      await tx.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'disconnected', '{}')`, [rows[0].id]);
-      this.tokens.evict(rows[0].id as string);
-      this.liveCache.delete(`${tenantId}/${env}`);
-      return toConnectionResponse(rows[0]);
+    const row = await inTransaction(mainPool(this.db), async (tx) => {
+      const [ended] = await this.state.disconnectLive(tx, tenantId, env);
+      if (!ended) return null;
+      await this.grants.delete(tx, ended.id);
+      await this.state.event(tx, ended.id, 'disconnected');
+      // Every instance forgets the connection's token and caches when this commits; queued dispatches end cancelled.
+      await this.notifications.publish({ kind: 'connection', id: ended.id, tenant: tenantId, environment: env }, tx);
+      return ended;
     });
+    if (!row) throw new ConnectionNotFoundError(env);
+    this.forget(row.id, tenantId, env);
+    return toConnectionResponse(row);
+  }
+
+  /** Drops this process's cached state of a connection (also on every other instance's eviction message). */
+  private forget(connectionId: string, tenantId: string, environment: string): void {
+    this.tokens.evict(connectionId);
+    this.liveCache.delete(`${tenantId}/${environment}`);
   }
 }
 

@@ -1,9 +1,12 @@
-import { Module } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { appDataSourceOptions } from './data-source';
+import { NotificationsService } from './notifications.service';
 
+/** Postgres for every module: TypeORM's data source (the main pool of the budget) and cross-instance evictions. */
+@Global()
 @Module({
   imports: [
     TypeOrmModule.forRootAsync({
@@ -14,5 +17,7 @@ import { appDataSourceOptions } from './data-source';
       },
     }),
   ],
+  providers: [NotificationsService],
+  exports: [NotificationsService],
 })
 export class DatabaseModule {}

@@ -1,4 +1,5 @@
 import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
+import { NotificationsService } from '../database/notifications.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
@@ -66,7 +67,13 @@ export class FieldsCacheService {
     @InjectDataSource() private readonly db: DataSource,
     private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
-  ) {}
+    notifications: NotificationsService,
+  ) {
+    notifications.onEviction((eviction) => {
+      if (eviction === null) this.memory.clear();
+      else if (eviction.kind === 'connection') this.memory.delete(eviction.id);
+    });
+  }
 
   async get(connectionId: string): Promise<FieldsSnapshot> {
     const cached = this.memory.get(connectionId);

@@ -4,6 +4,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
+import { inTransaction, mainPool } from '../database/sql';
+import { AppCredentialsStore } from '../token-vault/app-credentials.store';
+import { ConnectionStateStore } from '../token-vault/connection-state.store';
 
 export const SIGNATURE_HEADER = 'X-Rewards-Gateway-Signature';
 const MAX_ATTEMPTS = 12;
@@ -28,63 +31,37 @@ export class AlertsService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
+    private readonly connectionState: ConnectionStateStore,
+    private readonly appCredentials: AppCredentialsStore,
   ) {}
 
-  /** Records new transitions as alerts; returns how many. */
-  async detectTransitions(): Promise<number> {
-    const inserted = (await this.db.query(
-      `WITH prev AS (
-         SELECT id, alerted_state AS previous FROM connections
-          WHERE status <> 'disconnected'
-            AND alerted_state IS DISTINCT FROM (CASE WHEN status = 'needs_reauth' THEN 'broken' ELSE 'ok' END)
-          FOR UPDATE SKIP LOCKED
-       ), flipped AS (
-         UPDATE connections c
-            SET alerted_state = CASE WHEN c.status = 'needs_reauth' THEN 'broken' ELSE 'ok' END
-           FROM prev WHERE c.id = prev.id
-          RETURNING c.id, c.tenant_id, c.environment, c.status, c.alerted_state, c.last_error_code, c.last_error_message, prev.previous
-       ), replaced AS (
-         UPDATE connections old SET alerted_state = 'closed'
-          WHERE old.status = 'disconnected' AND old.alerted_state = 'broken'
-            AND EXISTS (SELECT 1 FROM connections n WHERE n.tenant_id = old.tenant_id AND n.environment = old.environment AND n.status IN ('active', 'error'))
-          RETURNING old.id, old.tenant_id, old.environment
-       ), alerts AS (
-         SELECT id, CASE WHEN alerted_state = 'broken' THEN 'connection.broken' ELSE 'connection.recovered' END AS kind,
-                tenant_id, environment, status, last_error_code, last_error_message
-           FROM flipped WHERE alerted_state = 'broken' OR previous = 'broken'
-         UNION ALL
-         SELECT id, 'connection.recovered', tenant_id, environment, 'replaced', NULL, NULL FROM replaced
-       )
-       INSERT INTO ops_alerts (connection_id, kind, payload)
-       SELECT id, kind, jsonb_build_object('event', kind, 'connection_id', id, 'tenant_id', tenant_id, 'environment', environment,
-                                           'status', status, 'last_error', last_error_code, 'message', last_error_message, 'at', now())
-         FROM alerts
-       RETURNING id, kind, payload`,
-    )) as { id: string; kind: string; payload: Record<string, unknown> }[];
-    for (const alert of inserted) this.logger.warn({ alert: alert.kind, ...alert.payload }, `connection alert: ${alert.kind}`);
-    return inserted.length + (await this.detectEnvironmentTransitions());
-  }
-
   /**
-   * Environment-wide alerts: the gateway's own app credentials refused (`app_credentials.invalid`) and accepted again
-   * (`app_credentials.recovered`). `alerted_at` flips under the row lock: one alert per transition across instances.
+   * Records new transitions as alerts, in one transaction: the stores flip the alert state of connections and
+   * environments under their row locks (each transition claimed once across instances), and the alert rows are
+   * written beside them — a crash in between loses nothing. Returns how many.
    */
-  private async detectEnvironmentTransitions(): Promise<number> {
-    const inserted = (await this.db.query(
-      `WITH flipped AS (
-         UPDATE rewards_environments SET alerted_at = CASE WHEN app_credentials_invalid_at IS NULL THEN NULL ELSE now() END
-          WHERE (app_credentials_invalid_at IS NOT NULL AND alerted_at IS NULL) OR (app_credentials_invalid_at IS NULL AND alerted_at IS NOT NULL)
-          RETURNING name, app_credentials_invalid_at, app_credentials_message
-       )
-       INSERT INTO ops_alerts (connection_id, kind, payload)
-       SELECT NULL, CASE WHEN app_credentials_invalid_at IS NULL THEN 'app_credentials.recovered' ELSE 'app_credentials.invalid' END,
-              jsonb_build_object('event', CASE WHEN app_credentials_invalid_at IS NULL THEN 'app_credentials.recovered' ELSE 'app_credentials.invalid' END,
-                                 'environment', name, 'message', app_credentials_message, 'since', app_credentials_invalid_at, 'at', now())
-         FROM flipped
-       RETURNING id, kind, payload`,
-    )) as { id: string; kind: string; payload: Record<string, unknown> }[];
-    for (const alert of inserted) this.logger.error({ alert: alert.kind, ...alert.payload }, `environment alert: ${alert.kind}`);
-    return inserted.length;
+  async detectTransitions(): Promise<number> {
+    const alerts = await inTransaction(mainPool(this.db), async (tx) => {
+      const connections = await this.connectionState.claimAlertTransitions(tx);
+      const environments = await this.appCredentials.claimAlertTransitions(tx);
+      const rows = [
+        ...connections.map((c) => ({
+          connectionId: c.id as string | null,
+          kind: c.kind as string,
+          payload: { event: c.kind, connection_id: c.id, tenant_id: c.tenant_id, environment: c.environment, status: c.status, last_error: c.last_error_code, message: c.last_error_message } as Record<string, unknown>,
+        })),
+        ...environments.map((e) => ({ connectionId: null, kind: e.kind as string, payload: { event: e.kind, environment: e.environment, message: e.message, since: e.since } as Record<string, unknown> })),
+      ];
+      for (const alert of rows) {
+        await tx.query(`INSERT INTO ops_alerts (connection_id, kind, payload) VALUES ($1, $2, $3)`, [alert.connectionId, alert.kind, { ...alert.payload, at: new Date().toISOString() }]);
+      }
+      return rows;
+    });
+    for (const alert of alerts) {
+      if (alert.connectionId) this.logger.warn({ alert: alert.kind, ...alert.payload }, `connection alert: ${alert.kind}`);
+      else this.logger.error({ alert: alert.kind, ...alert.payload }, `environment alert: ${alert.kind}`);
+    }
+    return alerts.length;
   }
 
   /** Delivers due alerts (one instance each, SKIP LOCKED); returns how many were delivered. */

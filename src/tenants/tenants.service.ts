@@ -1,6 +1,7 @@
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
+import { NotificationsService } from '../database/notifications.service';
 import { TenantNotFoundError, TenantsError } from './tenants.errors';
 import { TenantEntity } from './entities/tenant.entity';
 import type { CreateTenantDto, TenantResponse, UpdateTenantDto } from './dto/tenant.dto';
@@ -13,7 +14,15 @@ const CACHE_TTL_MS = 5_000;
 export class TenantsService {
   private readonly cache = new Map<string, { tenant: TenantEntity; expiresAt: number }>();
 
-  constructor(@InjectRepository(TenantEntity) private readonly tenants: Repository<TenantEntity>) {}
+  constructor(
+    @InjectRepository(TenantEntity) private readonly tenants: Repository<TenantEntity>,
+    private readonly notifications: NotificationsService,
+  ) {
+    notifications.onEviction((eviction) => {
+      if (eviction === null) this.cache.clear();
+      else if (eviction.kind === 'tenant') this.cache.delete(eviction.id);
+    });
+  }
 
   /** The tenant, from a 5-second memory cache (hot path; settings changes reach other instances within 5 s). */
   async cached(id: string): Promise<TenantEntity> {
@@ -56,7 +65,9 @@ export class TenantsService {
     if (dto.return_urls !== undefined) tenant.returnUrls = dto.return_urls;
     if (dto.default_funding_source_id !== undefined) tenant.defaultFundingSourceId = dto.default_funding_source_id;
     this.cache.delete(id);
-    return toResponse(await this.tenants.save(tenant));
+    const saved = await this.tenants.save(tenant);
+    await this.notifications.publish({ kind: 'tenant', id });
+    return toResponse(saved);
   }
 
   async require(id: string): Promise<TenantEntity> {

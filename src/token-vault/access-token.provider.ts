@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
 import { MetricsService } from '../metrics/metrics.service';
 import type { Pool, PoolClient } from 'pg';
+import { NotificationsService } from '../database/notifications.service';
 import { createPool } from '../database/pg-pools';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig, RewardsEnvironment } from '../config/app-config';
@@ -8,6 +9,8 @@ import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewar
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { VaultCipher } from './vault-cipher';
 import { AppCredentialsStore } from './app-credentials.store';
+import { ConnectionStateStore } from './connection-state.store';
+import { GrantStore } from './grant.store';
 import {
   AppCredentialsInvalidError,
   ConnectionNotActiveError,
@@ -83,13 +86,21 @@ export class AccessTokenProvider implements OnModuleDestroy {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly api: RewardsApiClient,
+    private readonly connections: ConnectionStateStore,
+    private readonly grants: GrantStore,
     @Optional() private readonly metrics?: MetricsService,
+    @Optional() notifications?: NotificationsService,
   ) {
+    // Another instance disconnected or replaced the connection: forget its token here too.
+    notifications?.onEviction((eviction) => {
+      if (eviction === null) this.cache.clear();
+      else if (eviction.kind === 'connection') this.cache.delete(eviction.id);
+    });
     this.vault = new VaultCipher(config.vaultKeys);
     // Lock transactions get their own share of the connection budget, so refreshes cannot starve other queries.
     this.pool = createPool({ url: config.databaseUrl as string, maxConnections: config.databaseMaxConnections }, 'lock', { connectionTimeoutMillis: LOCK_TIMEOUT_MS });
     this.pool.on('error', (error) => this.logger.warn(`refresh pool: ${error.message}`));
-    this.appCredentials = new AppCredentialsStore(this.pool);
+    this.appCredentials = new AppCredentialsStore();
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -149,17 +160,7 @@ export class AccessTokenProvider implements OnModuleDestroy {
   private async markNeedsReauthAfter401(connectionId: string): Promise<void> {
     this.cache.delete(connectionId);
     const message = 'The rewards service rejected a freshly refreshed access token (401); the tenant must connect again.';
-    const { rowCount } = await this.pool.query(
-      `UPDATE connections SET status = 'needs_reauth', last_error_code = 'unauthorized', last_error_message = $2,
-              last_error_at = now(), updated_at = now() WHERE id = $1 AND status IN ('active', 'error')`,
-      [connectionId, message],
-    );
-    if (rowCount) {
-      await this.pool.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'needs_reauth', $2)`, [
-        connectionId,
-        { reason: 'unauthorized', message },
-      ]);
-    }
+    await this.connections.markNeedsReauth(this.pool, connectionId, 'unauthorized', message, { reason: 'unauthorized' }, true);
   }
 
   /** Forces a refresh through the lock (ops). */
@@ -181,8 +182,8 @@ export class AccessTokenProvider implements OnModuleDestroy {
     const now = Date.now();
     if (now - (this.lastUseWritten.get(connectionId) ?? 0) < LAST_USED_WRITE_INTERVAL_MS) return;
     this.lastUseWritten.set(connectionId, now);
-    this.pool
-      .query(`UPDATE connections SET last_used_at = now() WHERE id = $1`, [connectionId])
+    this.connections
+      .markUsed(this.pool, connectionId)
       .catch((error: Error) => this.logger.warn(`could not record connection use: ${error.message}`));
   }
 
@@ -314,25 +315,10 @@ export class AccessTokenProvider implements OnModuleDestroy {
     const id = row.connection_id;
     // A response without a new refresh token keeps the old one.
     const refreshEnc = tokens.refreshToken ? this.vault.encrypt(tokens.refreshToken, `${id}/refresh`) : row.refresh_token_enc;
-    const updated = await client.query(
-      `UPDATE grants SET access_token_enc = $2, refresh_token_enc = $3, token_type = $4, scope = $5, issued_at = $6,
-              expires_at = $7, generation = generation + 1, updated_at = now()
-        WHERE connection_id = $1 AND generation = $8`,
-      [id, this.vault.encrypt(tokens.accessToken, `${id}/access`), refreshEnc, tokens.tokenType, tokens.scope, tokens.issuedAt, tokens.expiresAt, row.generation],
-    );
+    const values = { accessTokenEnc: this.vault.encrypt(tokens.accessToken, `${id}/access`), refreshTokenEnc: refreshEnc, tokenType: tokens.tokenType, scope: tokens.scope, issuedAt: tokens.issuedAt, expiresAt: tokens.expiresAt };
     // Under the row lock this always matches; the compare-and-set guards against any writer that skipped the lock.
-    if (updated.rowCount !== 1) throw new Error('grant generation moved during a locked refresh');
-    await client.query(
-      `UPDATE connections SET status = 'active', last_refreshed_at = now(), access_expires_at = $2,
-              refresh_count = refresh_count + 1, consecutive_failures = 0, backoff_until = NULL,
-              last_error_code = NULL, last_error_message = NULL, updated_at = now()
-        WHERE id = $1`,
-      [id, tokens.expiresAt],
-    );
-    await client.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'token_refreshed', $2)`, [
-      id,
-      { generation: row.generation + 1, expires_at: tokens.expiresAt.toISOString(), recovered: row.status === 'error' },
-    ]);
+    if (!(await this.grants.rotate(client, id, values, row.generation))) throw new Error('grant generation moved during a locked refresh');
+    await this.connections.markRefreshed(client, id, tokens.expiresAt, { generation: row.generation + 1, expires_at: tokens.expiresAt.toISOString(), recovered: row.status === 'error' });
     return {
       token: tokens.accessToken,
       generation: row.generation + 1,
@@ -342,25 +328,11 @@ export class AccessTokenProvider implements OnModuleDestroy {
   }
 
   private async markNeedsReauth(client: PoolClient, connectionId: string, error: RewardsApiError): Promise<void> {
-    const { rows } = await client.query<{ outcome_unknown: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM connection_events WHERE connection_id = $1 AND type = 'refresh_failed'
-                       AND (detail->>'outcome_unknown')::boolean
-                       AND at > coalesce((SELECT max(at) FROM connection_events WHERE connection_id = $1 AND type IN ('token_refreshed', 'connected')), '-infinity')) AS outcome_unknown`,
-      [connectionId],
-    );
-    const afterUnknown = rows[0]?.outcome_unknown === true;
+    const afterUnknown = await this.connections.refreshOutcomeUnknownSinceLastSuccess(client, connectionId);
     const message = afterUnknown
       ? 'The rewards service rejected the refresh token. An earlier refresh timed out after it was sent and most likely consumed it; the tenant must connect again.'
       : 'The rewards service rejected the refresh token (used or revoked); the tenant must connect again.';
-    await client.query(
-      `UPDATE connections SET status = 'needs_reauth', last_error_code = $2, last_error_message = $3, last_error_at = now(),
-              backoff_until = NULL, updated_at = now() WHERE id = $1`,
-      [connectionId, error.kind, message],
-    );
-    await client.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'needs_reauth', $2)`, [
-      connectionId,
-      { reason: error.kind, status: error.status, after_unknown_outcome: afterUnknown, message },
-    ]);
+    await this.connections.markNeedsReauth(client, connectionId, error.kind, message, { reason: error.kind, status: error.status, after_unknown_outcome: afterUnknown });
     this.logger.warn({ connectionId, reason: error.kind, afterUnknownOutcome: afterUnknown }, 'connection needs re-authorization');
   }
 
@@ -369,27 +341,20 @@ export class AccessTokenProvider implements OnModuleDestroy {
     this.appCredentialsRefusedUntil.set(environment, Date.now() + APP_CREDENTIALS_RETRY_MS);
     this.logger.error({ environment, status: error.status }, 'the rewards service rejected this gateway’s app credentials (invalid_client)');
     await this.appCredentials
-      .markInvalid(environment, `The token endpoint answered ${error.status ?? '?'} invalid_client for the ${environment} app credentials.`)
+      .markInvalid(this.pool, environment, `The token endpoint answered ${error.status ?? '?'} invalid_client for the ${environment} app credentials.`)
       .catch((e: Error) => this.logger.warn(`could not record the app credentials state: ${e.message}`));
     return new AppCredentialsInvalidError(environment, APP_CREDENTIALS_RETRY_MS / 1000);
   }
 
   /** Keeps the old token, counts the failure and starts a cooldown; returns the error to throw. */
   private async recordTransientFailure(connectionId: string, error: RewardsApiError): Promise<RefreshFailedError> {
-    const { rows } = await this.pool.query<{ consecutive_failures: number }>(
-      `UPDATE connections SET consecutive_failures = consecutive_failures + 1, last_error_code = 'refresh_transient',
-              last_error_message = $2, last_error_at = now(),
-              status = CASE WHEN status = 'active' AND consecutive_failures + 1 >= $3 THEN 'error' ELSE status END,
-              backoff_until = now() + make_interval(secs => least($4::float8, $5::float8 * power(2, consecutive_failures)) / 1000),
-              updated_at = now()
-        WHERE id = $1 RETURNING consecutive_failures`,
-      [connectionId, error.message, ERROR_THRESHOLD, BACKOFF_MAX_MS, BACKOFF_BASE_MS],
-    );
-    const failures = rows[0]?.consecutive_failures ?? 1;
-    await this.pool.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, 'refresh_failed', $2)`, [
+    const failures = await this.connections.markRefreshFailed(
+      this.pool,
       connectionId,
-      { reason: error.message, status: error.status, outcome_unknown: error.outcomeUnknown, consecutive_failures: failures },
-    ]);
+      error.message,
+      { errorThreshold: ERROR_THRESHOLD, backoffBaseMs: BACKOFF_BASE_MS, backoffMaxMs: BACKOFF_MAX_MS },
+      { reason: error.message, status: error.status, outcome_unknown: error.outcomeUnknown },
+    );
     this.logger.warn({ connectionId, status: error.status, outcomeUnknown: error.outcomeUnknown, failures }, 'token refresh failed');
     const backoffMs = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (failures - 1));
     return new RefreshFailedError(error.outcomeUnknown ? 'no answer from the rewards service' : error.message, backoffMs / 1000);

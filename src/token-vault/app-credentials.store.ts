@@ -1,16 +1,23 @@
-import type { Pool, PoolClient } from 'pg';
+import { Injectable } from '@nestjs/common';
 import type { RewardsEnvironment } from '../config/app-config';
+import type { Sql } from '../database/sql';
+
+export interface AppCredentialsTransition {
+  environment: string;
+  kind: 'app_credentials.invalid' | 'app_credentials.recovered';
+  message: string | null;
+  since: Date | null;
+}
 
 /**
- * `rewards_environments`: trouble that belongs to an environment, not to a tenant — today the gateway's own app
- * credentials refused by the token endpoint (`invalid_client`). Shared through Postgres so every instance, the
- * dashboard and the alerting see the same state; a successful refresh clears it.
+ * Every statement that writes `rewards_environments`: trouble that belongs to an environment, not to a tenant — today
+ * the gateway's own app credentials refused by the token endpoint (`invalid_client`). Shared through Postgres so
+ * every instance, the dashboard and the alerting see the same state; a successful refresh clears it. Stateless.
  */
+@Injectable()
 export class AppCredentialsStore {
-  constructor(private readonly pool: Pool) {}
-
-  async markInvalid(environment: RewardsEnvironment, message: string): Promise<void> {
-    await this.pool.query(
+  async markInvalid(q: Sql, environment: RewardsEnvironment, message: string): Promise<void> {
+    await q.query(
       `INSERT INTO rewards_environments (name, app_credentials_invalid_at, app_credentials_message, updated_at)
        VALUES ($1, now(), $2, now())
        ON CONFLICT (name) DO UPDATE SET app_credentials_invalid_at = coalesce(rewards_environments.app_credentials_invalid_at, now()),
@@ -20,11 +27,25 @@ export class AppCredentialsStore {
   }
 
   /** Inside the refresh transaction that just succeeded: the credentials work again. */
-  async clear(client: PoolClient, environment: RewardsEnvironment): Promise<void> {
-    await client.query(
+  async clear(q: Sql, environment: RewardsEnvironment): Promise<void> {
+    await q.query(
       `UPDATE rewards_environments SET app_credentials_invalid_at = NULL, app_credentials_message = NULL, updated_at = now()
         WHERE name = $1 AND app_credentials_invalid_at IS NOT NULL`,
       [environment],
     );
+  }
+
+  /**
+   * Flips `alerted_at` of every environment whose state changed since its last alert, under the row lock, and returns
+   * the transitions: each exactly once across instances. Run it in the transaction that records the alerts.
+   */
+  async claimAlertTransitions(q: Sql): Promise<AppCredentialsTransition[]> {
+    const { rows } = await q.query<AppCredentialsTransition>(
+      `UPDATE rewards_environments SET alerted_at = CASE WHEN app_credentials_invalid_at IS NULL THEN NULL ELSE now() END
+        WHERE (app_credentials_invalid_at IS NOT NULL AND alerted_at IS NULL) OR (app_credentials_invalid_at IS NULL AND alerted_at IS NOT NULL)
+        RETURNING name AS environment, app_credentials_message AS message, app_credentials_invalid_at AS since,
+                  CASE WHEN app_credentials_invalid_at IS NULL THEN 'app_credentials.recovered' ELSE 'app_credentials.invalid' END AS kind`,
+    );
+    return rows;
   }
 }

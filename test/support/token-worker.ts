@@ -8,10 +8,12 @@ import { createHash } from 'node:crypto';
 import { parseConfig } from '../../src/config/app-config';
 import { RewardsApiClient } from '../../src/rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../../src/token-vault/access-token.provider';
+import { ConnectionStateStore } from '../../src/token-vault/connection-state.store';
+import { GrantStore } from '../../src/token-vault/grant.store';
 import { terminate } from '../../src/common/terminate';
 
 const config = parseConfig(JSON.parse(process.env.WORKER_ENV as string) as Record<string, string>);
-const provider = new AccessTokenProvider(config, new RewardsApiClient());
+const provider = new AccessTokenProvider(config, new RewardsApiClient(), new ConnectionStateStore(), new GrantStore());
 const base = config.rewards.sandbox?.baseUrl as string;
 
 async function oneCall(connectionId: string): Promise<{ status: number | string; token?: string; ms: number }> {

@@ -1,0 +1,39 @@
+import { Injectable } from '@nestjs/common';
+import type { Sql } from '../database/sql';
+
+/** Every statement that writes `connect_sessions`: one-time connect links and what became of them. */
+@Injectable()
+export class ConnectSessionStore {
+  async create(q: Sql, s: { tenantId: string; environment: string; tokenHash: string; scopes: string[]; returnUrl: string | null; ttlMs: number }): Promise<{ id: string; expires_at: Date }> {
+    const { rows } = await q.query<{ id: string; expires_at: Date }>(
+      `INSERT INTO connect_sessions (tenant_id, environment, token_hash, scopes, return_url, expires_at)
+       VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6::float8 / 1000)) RETURNING id, expires_at`,
+      [s.tenantId, s.environment, s.tokenHash, s.scopes, s.returnUrl, s.ttlMs],
+    );
+    return rows[0];
+  }
+
+  async recordOutcome(q: Sql, sessionId: string, outcome: string): Promise<void> {
+    await q.query(`UPDATE connect_sessions SET outcome = $2 WHERE id = $1 AND consumed_at IS NULL`, [sessionId, outcome]);
+  }
+
+  /** Marks the session used, once: false when another callback got there first. */
+  async consume(q: Sql, sessionId: string): Promise<boolean> {
+    const { rowCount } = await q.query(`UPDATE connect_sessions SET consumed_at = now() WHERE id = $1 AND consumed_at IS NULL`, [sessionId]);
+    return rowCount === 1;
+  }
+
+  async markConnected(q: Sql, sessionId: string, connectionId: string): Promise<void> {
+    await q.query(`UPDATE connect_sessions SET outcome = 'connected', connection_id = $2 WHERE id = $1`, [sessionId, connectionId]);
+  }
+
+  /** Deletes up to `batch` sessions expired more than `graceMs` ago; returns how many. */
+  async purgeExpired(q: Sql, graceMs: number, batch: number): Promise<number> {
+    const { rowCount } = await q.query(
+      `DELETE FROM connect_sessions WHERE id IN (
+         SELECT id FROM connect_sessions WHERE expires_at < now() - make_interval(secs => $1::float8 / 1000) LIMIT $2)`,
+      [graceMs, batch],
+    );
+    return rowCount ?? 0;
+  }
+}

@@ -1,0 +1,102 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { Client } from 'pg';
+import type { DataSource } from 'typeorm';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import { poolConfig } from './pg-pools';
+import type { Sql } from './sql';
+import { mainPool } from './sql';
+
+/** What another instance must forget: a connection (disconnect, re-consent), an API key (revocation), a tenant. */
+export type Eviction =
+  | { kind: 'connection'; id: string; tenant: string; environment: string }
+  | { kind: 'api_key'; hash: string }
+  | { kind: 'tenant'; id: string };
+
+const CHANNEL = 'rg_evict';
+
+/**
+ * Cross-instance cache eviction through Postgres LISTEN/NOTIFY. `publish` runs `pg_notify` on the given transaction
+ * (delivered to every instance when it commits, never before) or on its own; each instance listens on one
+ * connection of its budget and hands every message to the handlers. Memory caches stay accelerators: when the
+ * listening connection is lost (messages may have been missed), every handler is told to drop everything, and the
+ * connection is re-opened with backoff.
+ */
+@Injectable()
+export class NotificationsService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(NotificationsService.name);
+  private readonly handlers: ((eviction: Eviction | null) => void)[] = [];
+  private client: Client | null = null;
+  private stopped = false;
+  private retryMs = 200;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {}
+
+  /** `handler(null)` means "forget everything" (the listener was down for a while). */
+  onEviction(handler: (eviction: Eviction | null) => void): void {
+    this.handlers.push(handler);
+  }
+
+  async publish(eviction: Eviction, on: Sql = mainPool(this.db)): Promise<void> {
+    await on.query(`SELECT pg_notify($1, $2)`, [CHANNEL, JSON.stringify(eviction)]);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.listen();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    await this.client?.end().catch(() => undefined);
+  }
+
+  private async listen(): Promise<void> {
+    if (this.stopped) return;
+    const settings = { url: this.config.databaseUrl as string, maxConnections: this.config.databaseMaxConnections };
+    const client = new Client(poolConfig(settings, 'listen'));
+    client.on('notification', (message) => {
+      if (message.channel !== CHANNEL || !message.payload) return;
+      try {
+        this.dispatch(JSON.parse(message.payload) as Eviction);
+      } catch {
+        this.logger.warn('ignored a malformed eviction message');
+      }
+    });
+    const lost = (error?: Error) => {
+      if (this.client !== client || this.stopped) return;
+      this.client = null;
+      this.logger.warn(`eviction listener lost${error ? `: ${error.message}` : ''}; caches dropped, reconnecting`);
+      this.dispatch(null);
+      setTimeout(() => void this.listen(), this.retryMs).unref();
+      this.retryMs = Math.min(10_000, this.retryMs * 2);
+    };
+    client.on('error', lost);
+    client.on('end', () => lost());
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+      this.client = client;
+      this.retryMs = 200;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      if (this.stopped) return;
+      this.logger.warn(`eviction listener could not start: ${(error as Error).message}; retrying`);
+      setTimeout(() => void this.listen(), this.retryMs).unref();
+      this.retryMs = Math.min(10_000, this.retryMs * 2);
+    }
+  }
+
+  private dispatch(eviction: Eviction | null): void {
+    for (const handler of this.handlers) {
+      try {
+        handler(eviction);
+      } catch (error) {
+        this.logger.warn(`eviction handler failed: ${(error as Error).message}`);
+      }
+    }
+  }
+}

@@ -1,0 +1,178 @@
+import { Injectable } from '@nestjs/common';
+import type { Sql } from '../database/sql';
+
+export interface ConnectionRow {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  status: string;
+  [column: string]: unknown;
+}
+
+/** An alert-worthy change of a connection, claimed once across instances (see `claimAlertTransitions`). */
+export interface AlertTransition {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  status: string;
+  kind: 'connection.broken' | 'connection.recovered';
+  last_error_code: string | null;
+  last_error_message: string | null;
+}
+
+/**
+ * Every statement that writes `connections` and `connection_events`: the connection's state machine (active, error,
+ * needs_reauth, disconnected), its counters, probe results, alert state, and the audit trail. It lives in the token
+ * vault, the lowest module that changes a connection's state (a refresh's outcome is written in the refresh's own
+ * transaction); the connections module (connect, disconnect) and ops (probes, alerts) call it. Stateless: each method
+ * runs on the pool or transaction it is given.
+ */
+@Injectable()
+export class ConnectionStateStore {
+  async event(q: Sql, connectionId: string, type: string, detail: unknown = {}): Promise<void> {
+    await q.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, $2, $3)`, [connectionId, type, detail]);
+  }
+
+  // --- connect and disconnect (connections module) ---
+
+  /** Ends the tenant's live connection in an environment (if any); returns the rows as they now are. */
+  async disconnectLive(q: Sql, tenantId: string, environment: string): Promise<ConnectionRow[]> {
+    const { rows } = await q.query<ConnectionRow>(
+      `UPDATE connections SET status = 'disconnected', disconnected_at = now(), updated_at = now()
+        WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected' RETURNING *`,
+      [tenantId, environment],
+    );
+    return rows;
+  }
+
+  async insertActive(q: Sql, tenantId: string, environment: string, scopes: string[], accessExpiresAt: Date): Promise<string> {
+    const { rows } = await q.query<{ id: string }>(
+      `INSERT INTO connections (tenant_id, environment, status, scopes, access_expires_at, last_refreshed_at)
+       VALUES ($1, $2, 'active', $3, $4, now()) RETURNING id`,
+      [tenantId, environment, scopes, accessExpiresAt],
+    );
+    return rows[0].id;
+  }
+
+  // --- the token vault ---
+
+  async markUsed(q: Sql, connectionId: string): Promise<void> {
+    await q.query(`UPDATE connections SET last_used_at = now() WHERE id = $1`, [connectionId]);
+  }
+
+  /** needs_reauth with the reason; `fromLiveOnly` leaves a connection alone that is already broken or gone. True if it changed. */
+  async markNeedsReauth(q: Sql, connectionId: string, code: string, message: string, detail: Record<string, unknown>, fromLiveOnly = false): Promise<boolean> {
+    const { rowCount } = await q.query(
+      `UPDATE connections SET status = 'needs_reauth', last_error_code = $2, last_error_message = $3, last_error_at = now(),
+              backoff_until = NULL, updated_at = now()
+        WHERE id = $1 ${fromLiveOnly ? `AND status IN ('active', 'error')` : ''}`,
+      [connectionId, code, message],
+    );
+    if (rowCount) await this.event(q, connectionId, 'needs_reauth', { ...detail, message });
+    return Boolean(rowCount);
+  }
+
+  /** Whether a refresh that timed out after being sent happened since the last successful one (it may have consumed the token). */
+  async refreshOutcomeUnknownSinceLastSuccess(q: Sql, connectionId: string): Promise<boolean> {
+    const { rows } = await q.query<{ outcome_unknown: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM connection_events WHERE connection_id = $1 AND type = 'refresh_failed'
+                       AND (detail->>'outcome_unknown')::boolean
+                       AND at > coalesce((SELECT max(at) FROM connection_events WHERE connection_id = $1 AND type IN ('token_refreshed', 'connected')), '-infinity')) AS outcome_unknown`,
+      [connectionId],
+    );
+    return rows[0]?.outcome_unknown === true;
+  }
+
+  async markRefreshed(q: Sql, connectionId: string, accessExpiresAt: Date, detail: Record<string, unknown>): Promise<void> {
+    await q.query(
+      `UPDATE connections SET status = 'active', last_refreshed_at = now(), access_expires_at = $2,
+              refresh_count = refresh_count + 1, consecutive_failures = 0, backoff_until = NULL,
+              last_error_code = NULL, last_error_message = NULL, updated_at = now()
+        WHERE id = $1`,
+      [connectionId, accessExpiresAt],
+    );
+    await this.event(q, connectionId, 'token_refreshed', detail);
+  }
+
+  /** Counts a transient refresh failure and starts the cooldown; `error` from `errorThreshold` failures. Returns the count. */
+  async markRefreshFailed(q: Sql, connectionId: string, message: string, policy: { errorThreshold: number; backoffBaseMs: number; backoffMaxMs: number }, detail: Record<string, unknown>): Promise<number> {
+    const { rows } = await q.query<{ consecutive_failures: number }>(
+      `UPDATE connections SET consecutive_failures = consecutive_failures + 1, last_error_code = 'refresh_transient',
+              last_error_message = $2, last_error_at = now(),
+              status = CASE WHEN status = 'active' AND consecutive_failures + 1 >= $3 THEN 'error' ELSE status END,
+              backoff_until = now() + make_interval(secs => least($4::float8, $5::float8 * power(2, consecutive_failures)) / 1000),
+              updated_at = now()
+        WHERE id = $1 RETURNING consecutive_failures`,
+      [connectionId, message, policy.errorThreshold, policy.backoffMaxMs, policy.backoffBaseMs],
+    );
+    const failures = rows[0]?.consecutive_failures ?? 1;
+    await this.event(q, connectionId, 'refresh_failed', { ...detail, consecutive_failures: failures });
+    return failures;
+  }
+
+  // --- ops ---
+
+  async recordProbe(q: Sql, connectionId: string, ok: boolean, error: string | null): Promise<void> {
+    await q.query(`UPDATE connections SET last_probe_at = now(), last_probe_ok = $2, last_probe_error = $3, updated_at = now() WHERE id = $1`, [connectionId, ok, error]);
+    await this.event(q, connectionId, 'probe', { ok, error });
+  }
+
+  /** Claims up to `batch` idle live connections for a background probe (one instance each: SKIP LOCKED). */
+  async claimIdleForProbe(q: Sql, batch: number, idleAfterMs: number): Promise<string[]> {
+    const { rows } = await q.query<{ id: string }>(
+      `UPDATE connections c SET last_probe_at = now()
+        FROM (SELECT id FROM connections
+               WHERE status IN ('active', 'error')
+                 AND coalesce(last_used_at, connected_at) < now() - make_interval(secs => $1::float8 / 1000)
+                 AND (last_probe_at IS NULL OR last_probe_at < now() - make_interval(secs => $1::float8 / 1000))
+               ORDER BY last_probe_at NULLS FIRST LIMIT $2 FOR UPDATE SKIP LOCKED) due
+       WHERE c.id = due.id RETURNING c.id`,
+      [idleAfterMs, batch],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * Flips `alerted_state` of every connection whose health changed since its last alert, under the row locks (SKIP
+   * LOCKED), and returns the transitions: each one exactly once whatever the number of instances. Run it in the same
+   * transaction that records the alerts.
+   */
+  async claimAlertTransitions(q: Sql): Promise<AlertTransition[]> {
+    const { rows } = await q.query<AlertTransition>(
+      `WITH prev AS (
+         SELECT id, alerted_state AS previous FROM connections
+          WHERE status <> 'disconnected'
+            AND alerted_state IS DISTINCT FROM (CASE WHEN status = 'needs_reauth' THEN 'broken' ELSE 'ok' END)
+          FOR UPDATE SKIP LOCKED
+       ), flipped AS (
+         UPDATE connections c
+            SET alerted_state = CASE WHEN c.status = 'needs_reauth' THEN 'broken' ELSE 'ok' END
+           FROM prev WHERE c.id = prev.id
+          RETURNING c.id, c.tenant_id, c.environment, c.status, c.alerted_state, c.last_error_code, c.last_error_message, prev.previous
+       ), replaced AS (
+         UPDATE connections old SET alerted_state = 'closed'
+          WHERE old.status = 'disconnected' AND old.alerted_state = 'broken'
+            AND EXISTS (SELECT 1 FROM connections n WHERE n.tenant_id = old.tenant_id AND n.environment = old.environment AND n.status IN ('active', 'error'))
+          RETURNING old.id, old.tenant_id, old.environment
+       )
+       SELECT id, CASE WHEN alerted_state = 'broken' THEN 'connection.broken' ELSE 'connection.recovered' END AS kind,
+              tenant_id, environment, status, last_error_code, last_error_message
+         FROM flipped WHERE alerted_state = 'broken' OR previous = 'broken'
+       UNION ALL
+       SELECT id, 'connection.recovered', tenant_id, environment, 'replaced', NULL, NULL FROM replaced`,
+    );
+    return rows;
+  }
+
+  // --- housekeeping ---
+
+  /** Deletes up to `batch` connection events older than `maxAgeDays`; returns how many. */
+  async purgeOldEvents(q: Sql, maxAgeDays: number, batch: number): Promise<number> {
+    const { rowCount } = await q.query(
+      `DELETE FROM connection_events WHERE ctid IN (
+         SELECT ctid FROM connection_events WHERE at < now() - make_interval(days => $1) LIMIT $2)`,
+      [maxAgeDays, batch],
+    );
+    return rowCount ?? 0;
+  }
+}

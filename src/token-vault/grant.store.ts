@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import type { Sql } from '../database/sql';
+
+/** The encrypted columns of a grant (ciphertexts only: the vault encrypts before, decrypts after). */
+export interface GrantValues {
+  accessTokenEnc: string;
+  refreshTokenEnc: string;
+  tokenType: string;
+  scope: string;
+  issuedAt: Date;
+  expiresAt: Date;
+}
+
+/**
+ * Every statement that writes `grants`, the vault's rows. Stateless: each method runs on the pool or transaction it
+ * is given, so a grant changes in the same transaction as its connection.
+ */
+@Injectable()
+export class GrantStore {
+  async insert(q: Sql, connectionId: string, g: GrantValues): Promise<void> {
+    await q.query(
+      `INSERT INTO grants (connection_id, access_token_enc, refresh_token_enc, token_type, scope, issued_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [connectionId, g.accessTokenEnc, g.refreshTokenEnc, g.tokenType, g.scope, g.issuedAt, g.expiresAt],
+    );
+  }
+
+  async delete(q: Sql, connectionId: string): Promise<void> {
+    await q.query(`DELETE FROM grants WHERE connection_id = $1`, [connectionId]);
+  }
+
+  /** The rotated pair, generation + 1, compare-and-set on the generation read under the lock. True when it applied. */
+  async rotate(q: Sql, connectionId: string, g: GrantValues, generationSeen: number): Promise<boolean> {
+    const { rowCount } = await q.query(
+      `UPDATE grants SET access_token_enc = $2, refresh_token_enc = $3, token_type = $4, scope = $5, issued_at = $6,
+              expires_at = $7, generation = generation + 1, updated_at = now()
+        WHERE connection_id = $1 AND generation = $8`,
+      [connectionId, g.accessTokenEnc, g.refreshTokenEnc, g.tokenType, g.scope, g.issuedAt, g.expiresAt, generationSeen],
+    );
+    return rowCount === 1;
+  }
+
+  /** Re-encryption under a new vault key (`vault:rotate`): same plaintexts, new ciphertexts. */
+  async reencrypt(q: Sql, connectionId: string, accessTokenEnc: string, refreshTokenEnc: string): Promise<void> {
+    await q.query(`UPDATE grants SET access_token_enc = $2, refresh_token_enc = $3, updated_at = now() WHERE connection_id = $1`, [connectionId, accessTokenEnc, refreshTokenEnc]);
+  }
+}
