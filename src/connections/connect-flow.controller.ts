@@ -1,14 +1,11 @@
 import { Controller, Get, Inject, Logger, Param, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Request, Response } from 'express';
 import { randomBytes } from 'node:crypto';
 import passport from 'passport';
-import type { DataSource } from 'typeorm';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { Public } from '../tenants/auth/auth.decorators';
-import { VaultCipher } from '../token-vault/vault-cipher';
 import { escapeHtml } from '../common/html';
 import { connectLandingPage, connectPage } from './connect-pages';
 import type { ConnectSession } from './connections.service';
@@ -39,15 +36,11 @@ const MESSAGES: Record<string, string> = {
 @Controller()
 export class ConnectFlowController {
   private readonly logger = new Logger(ConnectFlowController.name);
-  private readonly states: PgStateStore;
-
   constructor(
     private readonly connections: ConnectionsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() db: DataSource,
-  ) {
-    this.states = new PgStateStore(db, new VaultCipher(config.vaultKeys));
-  }
+    private readonly states: PgStateStore,
+  ) {}
 
   @Get('connect/:token')
   @Public()

@@ -6,6 +6,8 @@ import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { ConnectFlowController } from './connect-flow.controller';
 import { ConnectionsController } from './connections.controller';
 import { ConnectSessionStore } from './connect-session.store';
+import { HousekeepingService } from './housekeeping.service';
+import { PgStateStore } from './oauth-state.store';
 import { ConnectionsService } from './connections.service';
 import { ProductionOAuthStrategy, SandboxOAuthStrategy } from './rewards-oauth.strategies';
 
@@ -21,8 +23,8 @@ export class ConnectionsModule {
       global: true,
       imports: [PassportModule.register({ session: false }), TenantsModule, TokenVaultModule],
       controllers: [ConnectionsController, ConnectFlowController],
-      providers: [ConnectionsService, ConnectSessionStore, ...strategies],
-      exports: [ConnectionsService],
+      providers: [ConnectionsService, ConnectSessionStore, PgStateStore, HousekeepingService, ...strategies],
+      exports: [ConnectionsService, HousekeepingService],
     };
   }
 }

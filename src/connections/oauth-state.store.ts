@@ -1,7 +1,12 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Request } from 'express';
 import type { DataSource } from 'typeorm';
-import type { VaultCipher } from '../token-vault/vault-cipher';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import type { Sql } from '../database/sql';
+import { VaultCipher } from '../token-vault/vault-cipher';
 
 export const STATE_TTL_MS = 10 * 60_000;
 export const BROWSER_COOKIE = 'rg_connect';
@@ -17,11 +22,24 @@ export type StateFailure = 'state_missing' | 'state_invalid' | 'state_expired' |
  * single-use, expiring, bound to the connect session and to the browser that started the flow (a short-lived
  * cookie whose hash is kept with the state). The PKCE verifier is kept encrypted beside it.
  */
+@Injectable()
 export class PgStateStore {
-  constructor(
-    private readonly db: DataSource,
-    private readonly vault: VaultCipher,
-  ) {}
+  private readonly vault: VaultCipher;
+
+  /** One per process (a provider of the connections module), shared by every strategy and the callback. */
+  constructor(@InjectDataSource() private readonly db: DataSource, @Inject(APP_CONFIG) config: AppConfig) {
+    this.vault = new VaultCipher(config.vaultKeys);
+  }
+
+  /** Deletes up to `batch` states expired (used or not) more than `graceMs` ago; returns how many. */
+  async purgeExpired(q: Sql, graceMs: number, batch: number): Promise<number> {
+    const { rowCount } = await q.query(
+      `DELETE FROM oauth_states WHERE state_hash IN (
+         SELECT state_hash FROM oauth_states WHERE expires_at < now() - make_interval(secs => $1::float8 / 1000) LIMIT $2)`,
+      [graceMs, batch],
+    );
+    return rowCount ?? 0;
+  }
 
   /** passport-oauth2 calls this (5 arguments: PKCE-aware) when it builds the authorization redirect. */
   store(req: ConnectRequest, verifier: string | undefined, _state: unknown, _meta: unknown, cb: (err: Error | null, state?: string) => void): void {

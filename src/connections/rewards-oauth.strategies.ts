@@ -1,11 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { Strategy } from 'passport-oauth2';
-import type { DataSource } from 'typeorm';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig, RewardsEnvironment, RewardsEnvironmentConfig } from '../config/app-config';
-import { VaultCipher } from '../token-vault/vault-cipher';
 import { PgStateStore } from './oauth-state.store';
 
 /** What the strategies hand to the callback: the raw token response (never logged). */
@@ -20,7 +17,7 @@ export const strategyName = (env: RewardsEnvironment) => `rewards-${env}`;
 /** The redirect URI, byte-identical on the authorization request and the token request. */
 export const callbackUrl = (config: AppConfig) => `${config.publicBaseUrl}/oauth/callback`;
 
-function options(config: AppConfig, env: RewardsEnvironmentConfig, db: DataSource) {
+function options(config: AppConfig, env: RewardsEnvironmentConfig, store: PgStateStore) {
   return {
     authorizationURL: `${env.baseUrl}/oauth/authorize`,
     tokenURL: `${env.baseUrl}/oauth/token`,
@@ -29,7 +26,7 @@ function options(config: AppConfig, env: RewardsEnvironmentConfig, db: DataSourc
     callbackURL: callbackUrl(config),
     scopeSeparator: ' ',
     pkce: env.pkce ? ('S256' as const) : false,
-    store: new PgStateStore(db, new VaultCipher(config.vaultKeys)),
+    store,
     skipUserProfile: true,
   } as unknown as ConstructorParameters<typeof Strategy>[0];
 }
@@ -43,8 +40,8 @@ const verify = (accessToken: string, refreshToken: string, params: Record<string
 /** passport-oauth2 for the sandbox host; registered with passport under `rewards-sandbox`. */
 @Injectable()
 export class SandboxOAuthStrategy extends PassportStrategy(Strategy, strategyName('sandbox'), 5) {
-  constructor(@Inject(APP_CONFIG) config: AppConfig, @InjectDataSource() db: DataSource) {
-    super(options(config, config.rewards.sandbox as RewardsEnvironmentConfig, db));
+  constructor(@Inject(APP_CONFIG) config: AppConfig, states: PgStateStore) {
+    super(options(config, config.rewards.sandbox as RewardsEnvironmentConfig, states));
   }
   validate(accessToken: string, refreshToken: string, params: Record<string, unknown>): OAuthResult {
     return verify(accessToken, refreshToken, params);
@@ -54,8 +51,8 @@ export class SandboxOAuthStrategy extends PassportStrategy(Strategy, strategyNam
 /** passport-oauth2 for the production host; registered under `rewards-production` when it is configured. */
 @Injectable()
 export class ProductionOAuthStrategy extends PassportStrategy(Strategy, strategyName('production'), 5) {
-  constructor(@Inject(APP_CONFIG) config: AppConfig, @InjectDataSource() db: DataSource) {
-    super(options(config, config.rewards.production as RewardsEnvironmentConfig, db));
+  constructor(@Inject(APP_CONFIG) config: AppConfig, states: PgStateStore) {
+    super(options(config, config.rewards.production as RewardsEnvironmentConfig, states));
   }
   validate(accessToken: string, refreshToken: string, params: Record<string, unknown>): OAuthResult {
     return verify(accessToken, refreshToken, params);

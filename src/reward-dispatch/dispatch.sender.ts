@@ -61,11 +61,19 @@ export class DispatchSender {
     const client = row.connection_id ? this.rewardsApi.forConnection(row.connection_id) : null;
     for (const [index, unit] of units.entries()) {
       const starts = unit.filter((r) => !marked.has(r.position)).map((r): RewardUpdate => ({ position: r.position, status: 'sending', bump: 1, last_error: r.last_error }));
-      if (carry.length || starts.length) await this.store.write(row.id, [...carry, ...starts], null);
-      carry = [];
+      if (carry.length || starts.length) {
+        const { connectionStatus } = await this.store.write(row.id, [...carry, ...starts], null);
+        apply(rewards, carry);
+        carry = [];
+        if (connectionStatus === 'disconnected' || connectionStatus === null) {
+          // Disconnected since this attempt began (on any instance): nothing more goes out.
+          carry = this.cancel(rewards);
+          break;
+        }
+      }
       for (const r of unit) r.status = 'sending';
       try {
-        if (!client) throw new ConnectionNotActiveError('disconnected');
+        if (!client) throw new ConnectionNotFoundError();
         const { status, order } = await client.createOrder(this.orderFor(row, unit), this.config.dispatch.upstreamTimeoutMs);
         if (status === 201) this.logger.log({ dispatchId: row.id, orderId: order.id }, 'order already existed upstream (a retry); not sent twice');
         carry = this.settled(row, unit, order);
@@ -75,10 +83,14 @@ export class DispatchSender {
           await this.store.discard(row.id);
           throw error;
         }
+        if (isGone(error)) {
+          carry = this.cancel(rewards);
+          break;
+        }
         const failed = this.definitive(error);
         if (failed) {
           // A dead connection fails every reward still open; a rejected order fails only its own.
-          const affected = error instanceof ConnectionNotActiveError || error instanceof ConnectionNotFoundError ? units.slice(index).flat() : unit;
+          const affected = error instanceof ConnectionNotActiveError ? units.slice(index).flat() : unit;
           carry = affected.map((r) => ({ position: r.position, status: 'failed', last_error: failed }));
           this.metrics.dispatchAttempts.inc({ outcome: 'failed' }, affected.length);
           if (affected !== unit) break;
@@ -117,14 +129,14 @@ export class DispatchSender {
       outcome = { status: 202, body: null, headers: { 'Retry-After': String(Math.ceil(delay / 1000)) } };
     } else {
       const sentAt = rewards.some((r) => r.status === 'sent') ? now : null;
-      const failure = derived === 'failed' ? failureBody(row, rewards) : null;
+      const failure = derived === 'failed' || derived === 'cancelled' ? failureBody(row, rewards) : null;
       const lastError = failure ? { code: failure.body.error.code, message: failure.body.error.message } : null;
       update = { status: derived, responseStatus: failure ? failure.status : httpStatusOf(derived), lastError, nextAttemptAt: null, sentAt };
       outcome = { status: update.responseStatus, body: null };
     }
     await this.store.write(row.id, carry, update);
     Object.assign(row, { status: update.status, last_error: update.lastError, next_attempt_at: update.nextAttemptAt, sent_at: row.sent_at ?? update.sentAt, lease_until: null });
-    outcome.body = derived === 'failed' ? failureBody(row, rewards).body : this.view(row, rewards);
+    outcome.body = derived === 'failed' || derived === 'cancelled' ? failureBody(row, rewards).body : this.view(row, rewards);
     return outcome;
   }
 
@@ -161,9 +173,20 @@ export class DispatchSender {
     });
   }
 
+  /** Every reward not settled yet ends `cancelled`: none of them is sent. */
+  private cancel(rewards: RewardRow[]): RewardUpdate[] {
+    const open = rewards.filter((r) => !isSettled(r.status));
+    this.metrics.dispatchAttempts.inc({ outcome: 'cancelled' }, open.length);
+    return open.map((r) => ({
+      position: r.position,
+      status: 'cancelled',
+      last_error: { code: 'dispatch_cancelled', message: 'The rewards connection was disconnected before this reward was sent; it was not sent.' },
+    }));
+  }
+
   /** A failure no retry can fix, as the reward's error; null for transient ones. */
   private definitive(error: unknown): RewardError | null {
-    if (error instanceof ConnectionNotActiveError || error instanceof ConnectionNotFoundError) return { code: 'connection_not_active', message: error.message };
+    if (error instanceof ConnectionNotActiveError) return { code: 'connection_not_active', message: error.message };
     if (!(error instanceof RewardsApiError)) return null;
     const failure = mapUpstreamError(error, 'the order');
     if (failure.retryable) return null;
@@ -190,6 +213,11 @@ export class DispatchSender {
 }
 
 const linkAad = (r: RewardRow) => `${r.dispatch_id}/${r.position}/link`;
+
+/** The connection was disconnected (its grant is gone with it): what is not sent yet must not be sent. */
+function isGone(error: unknown): boolean {
+  return error instanceof ConnectionNotFoundError || (error instanceof ConnectionNotActiveError && error.connectionStatus === 'disconnected');
+}
 
 /** Applies updates to the in-memory rows, so the derived status and the answer match what was written. */
 function apply(rewards: RewardRow[], updates: RewardUpdate[]): void {

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Pool } from 'pg';
 import { createPool } from '../database/pg-pools';
+import { mainPool } from '../database/sql';
 import type { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { APP_CONFIG } from '../config/config.module';
@@ -99,13 +100,15 @@ export class DispatchStore implements OnModuleDestroy {
 
   /**
    * Reward changes and the dispatch's progress in one statement. Without `dispatch`, the dispatch's lease is extended
-   * (work is going on); with it, the dispatch ends this attempt (settled or queued). Returns the positions changed.
+   * (work is going on); with it, the dispatch ends this attempt (settled or queued). Returns how many rewards changed
+   * and the connection's status as of this statement (null: the dispatch has no connection any more), so a sender
+   * learns of a disconnect on any instance before its next call, at no extra round-trip.
    */
-  async write(dispatchId: string, rewards: RewardUpdate[], dispatch: DispatchUpdate | null): Promise<number> {
-    const durable = rewards.some((r) => r.status === 'failed') || dispatch?.status === 'failed';
+  async write(dispatchId: string, rewards: RewardUpdate[], dispatch: DispatchUpdate | null): Promise<{ changed: number; connectionStatus: string | null }> {
+    const durable = rewards.some((r) => r.status === 'failed' || r.status === 'cancelled') || dispatch?.status === 'failed' || dispatch?.status === 'cancelled';
     const pool = durable ? this.pool() : this.relaxed;
-    const { rows } = await pool.query<{ changed: number }>({
-      name: durable ? 'rg_dispatch_write_sync' : 'rg_dispatch_write',
+    const { rows } = await pool.query<{ changed: number; connection_status: string | null }>({
+      name: durable ? 'rg_dispatch_write_sync_v2' : 'rg_dispatch_write_v2',
       text: `WITH r AS (
                UPDATE dispatch_rewards t
                   SET status = x.status, attempts = t.attempts + coalesce(x.bump, 0),
@@ -126,7 +129,8 @@ export class DispatchStore implements OnModuleDestroy {
                       lease_until = CASE WHEN $3 IS NULL THEN now() + make_interval(secs => $8::float8 / 1000) END, updated_at = now()
                 WHERE id = $1 AND status IN ('sending', 'queued')
              )
-             SELECT count(*)::int AS changed FROM r`,
+             SELECT (SELECT count(*)::int FROM r) AS changed,
+                    (SELECT c.status FROM reward_dispatches x JOIN connections c ON c.id = x.connection_id WHERE x.id = $1) AS connection_status`,
       values: [
         dispatchId,
         JSON.stringify(rewards),
@@ -138,7 +142,7 @@ export class DispatchStore implements OnModuleDestroy {
         this.config.dispatch.leaseMs,
       ],
     });
-    return rows[0]?.changed ?? 0;
+    return { changed: rows[0]?.changed ?? 0, connectionStatus: rows[0]?.connection_status ?? null };
   }
 
   /**
@@ -177,20 +181,40 @@ export class DispatchStore implements OnModuleDestroy {
     return byDispatch;
   }
 
-  /** The worker's claim: due retries and dispatches whose holder died (lease expired), one instance each. */
+  /**
+   * The worker's claim: due retries and dispatches whose holder died (lease expired), one instance each. The
+   * connection's status is read in the same statement: a dispatch whose connection was disconnected is not claimed
+   * but ends here — its unsent rewards `cancelled`, the dispatch `cancelled` (or `partially_failed` when some of it
+   * went out before).
+   */
   async claimDue(limit: number): Promise<DispatchRow[]> {
-    const [rows] = (await this.db.query(
-      `UPDATE reward_dispatches d
+    const { rows } = await mainPool(this.db).query<DispatchRow>(
+      `WITH due AS (
+         SELECT d.id, (c.id IS NULL OR c.status = 'disconnected') AS gone
+           FROM reward_dispatches d LEFT JOIN connections c ON c.id = d.connection_id
+          WHERE (d.status = 'queued' AND d.next_attempt_at <= now()) OR (d.status = 'sending' AND d.lease_until < now())
+          ORDER BY coalesce(d.next_attempt_at, d.lease_until)
+          LIMIT $2 FOR UPDATE OF d SKIP LOCKED
+       ), cancelled_rewards AS (
+         UPDATE dispatch_rewards r SET status = 'cancelled', updated_at = now(),
+                last_error = '{"code": "dispatch_cancelled", "message": "The rewards connection was disconnected before this reward was sent; it was not sent."}'
+           FROM due WHERE due.gone AND r.dispatch_id = due.id AND r.status IN ('pending', 'sending')
+       ), cancelled AS (
+         UPDATE reward_dispatches d
+            SET status = CASE WHEN EXISTS (SELECT 1 FROM dispatch_rewards r WHERE r.dispatch_id = d.id AND r.status IN ('sent', 'pending_approval'))
+                              THEN 'partially_failed' ELSE 'cancelled' END,
+                response_status = coalesce(d.response_status, 409), lease_until = NULL, next_attempt_at = NULL, updated_at = now(),
+                last_error = '{"code": "dispatch_cancelled", "message": "The rewards connection was disconnected; what was not sent was cancelled."}'
+           FROM due WHERE due.gone AND d.id = due.id
+       )
+       UPDATE reward_dispatches d
           SET status = 'sending', attempts = d.attempts + 1, updated_at = now(),
               lease_until = now() + make_interval(secs => $1::float8 / 1000)
-         FROM (SELECT id FROM reward_dispatches
-                WHERE (status = 'queued' AND next_attempt_at <= now()) OR (status = 'sending' AND lease_until < now())
-                ORDER BY coalesce(next_attempt_at, lease_until)
-                LIMIT $2 FOR UPDATE SKIP LOCKED) due
-        WHERE d.id = due.id
+         FROM due
+        WHERE d.id = due.id AND NOT due.gone
         RETURNING d.*`,
       [this.config.dispatch.leaseMs, limit],
-    )) as [DispatchRow[], number];
+    );
     return rows;
   }
 
@@ -226,14 +250,16 @@ export class DispatchStore implements OnModuleDestroy {
        ), counts AS (
          -- The other rewards as stored, this one as it becomes (a CTE's update is not visible to its siblings).
          SELECT count(*) AS total,
-                count(*) FILTER (WHERE CASE WHEN t.position = $3 THEN $4 ELSE t.status END = 'failed') AS failed,
+                count(*) FILTER (WHERE CASE WHEN t.position = $3 THEN $4 ELSE t.status END IN ('sent', 'pending_approval')) AS out,
+                count(*) FILTER (WHERE CASE WHEN t.position = $3 THEN $4 ELSE t.status END = 'cancelled') AS cancelled,
                 count(*) FILTER (WHERE CASE WHEN t.position = $3 THEN $4 ELSE t.status END = 'pending_approval') AS held,
                 count(*) FILTER (WHERE CASE WHEN t.position = $3 THEN $4 ELSE t.status END IN ('pending', 'sending')) AS open
            FROM dispatch_rewards t WHERE t.dispatch_id = $1
        )
+       -- The same rule as deriveStatus() in dispatch.view.ts.
        UPDATE reward_dispatches d
-          SET status = CASE WHEN c.failed = c.total THEN 'failed' WHEN c.failed > 0 THEN 'partially_failed'
-                            WHEN c.held > 0 THEN 'pending_approval' ELSE 'sent' END,
+          SET status = CASE WHEN c.out = 0 AND c.cancelled > 0 THEN 'cancelled' WHEN c.out = 0 THEN 'failed'
+                            WHEN c.out < c.total THEN 'partially_failed' WHEN c.held > 0 THEN 'pending_approval' ELSE 'sent' END,
               sent_at = CASE WHEN $4 = 'sent' THEN coalesce(d.sent_at, now()) ELSE d.sent_at END, updated_at = now()
          FROM counts c, r
         WHERE d.id = $1 AND c.open = 0 AND d.status IN ('pending_approval', 'partially_failed')`,

@@ -8,19 +8,21 @@ import type { DispatchErrorCode } from './reward-dispatch.errors';
 /**
  * A dispatch: one send request (one Idempotency-Key) of one or more rewards. Its status while it is worked on is
  * `sending` (a process holds it) or `queued` (waiting for a retry); once every reward is settled it is derived from
- * them: `sent`, `pending_approval` (some held for approval upstream, none failed), `partially_failed`, `failed`.
+ * them: `sent`, `pending_approval` (some held for approval upstream, none failed), `partially_failed`, `failed`,
+ * `cancelled` (nothing went out: the connection was disconnected before).
  */
-export const DISPATCH_STATUSES = ['sending', 'queued', 'sent', 'pending_approval', 'partially_failed', 'failed'] as const;
+export const DISPATCH_STATUSES = ['sending', 'queued', 'sent', 'pending_approval', 'partially_failed', 'failed', 'cancelled'] as const;
 export type DispatchStatus = (typeof DISPATCH_STATUSES)[number];
 
 /**
  * One reward of a dispatch: `pending` (never sent), `sending` (a call may be under way or its outcome is unknown),
- * `sent`, `pending_approval` (the order exists upstream, held for approval), `failed` (with the reason).
+ * `sent`, `pending_approval` (the order exists upstream, held for approval), `failed` (with the reason), `cancelled`
+ * (never sent: its connection was disconnected first).
  */
-export const REWARD_STATUSES = ['pending', 'sending', 'sent', 'pending_approval', 'failed'] as const;
+export const REWARD_STATUSES = ['pending', 'sending', 'sent', 'pending_approval', 'failed', 'cancelled'] as const;
 export type RewardStatus = (typeof REWARD_STATUSES)[number];
 
-export const isSettled = (status: RewardStatus) => status === 'sent' || status === 'pending_approval' || status === 'failed';
+export const isSettled = (status: RewardStatus) => status !== 'pending' && status !== 'sending';
 
 export interface DispatchRow {
   id: string;
@@ -75,9 +77,9 @@ export interface RewardRow {
 /** A settled dispatch's status, from its rewards. Null while any reward is unsettled. */
 export function deriveStatus(rewards: { status: RewardStatus }[]): DispatchStatus | null {
   if (rewards.some((r) => !isSettled(r.status))) return null;
-  const failed = rewards.filter((r) => r.status === 'failed').length;
-  if (failed === rewards.length) return 'failed';
-  if (failed > 0) return 'partially_failed';
+  const out = rewards.filter((r) => r.status === 'sent' || r.status === 'pending_approval').length;
+  if (out === 0) return rewards.some((r) => r.status === 'cancelled') ? 'cancelled' : 'failed';
+  if (out < rewards.length) return 'partially_failed';
   return rewards.some((r) => r.status === 'pending_approval') ? 'pending_approval' : 'sent';
 }
 
@@ -130,7 +132,7 @@ export function toView(row: DispatchRow, rewards: RewardRow[], link: (r: RewardR
       campaign_id: r.upstream_payload.campaign_id ?? null,
       delivery: { method: r.delivery_method ?? r.upstream_payload.delivery.method, status: r.delivery_status, ...(r.link_enc ? { link: link(r) } : {}) },
       custom_fields: row.request.custom_fields[r.position] ?? [],
-      error: r.status === 'failed' ? r.last_error : null,
+      error: r.status === 'failed' || r.status === 'cancelled' ? r.last_error : null,
       sent_at: iso(r.sent_at),
     })),
   };
@@ -145,7 +147,7 @@ export function failureBody(row: DispatchRow, rewards: RewardRow[]): { status: n
   const codes = new Set(errors.map((e) => e.code));
   const code = codes.size === 1 ? [...codes][0] : 'upstream_rejected';
   const gaveUp = errors.every((e) => e.code === 'upstream_unavailable' || e.code === 'upstream_rate_limited');
-  const status = gaveUp ? 503 : code === 'connection_not_active' ? 409 : 422;
+  const status = gaveUp ? 503 : code === 'connection_not_active' || code === 'dispatch_cancelled' ? 409 : 422;
   const message = rewards.length === 1 ? errors[0].message : `All ${rewards.length} rewards failed; see details.`;
   const details = rewards.map((r, i) => ({
     field: `rewards[${r.position}]`,

@@ -8,6 +8,7 @@ export const DISPATCH_ERROR_CODES = [
   'idempotency_key_reused',
   'idempotency_request_in_progress',
   'dispatch_not_found',
+  'dispatch_cancelled',
   'order_failed',
   'order_rejected',
 ] as const;

@@ -170,7 +170,7 @@ export class RewardDispatchService {
   /** What the dispatch answers now: its view (201/202), or for a dispatch whose every reward failed, the error. */
   private async outcomeOf(row: DispatchRow): Promise<HttpOutcome> {
     const rewards = (await this.store.rewardsOf([row.id])).get(row.id) ?? [];
-    if (row.status === 'failed') {
+    if (row.status === 'failed' || row.status === 'cancelled') {
       // Rows from before per-reward orders kept their answer.
       if (row.response_body && row.response_status) return { status: row.response_status, body: row.response_body };
       return failureBody(row, rewards);

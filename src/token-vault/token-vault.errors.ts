@@ -12,9 +12,9 @@ export class VaultError extends AppError {
 }
 
 export class ConnectionNotActiveError extends VaultError {
-  constructor(status: string) {
-    super(HttpStatus.CONFLICT, 'connection_not_active', `The rewards connection is ${status}; the tenant must connect again.`, [
-      { field: 'connection.status', reason: status },
+  constructor(readonly connectionStatus: string) {
+    super(HttpStatus.CONFLICT, 'connection_not_active', `The rewards connection is ${connectionStatus}; the tenant must connect again.`, [
+      { field: 'connection.status', reason: connectionStatus },
     ]);
   }
 }
