@@ -33,7 +33,7 @@ export class AppModule {
         MetricsModule,
         TenantsModule,
         TokenVaultModule,
-        ConnectionsModule.forRoot(config),
+        ConnectionsModule,
         FieldsCacheModule,
         RewardDispatchModule,
         OpsModule,

@@ -1,5 +1,6 @@
-import { Module, type Provider } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
+import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { TenantsModule } from '../tenants/tenants.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
@@ -11,20 +12,27 @@ import { PgStateStore } from './oauth-state.store';
 import { ConnectionsService } from './connections.service';
 import { ProductionOAuthStrategy, SandboxOAuthStrategy } from './rewards-oauth.strategies';
 
+/** The passport-oauth2 strategies of the configured environments (each registers itself with passport when built). */
+export const OAUTH_STRATEGIES = Symbol('OAUTH_STRATEGIES');
+
 /** Connect sessions, the OAuth authorization-code flow (passport-oauth2, one strategy per environment), the callback. */
-@Module({})
-export class ConnectionsModule {
-  static forRoot(config: AppConfig) {
-    const strategies: Provider[] = [];
-    if (config.rewards.sandbox) strategies.push(SandboxOAuthStrategy);
-    if (config.rewards.production) strategies.push(ProductionOAuthStrategy);
-    return {
-      module: ConnectionsModule,
-      global: true,
-      imports: [PassportModule.register({ session: false }), TenantsModule, TokenVaultModule],
-      controllers: [ConnectionsController, ConnectFlowController],
-      providers: [ConnectionsService, ConnectSessionStore, PgStateStore, HousekeepingService, ...strategies],
-      exports: [ConnectionsService, HousekeepingService],
-    };
-  }
-}
+@Module({
+  imports: [PassportModule.register({ session: false }), TenantsModule, TokenVaultModule],
+  controllers: [ConnectionsController, ConnectFlowController],
+  providers: [
+    ConnectionsService,
+    ConnectSessionStore,
+    PgStateStore,
+    HousekeepingService,
+    {
+      provide: OAUTH_STRATEGIES,
+      inject: [APP_CONFIG, PgStateStore],
+      useFactory: (config: AppConfig, states: PgStateStore) => [
+        ...(config.rewards.sandbox ? [new SandboxOAuthStrategy(config, states)] : []),
+        ...(config.rewards.production ? [new ProductionOAuthStrategy(config, states)] : []),
+      ],
+    },
+  ],
+  exports: [ConnectionsService, HousekeepingService],
+})
+export class ConnectionsModule {}

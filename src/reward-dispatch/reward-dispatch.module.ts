@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
+import { ConnectionsModule } from '../connections/connections.module';
 import { FieldsCacheModule } from '../fields-cache/fields-cache.module';
 import { MetricsModule } from '../metrics/metrics.module';
 import { TenantsModule } from '../tenants/tenants.module';
@@ -14,7 +15,7 @@ import { RewardListingService } from './reward-listing.service';
 
 /** The send API, idempotency, dispatch records, the retry worker, the approval reconciliation and reward listing. */
 @Module({
-  imports: [ScheduleModule.forRoot(), MetricsModule, TenantsModule, TokenVaultModule, FieldsCacheModule],
+  imports: [ScheduleModule.forRoot(), MetricsModule, TenantsModule, TokenVaultModule, ConnectionsModule, FieldsCacheModule],
   controllers: [RewardDispatchController],
   providers: [DispatchStore, DispatchSender, RewardDispatchService, RewardListingService, DispatchWorker, ApprovalReconciler],
   exports: [RewardDispatchService, DispatchWorker, ApprovalReconciler],

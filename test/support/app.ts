@@ -50,6 +50,18 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
 /** Starts the real gateway on a fresh database and a free port, with the sandbox mounted unless told otherwise. */
 export async function startTestApp(extraEnv: Record<string, string> = {}): Promise<TestApp> {
   const db = await createTestDatabase();
+  const app = await startTestAppOn(db.url, extraEnv);
+  return {
+    ...app,
+    close: async () => {
+      await app.close();
+    },
+  };
+}
+
+/** Another gateway instance on an existing database (several instances, one Postgres). `close` leaves the database. */
+export async function startTestAppOn(databaseUrl: string, extraEnv: Record<string, string> = {}): Promise<TestApp> {
+  const db = { url: databaseUrl };
   const port = await freePort();
   const config = parseConfig(
     testEnv({ DATABASE_URL: db.url, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, ...extraEnv }),
@@ -72,7 +84,6 @@ export async function startTestApp(extraEnv: Record<string, string> = {}): Promi
     logs,
     close: async () => {
       await app.close();
-      await db.drop();
     },
   };
 }
