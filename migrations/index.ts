@@ -3,6 +3,11 @@ import { ConnectionsAndVault1700000001000 } from './1700000001000-connections-an
 import { FieldsCacheAndDispatches1700000002000 } from './1700000002000-fields-cache-and-dispatches';
 import { Ops1700000003000 } from './1700000003000-ops';
 import { PerRewardOrders1700000004000 } from './1700000004000-per-reward-orders';
+import { DispatchCancelAndHousekeeping1700000005000 } from './1700000005000-dispatch-cancel-and-housekeeping';
+import { OpsListIndex1700000006000 } from './1700000006000-ops-list-index';
+import { VaultCanary1700000007000 } from './1700000007000-vault-canary';
+import { AuthThrottle1700000008000 } from './1700000008000-auth-throttle';
+import { SandboxState1700000009000 } from './1700000009000-sandbox-state';
 
 /** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
-export const MIGRATIONS = [TenantsAndApiKeys1700000000000, ConnectionsAndVault1700000001000, FieldsCacheAndDispatches1700000002000, Ops1700000003000, PerRewardOrders1700000004000];
+export const MIGRATIONS = [TenantsAndApiKeys1700000000000, ConnectionsAndVault1700000001000, FieldsCacheAndDispatches1700000002000, Ops1700000003000, PerRewardOrders1700000004000, DispatchCancelAndHousekeeping1700000005000, OpsListIndex1700000006000, VaultCanary1700000007000, AuthThrottle1700000008000, SandboxState1700000009000];

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { Logger as NestLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -11,10 +12,13 @@ import type { AppModuleOptions } from './app.module';
 import { AppModule } from './app.module';
 import { CommonError } from './common/app-error';
 import { toErrorResponse } from './common/http-exception.filter';
+import { jsonBody } from './common/json-body';
 import { createValidationPipe } from './common/validation';
+import { REQUEST_ID_HEADER, assignRequestId } from './common/request-id';
+import { securityHeaders } from './common/security-headers';
+import { ApiKeyGuard } from './tenants/auth/api-key.guard';
 import { createSandbox } from './sandbox/sandbox.app';
-
-export const BODY_LIMIT = '1mb';
+import { SandboxStore } from './sandbox/sandbox.store';
 
 /**
  * Builds the gateway's HTTP application (not yet listening). main.ts and the e2e tests share it, so tests drive
@@ -35,10 +39,13 @@ export async function createApp(config: AppConfig, options: AppModuleOptions = {
 
 function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   const errorLogger = new NestLogger('Http');
+  // First, before anything can answer: X-Request-Id, then the security headers and Cache-Control: no-store.
+  app.use(assignRequestId);
+  app.use(securityHeaders(config.publicBaseUrl));
   if (config.mountSandbox) mountSandbox(app, config);
   // JSON bodies only on the gateway's own API; the sandbox (mounted later under /sandbox) parses its own.
-  app.use('/v1', requireJsonContentType);
-  app.use('/v1', express.json({ limit: BODY_LIMIT, strict: true }));
+  // A body is read only after the key in the headers is known good, and parsed within limits (common/json-body.ts).
+  app.use('/v1', app.get(ApiKeyGuard).earlyAuth(), jsonBody);
   app.use('/ops/connections', express.urlencoded({ extended: false, limit: '8kb' })); // the dashboard's buttons
   app.use(['/v1', '/ops', '/connect', '/oauth'], rejectNulCharacters);
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
@@ -51,10 +58,15 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   setupOpenApi(app, config);
 }
 
-/** The built-in rewards-service emulator under /sandbox, with the gateway's callback pre-registered. */
+/**
+ * The built-in rewards-service emulator under /sandbox, with the gateway's callback pre-registered. Its state is kept
+ * in Postgres (`sandbox_state`), so a restart keeps every grant: loaded before the sandbox answers its first request
+ * (earlier requests wait), saved at most once a second after changes and once more when the app closes.
+ */
 function mountSandbox(app: NestExpressApplication, config: AppConfig): void {
   const env = config.rewards.sandbox;
   if (!env) return;
+  const logger = new NestLogger('Sandbox');
   const sandbox = createSandbox({
     clients: [
       {
@@ -66,8 +78,17 @@ function mountSandbox(app: NestExpressApplication, config: AppConfig): void {
     ],
     control: config.sandboxControl,
     settings: { rateLimitRps: config.sandboxRateLimitRps, orderShape: env.orderShape },
+    persistence: SandboxStore.forApp(app),
+    logger: { log: (m) => logger.log(m), error: (m) => logger.error(m) },
   });
   app.use('/sandbox', sandbox.app);
+  // The last changes are written before Nest closes the database (every stop goes through app.close(): main.ts
+  // calls it on SIGINT/SIGTERM); from then on the sandbox answers 503.
+  const close = app.close.bind(app);
+  app.close = async (...args: Parameters<typeof close>) => {
+    await sandbox.close().catch((error: unknown) => logger.error(`Sandbox state not saved on close: ${String(error)}`));
+    await close(...args);
+  };
 }
 
 /**
@@ -89,6 +110,7 @@ function answerProtocolErrorsInJson(app: NestExpressApplication): void {
     });
     socket.end(
       `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\n` +
+        `${REQUEST_ID_HEADER}: ${randomUUID()}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   });
@@ -96,7 +118,8 @@ function answerProtocolErrorsInJson(app: NestExpressApplication): void {
 
 /** NUL characters cannot be stored in Postgres text and have no business in any input: refuse them by name. */
 function rejectNulCharacters(req: Request, _res: Response, next: NextFunction): void {
-  const found = findNul(req.body, 'body') ?? findNul(req.query, 'query') ?? (req.path.includes('\u0000') ? 'path' : undefined);
+  // JSON bodies were checked while parsed (jsonBody); form bodies (the dashboard's buttons) are checked here.
+  const found = (req.is('application/json') ? undefined : findNul(req.body, 'body')) ?? findNul(req.query, 'query') ?? (req.path.includes('\u0000') ? 'path' : undefined);
   if (found) {
     next(new CommonError(400, 'invalid_characters', 'The request contains a NUL character.', [{ field: found, reason: 'contains a NUL (\\u0000) character' }]));
     return;
@@ -113,20 +136,6 @@ function findNul(value: unknown, at: string, depth = 0): string | undefined {
     if (inner) return inner;
   }
   return undefined;
-}
-
-/** A body sent with anything but JSON is refused with 415, instead of being silently ignored. */
-function requireJsonContentType(req: Request, _res: Response, next: NextFunction): void {
-  const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-  if (hasBody && !req.is('application/json')) {
-    next(
-      new CommonError(415, 'unsupported_media_type', 'Send the request body as JSON with "Content-Type: application/json".', [
-        { field: 'Content-Type', reason: `${req.headers['content-type'] ?? 'missing'} is not application/json` },
-      ]),
-    );
-    return;
-  }
-  next();
 }
 
 function setupOpenApi(app: INestApplication, config: AppConfig): void {

@@ -12,7 +12,7 @@ Commands:
   migration:revert                  revert the last applied migration
   operator-key:create --name NAME   create an operator API key (printed once)
   vault:generate-key [--id ID]      print a new VAULT_KEYS entry (id:base64 of 32 random bytes)
-  vault:rotate                      re-encrypt every grant with the first key of VAULT_KEYS
+  vault:rotate                      re-encrypt every grant and the vault canary with the first key of VAULT_KEYS
 
 The database is DATABASE_URL, or the embedded one in DATA_DIR (a running gateway's is reused).`;
 
@@ -76,14 +76,14 @@ async function main(args: string[]): Promise<number> {
         const config = loadConfigOrFail();
         const ds = await new DataSource(dataSourceOptions(url, 2)).initialize();
         try {
-          const { VaultCipher } = await import('./token-vault/vault-cipher');
-          const { reencryptGrants } = await import('./token-vault/vault-rotation');
-          return await reencryptGrants(ds, new VaultCipher(config.vaultKeys));
+          const { reencryptVault } = await import('./token-vault/vault-rotation');
+          return await reencryptVault(ds, config.vaultKeys);
         } finally {
           await ds.destroy();
         }
       });
-      process.stdout.write(`Re-encrypted ${result.rewritten} of ${result.grants} grants with the current key.\n`);
+      const canary = { rewritten: 're-encrypted', current: 'already current', written: 'written' }[result.canary];
+      process.stdout.write(`Re-encrypted ${result.rewritten} of ${result.grants} grants with the current key "${result.keyId}"; vault canary ${canary}.\n`);
       return 0;
     }
     default:

@@ -45,13 +45,12 @@ async function main(): Promise<void> {
   say(`  API docs:      ${base}/docs`);
   say(`  Readiness:     ${base}/health/ready`);
   say(`  Ops dashboard: ${base}/ops`);
-  if (runtime.secrets.operatorKeyFile) {
-    say(`  Operator key:  ${config.operatorApiKey}   (kept in ${runtime.secrets.operatorKeyFile})`);
-  } else {
-    say('  Operator key:  the value of OPERATOR_API_KEY');
-  }
+  // Never the key itself: start-up output ends up in terminals, CI logs and log collectors. Only where it is.
+  const keyFile = runtime.secrets.operatorKeyFile;
+  say(`  Operator key:  ${keyFile ? `in ${keyFile} (generated; mode 0600)` : 'the value of OPERATOR_API_KEY'}`);
   say('');
   say('Create a tenant and a key for it:');
+  if (keyFile) say(`  export OPERATOR_KEY=$(cat ${keyFile})`);
   say(`  curl -s -X POST ${base}/v1/tenants -H "Authorization: Bearer $OPERATOR_KEY" \\`);
   say(`       -H 'Content-Type: application/json' -d '{"id":"acme","name":"Acme"}'`);
   say('');

@@ -118,7 +118,7 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
   describe('bad input is a clear 4xx in the one error shape, never a 500', () => {
     it('malformed JSON → 400 invalid_json', async () => {
       const res = await request(t.baseUrl).post('/v1/tenants').set(op).set('Content-Type', 'application/json').send('{"id": "x",').expect(400);
-      expect(res.body).toEqual({ error: { code: 'invalid_json', message: expect.any(String), details: [] } });
+      expect(res.body).toEqual({ error: { code: 'invalid_json', message: expect.any(String), details: [{ field: 'body', reason: 'not valid JSON' }] } });
     });
     it('a wrong content type → 415 naming the header', async () => {
       const res = await request(t.baseUrl).post('/v1/tenants').set(op).set('Content-Type', 'text/plain').send('id=x').expect(415);

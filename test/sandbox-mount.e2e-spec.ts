@@ -34,3 +34,30 @@ describe('the sandbox mounted in the gateway under /sandbox', () => {
     await request(noControl.baseUrl).get('/sandbox/__control/stats').expect(404);
   });
 });
+
+describe('where the built-in sandbox is mounted', () => {
+  const production = { REWARDS_PRODUCTION_BASE_URL: 'https://rewards.example.com', REWARDS_PRODUCTION_CLIENT_ID: 'prod-client', REWARDS_PRODUCTION_CLIENT_SECRET: 'prod-secret-value' };
+
+  it('is not mounted on a production-only gateway: /sandbox answers 404 and its demo credentials open nothing', async () => {
+    const t = await startTestApp(production);
+    try {
+      expect(t.config.mountSandbox).toBe(false);
+      expect(t.config.rewards.sandbox).toBeUndefined();
+      await request(t.baseUrl).get('/sandbox/oauth/authorize').query({ client_id: EMBEDDED_SANDBOX_CLIENT.clientId, response_type: 'code' }).expect(404);
+      await request(t.baseUrl).post('/sandbox/oauth/token').type('form').send({ grant_type: 'client_credentials' }).expect(404);
+      await request(t.baseUrl).get('/sandbox/__control/stats').expect(404);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('is mounted beside production when SANDBOX_ENABLED=true', async () => {
+    const t = await startTestApp({ ...production, SANDBOX_ENABLED: 'true' });
+    try {
+      expect(t.config.mountSandbox).toBe(true);
+      await request(t.baseUrl).get('/sandbox/__control/stats').expect(200);
+    } finally {
+      await t.close();
+    }
+  });
+});

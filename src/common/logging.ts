@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Params } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import type { LogLevel } from '../config/app-config';
+import { REQUEST_ID_HEADER, requestIdOf } from './request-id';
 
 const SENSITIVE_QUERY = /([?&](?:code|state|token|access_token|refresh_token|client_secret|code_verifier|key)=)[^&#]*/gi;
 
@@ -25,16 +25,14 @@ export const REDACT_PATHS = [
   '*.key',
 ];
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
 export function loggerParams(level: LogLevel, destination?: DestinationStream): Params {
   const options = {
         level,
         redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+        // Normally `assignRequestId` (the app's first middleware) has set req.id and the header already.
         genReqId: (req: IncomingMessage, res: ServerResponse) => {
-          const header = req.headers['x-request-id'];
-          const id = typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
-          res.setHeader('X-Request-Id', id);
+          const id = requestIdOf(req);
+          res.setHeader(REQUEST_ID_HEADER, id);
           return id;
         },
         serializers: {

@@ -56,6 +56,18 @@ describe('parseConfig', () => {
     expect(config.rewards.sandbox).toMatchObject({ baseUrl: 'https://sandbox.example.com', embedded: false });
   });
 
+  it('sends PKCE (S256) in every environment by default; each environment can opt out', () => {
+    const production = { REWARDS_PRODUCTION_BASE_URL: 'https://rewards.example.com', REWARDS_PRODUCTION_CLIENT_ID: 'id', REWARDS_PRODUCTION_CLIENT_SECRET: 'secret' };
+    const external = { REWARDS_SANDBOX_BASE_URL: 'https://sandbox.example.com', REWARDS_SANDBOX_CLIENT_ID: 'id', REWARDS_SANDBOX_CLIENT_SECRET: 'secret' };
+    expect(parseConfig({}).rewards.sandbox?.pkce).toBe(true);
+    expect(parseConfig(production).rewards.production?.pkce).toBe(true);
+    expect(parseConfig(external).rewards.sandbox?.pkce).toBe(true);
+    expect(parseConfig({ ...production, REWARDS_PRODUCTION_PKCE: 'false' }).rewards.production?.pkce).toBe(false);
+    expect(parseConfig({ ...external, REWARDS_SANDBOX_PKCE: 'off' }).rewards.sandbox?.pkce).toBe(false);
+    expect(parseConfig({ REWARDS_SANDBOX_PKCE: 'false' }).rewards.sandbox?.pkce).toBe(false);
+    expect(() => parseConfig({ ...production, REWARDS_PRODUCTION_PKCE: 'maybe' })).toThrow(/REWARDS_PRODUCTION_PKCE must be true or false/);
+  });
+
   it('defaults to production when production is configured', () => {
     const config = parseConfig({
       REWARDS_PRODUCTION_BASE_URL: 'https://rewards.example.com',

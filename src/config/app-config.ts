@@ -22,7 +22,9 @@ export interface RewardsEnvironmentConfig {
   clientSecret: string;
   /** True when the base URL points at the sandbox mounted inside this process (`/sandbox`). */
   embedded: boolean;
-  /** Send PKCE (S256) on the authorization request. */
+  /** The mounted sandbox's app credentials were not configured: generated per DATA_DIR at start-up. */
+  generatedCredentials?: boolean;
+  /** Send PKCE (S256) on the authorization request. Default true in every environment (`REWARDS_<ENV>_PKCE=false` opts out). */
   pkce: boolean;
   /**
    * How orders go upstream: `single` (the current service: one `reward` per `POST /orders`, a dispatch of N rewards
@@ -143,28 +145,39 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
   }
 
   const sandboxBase = get('REWARDS_SANDBOX_BASE_URL');
-  const mountSandbox = sandboxBase === undefined;
+  const productionOnly = sandboxBase === undefined && get('REWARDS_PRODUCTION_BASE_URL') !== undefined;
+  const sandboxEnabled = get('SANDBOX_ENABLED') === undefined ? undefined : parseBoolVar(get('SANDBOX_ENABLED'), false, 'SANDBOX_ENABLED', problems);
+  // The built-in sandbox is mounted only when a sandbox environment uses it — no sandbox host configured and not a
+  // production-only gateway — or when asked for with SANDBOX_ENABLED=true (SANDBOX_ENABLED=false: never).
+  const mountSandbox = sandboxBase === undefined && (sandboxEnabled ?? !productionOnly);
   const rewards: AppConfig['rewards'] = {};
   if (mountSandbox) {
+    const clientId = get('REWARDS_SANDBOX_CLIENT_ID');
+    const clientSecret = get('REWARDS_SANDBOX_CLIENT_SECRET');
     rewards.sandbox = {
       name: 'sandbox',
       baseUrl: `${publicBaseUrl}/sandbox`,
-      clientId: get('REWARDS_SANDBOX_CLIENT_ID') ?? EMBEDDED_SANDBOX_CLIENT.clientId,
-      clientSecret: get('REWARDS_SANDBOX_CLIENT_SECRET') ?? EMBEDDED_SANDBOX_CLIENT.clientSecret,
+      clientId: clientId ?? EMBEDDED_SANDBOX_CLIENT.clientId,
+      clientSecret: clientSecret ?? EMBEDDED_SANDBOX_CLIENT.clientSecret,
+      // Unset: `npm start` replaces them with credentials generated once into DATA_DIR (bootstrap).
+      generatedCredentials: clientId === undefined && clientSecret === undefined,
       embedded: true,
-      pkce: true,
+      pkce: parseBoolVar(get('REWARDS_SANDBOX_PKCE'), true, 'REWARDS_SANDBOX_PKCE', problems),
       orderShape: parseOrderShape(get('REWARDS_SANDBOX_ORDER_SHAPE'), 'REWARDS_SANDBOX_ORDER_SHAPE', problems),
     };
-  } else {
-    rewards.sandbox = parseEnvironment('sandbox', 'SANDBOX', sandboxBase, get, problems, true);
+  } else if (sandboxBase !== undefined) {
+    rewards.sandbox = parseEnvironment('sandbox', 'SANDBOX', sandboxBase, get, problems);
   }
   const productionBase = get('REWARDS_PRODUCTION_BASE_URL');
   if (productionBase !== undefined) {
-    rewards.production = parseEnvironment('production', 'PRODUCTION', productionBase, get, problems, false);
+    rewards.production = parseEnvironment('production', 'PRODUCTION', productionBase, get, problems);
   } else if (get('REWARDS_PRODUCTION_CLIENT_ID') || get('REWARDS_PRODUCTION_CLIENT_SECRET')) {
     problems.push('REWARDS_PRODUCTION_CLIENT_ID/SECRET are set but REWARDS_PRODUCTION_BASE_URL is not');
   }
 
+  if (!rewards.sandbox && !rewards.production) {
+    problems.push('no rewards environment is configured: set REWARDS_SANDBOX_BASE_URL or REWARDS_PRODUCTION_BASE_URL, or leave SANDBOX_ENABLED unset for the built-in sandbox');
+  }
   const defaultEnvRaw = get('REWARDS_DEFAULT_ENVIRONMENT') ?? (rewards.production ? 'production' : 'sandbox');
   let defaultEnvironment: RewardsEnvironment = 'sandbox';
   if (!REWARDS_ENVIRONMENTS.includes(defaultEnvRaw as RewardsEnvironment)) {
@@ -234,7 +247,6 @@ function parseEnvironment(
   baseUrl: string,
   get: (name: string) => string | undefined,
   problems: string[],
-  pkceDefault: boolean,
 ): RewardsEnvironmentConfig {
   const clientId = get(`REWARDS_${prefix}_CLIENT_ID`);
   const clientSecret = get(`REWARDS_${prefix}_CLIENT_SECRET`);
@@ -242,7 +254,8 @@ function parseEnvironment(
   if (!clientSecret) {
     problems.push(`REWARDS_${prefix}_CLIENT_SECRET is required when REWARDS_${prefix}_BASE_URL is set`);
   }
-  const pkce = parseBoolVar(get(`REWARDS_${prefix}_PKCE`), pkceDefault, `REWARDS_${prefix}_PKCE`, problems);
+  // PKCE (S256) is on by default in every environment (RFC 9700 §2.1.1); `REWARDS_<ENV>_PKCE=false` opts one out.
+  const pkce = parseBoolVar(get(`REWARDS_${prefix}_PKCE`), true, `REWARDS_${prefix}_PKCE`, problems);
   return {
     name,
     baseUrl: parseUrlVar(baseUrl, `REWARDS_${prefix}_BASE_URL`, problems),

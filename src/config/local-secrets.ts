@@ -8,6 +8,7 @@ export interface LocalSecretsOutcome {
   /** Where the generated operator key is kept, when it was generated or read from `$DATA_DIR`. */
   operatorKeyFile?: string;
   vaultKeyFile?: string;
+  sandboxClientFile?: string;
 }
 
 /**
@@ -22,6 +23,15 @@ export function ensureLocalSecrets(config: AppConfig): LocalSecretsOutcome {
     const file = path.join(config.dataDir, 'operator-api-key');
     config.operatorApiKey = readOrCreate(file, () => `rgo_${randomBytes(32).toString('base64url')}`);
     outcome.operatorKeyFile = file;
+  }
+  const sandbox = config.rewards.sandbox;
+  if (sandbox?.embedded && sandbox.generatedCredentials) {
+    // The built-in sandbox's developer app: random per data dir, never the public demo values.
+    const file = path.join(config.dataDir, 'sandbox-client');
+    const [clientId, clientSecret] = readOrCreate(file, () => `rg-sandbox-${randomBytes(6).toString('hex')}:${randomBytes(24).toString('base64url')}`).split(':');
+    sandbox.clientId = clientId;
+    sandbox.clientSecret = clientSecret;
+    outcome.sandboxClientFile = file;
   }
   if (config.vaultKeys.length === 0) {
     const file = path.join(config.dataDir, 'vault-keys');

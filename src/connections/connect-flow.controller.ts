@@ -11,6 +11,7 @@ import { connectLandingPage, connectPage } from './connect-pages';
 import type { ConnectSession } from './connections.service';
 import { ConnectionsService } from './connections.service';
 import type { ConnectRequest } from './oauth-state.store';
+import { isBrowserUrl } from '../common/url';
 import { BROWSER_COOKIE, PgStateStore, STATE_TTL_MS } from './oauth-state.store';
 import type { OAuthResult } from './rewards-oauth.strategies';
 import { strategyName } from './rewards-oauth.strategies';
@@ -114,7 +115,8 @@ export class ConnectFlowController {
 
   private async finish(res: Response, session: ConnectSession, outcome: string): Promise<void> {
     if (outcome !== 'connected') await this.connections.recordOutcome(session.id, outcome);
-    if (session.return_url) {
+    // A stored return_url that no longer parses (stored before it was checked at the door) shows the page instead.
+    if (session.return_url && isBrowserUrl(session.return_url)) {
       const url = new URL(session.return_url);
       url.searchParams.set('status', outcome === 'connected' ? 'connected' : 'error');
       if (outcome !== 'connected') url.searchParams.set('error', outcome);

@@ -12,6 +12,7 @@ import { mainPool } from './sql';
 export type Eviction =
   | { kind: 'connection'; id: string; tenant: string; environment: string }
   | { kind: 'api_key'; hash: string }
+  | { kind: 'api_key_prefix'; prefix: string }
   | { kind: 'tenant'; id: string };
 
 const CHANNEL = 'rg_evict';

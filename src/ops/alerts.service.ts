@@ -85,7 +85,12 @@ export class AlertsService {
           headers: { 'Content-Type': 'application/json', [SIGNATURE_HEADER]: signAlert(webhookSecret, body, timestamp) },
           body,
           signal: AbortSignal.timeout(5_000),
+          // Never follow a redirect: the signed alert goes to OPS_WEBHOOK_URL and nowhere else (a 3xx from a
+          // compromised or misconfigured receiver must not forward it to another host, internal ones included).
+          redirect: 'manual',
         });
+        await res.body?.cancel().catch(() => undefined);
+        if (res.status >= 300 && res.status < 400) throw new Error(`receiver answered ${res.status} (a redirect; redirects are not followed)`);
         if (!res.ok) throw new Error(`receiver answered ${res.status}`);
         await this.db.query(`UPDATE ops_alerts SET delivered_at = now(), last_error = NULL WHERE id = $1`, [alert.id]);
         delivered += 1;

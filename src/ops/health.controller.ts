@@ -1,8 +1,9 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { HealthCheckResult } from '@nestjs/terminus';
-import { HealthCheck, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import type { HealthCheckResult, HealthIndicatorResult } from '@nestjs/terminus';
+import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { Public } from '../tenants/auth/auth.decorators';
+import { VaultCanary } from '../token-vault/vault-canary';
 
 @ApiTags('health')
 @Controller('health')
@@ -10,6 +11,8 @@ export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly db: TypeOrmHealthIndicator,
+    private readonly indicators: HealthIndicatorService,
+    private readonly canary: VaultCanary,
   ) {}
 
   @Get('live')
@@ -22,8 +25,24 @@ export class HealthController {
   @Get('ready')
   @Public()
   @HealthCheck()
-  @ApiOperation({ summary: 'Readiness: the database answers within 1.5 s (503 otherwise).' })
+  @ApiOperation({
+    summary: 'Readiness: the database answers within 1.5 s and the vault keys decrypt the vault canary (503 otherwise).',
+  })
   ready(): Promise<HealthCheckResult> {
-    return this.health.check([() => this.db.pingCheck('database', { timeout: 1500 })]);
+    return this.health.check([() => this.db.pingCheck('database', { timeout: 1500 }), () => this.vault()]);
+  }
+
+  /** `vault`: the configured VAULT_KEYS decrypt the canary (another instance may have rotated to a key this one lacks). */
+  private async vault(): Promise<HealthIndicatorResult<'vault'>> {
+    const indicator = this.indicators.check('vault');
+    try {
+      const state = await this.canary.check();
+      if (state.state === 'current') return indicator.up({ key_id: state.keyId, rotation_pending: false });
+      if (state.state === 'rotation_pending') return indicator.up({ key_id: state.keyId, rotation_pending: true });
+      if (state.state === 'missing') return indicator.down({ message: 'the vault canary is missing (it is written when a gateway starts)' });
+      return indicator.down({ message: state.message, key_id: state.keyId });
+    } catch (error) {
+      return indicator.down({ message: `the vault canary cannot be read: ${error instanceof Error ? error.message : String(error)}` });
+    }
   }
 }

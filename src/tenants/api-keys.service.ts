@@ -12,6 +12,13 @@ import type { ApiKeyResponse, CreatedApiKeyResponse } from './dto/tenant.dto';
 import type { Principal } from './auth/principal';
 
 const CACHE_TTL_MS = 10_000;
+/** A key prefix that matches no key is remembered this long: repeated junk keys cost no database lookup. */
+const UNKNOWN_PREFIX_TTL_MS = 60_000;
+
+/** The part of a key that identifies it without revealing it (`rgk_` + 4 characters), as stored in `api_keys.prefix`. */
+export function keyPrefix(presented: string): string | null {
+  return /^rg[ko]_[A-Za-z0-9_-]{4}/.test(presented) ? presented.slice(0, 8) : null;
+}
 const CACHE_MAX_ENTRIES = 10_000;
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 
@@ -29,6 +36,7 @@ export class ApiKeysService {
   private readonly logger = new Logger(ApiKeysService.name);
   private readonly cache = new Map<string, { principal: Principal; expiresAt: number; lastUsedWrite: number }>();
   private readonly operatorKeyHash: Buffer | null;
+  private readonly unknownPrefixes = new Map<string, number>();
 
   constructor(
     @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
@@ -39,6 +47,7 @@ export class ApiKeysService {
     notifications.onEviction((eviction) => {
       if (eviction === null) this.cache.clear();
       else if (eviction.kind === 'api_key') this.cache.delete(eviction.hash);
+      else if (eviction.kind === 'api_key_prefix') this.unknownPrefixes.delete(eviction.prefix);
     });
   }
 
@@ -47,6 +56,9 @@ export class ApiKeysService {
     const entity = await this.keys.save(
       this.keys.create({ tenantId, name, keyHash: hashApiKey(key), prefix: key.slice(0, 8) }),
     );
+    // An instance that saw this prefix unknown must stop remembering that.
+    this.unknownPrefixes.delete(entity.prefix);
+    await this.notifications.publish({ kind: 'api_key_prefix', prefix: entity.prefix });
     return { ...toResponse(entity), key };
   }
 
@@ -84,9 +96,15 @@ export class ApiKeysService {
       this.touch(hash, cached);
       return cached.principal;
     }
+    const prefix = keyPrefix(presented);
+    if (prefix && (this.unknownPrefixes.get(prefix) ?? 0) > now) return null;
     const row = await this.keys.findOne({ where: { keyHash: hash, revokedAt: IsNull() } });
     if (!row) {
       this.cache.delete(hash);
+      if (prefix && !(await this.keys.exists({ where: { prefix, revokedAt: IsNull() } }))) {
+        if (this.unknownPrefixes.size >= CACHE_MAX_ENTRIES) this.unknownPrefixes.clear();
+        this.unknownPrefixes.set(prefix, now + UNKNOWN_PREFIX_TTL_MS);
+      }
       return null;
     }
     const principal: Principal =

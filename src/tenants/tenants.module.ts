@@ -3,6 +3,7 @@ import { APP_GUARD } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ApiKeysService } from './api-keys.service';
 import { ApiKeyGuard } from './auth/api-key.guard';
+import { AuthThrottle } from './auth/auth-throttle';
 import { ApiKeyEntity } from './entities/api-key.entity';
 import { TenantEntity } from './entities/tenant.entity';
 import { TenantsController } from './tenants.controller';
@@ -11,7 +12,7 @@ import { TenantsService } from './tenants.service';
 @Module({
   imports: [TypeOrmModule.forFeature([TenantEntity, ApiKeyEntity])],
   controllers: [TenantsController],
-  providers: [TenantsService, ApiKeysService, ApiKeyGuard, { provide: APP_GUARD, useExisting: ApiKeyGuard }],
+  providers: [TenantsService, ApiKeysService, AuthThrottle, ApiKeyGuard, { provide: APP_GUARD, useExisting: ApiKeyGuard }],
   exports: [TenantsService, ApiKeysService, ApiKeyGuard],
 })
 export class TenantsModule {}

@@ -6,14 +6,16 @@ import { AppCredentialsStore } from './app-credentials.store';
 import { ConnectionStateStore } from './connection-state.store';
 import { GrantStore } from './grant.store';
 import { RewardsApi } from './rewards-api.service';
+import { VaultCanary } from './vault-canary';
 
 /**
  * Encrypted grant storage, the AccessTokenProvider with the cross-process refresh lock, and `RewardsApi`: the
- * connection-scoped upstream client that takes its tokens from here.
+ * connection-scoped upstream client that takes its tokens from here. The vault canary: the keys are checked against
+ * the data before the app listens.
  */
 @Module({
   imports: [MetricsModule, RewardsApiModule],
-  providers: [AccessTokenProvider, RewardsApi, ConnectionStateStore, GrantStore, AppCredentialsStore],
-  exports: [AccessTokenProvider, RewardsApi, ConnectionStateStore, GrantStore, AppCredentialsStore],
+  providers: [AccessTokenProvider, RewardsApi, ConnectionStateStore, GrantStore, AppCredentialsStore, VaultCanary],
+  exports: [AccessTokenProvider, RewardsApi, ConnectionStateStore, GrantStore, AppCredentialsStore, VaultCanary],
 })
 export class TokenVaultModule {}

@@ -1,7 +1,9 @@
 import type { DataSource } from 'typeorm';
 import { inTransaction, mainPool } from '../database/sql';
 import { GrantStore } from './grant.store';
+import type { VaultKey } from '../config/app-config';
 import { VaultCipher } from './vault-cipher';
+import { reencryptVaultCanary } from './vault-canary';
 
 /**
  * Re-encrypts every grant with the current (first) vault key, row by row under a row lock, so it can run beside
@@ -28,4 +30,18 @@ export async function reencryptGrants(db: DataSource, vault: VaultCipher, grants
     });
   }
   return { grants: ids.length, rewritten };
+}
+
+/**
+ * `vault:rotate`: every grant, then the vault canary, re-encrypted with the first key. The canary goes last, so
+ * "canary current" means the whole rotation finished (a failure half-way leaves it, and the start-up warning, as is).
+ */
+export async function reencryptVault(
+  db: DataSource,
+  keys: VaultKey[],
+): Promise<{ grants: number; rewritten: number; canary: 'rewritten' | 'current' | 'written'; keyId: string }> {
+  const vault = new VaultCipher(keys);
+  const grants = await reencryptGrants(db, vault);
+  const canary = await reencryptVaultCanary(mainPool(db), vault, keys);
+  return { ...grants, canary, keyId: vault.currentKeyId };
 }

@@ -1,9 +1,11 @@
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { Request } from 'express';
-import { ApiKeysService } from '../api-keys.service';
+import type { NextFunction, Request, Response } from 'express';
+import { AuthThrottle } from './auth-throttle';
+import { ApiKeysService, keyPrefix } from '../api-keys.service';
 import { TenantNotFoundError, TenantsError, type TenantErrorCode } from '../tenants.errors';
+import { TenantsService } from '../tenants.service';
 import type { Principal } from './principal';
 import { BASIC_AUTH_ALLOWED, OPERATOR_ONLY, PUBLIC_ROUTE } from './principal';
 
@@ -17,6 +19,8 @@ export class ApiKeyGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly apiKeys: ApiKeysService,
+    private readonly throttle: AuthThrottle,
+    private readonly tenants: TenantsService,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -24,7 +28,8 @@ export class ApiKeyGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
     const req = context.switchToHttp().getRequest<Request & { principal?: Principal }>();
     const basicAllowed = this.reflector.getAllAndOverride<boolean>(BASIC_AUTH_ALLOWED, targets) === true;
-    const principal = await this.authenticate(req, basicAllowed);
+    // A body-carrying request was already authenticated from its headers, before its body was read (earlyAuth).
+    const principal = req.principal ?? (await this.authenticate(req, basicAllowed));
     req.principal = principal;
     const tenantParam = req.params?.tenant as string | undefined;
     if (principal.kind === 'tenant' && tenantParam !== undefined && tenantParam !== principal.tenantId) {
@@ -33,6 +38,9 @@ export class ApiKeyGuard implements CanActivate {
     if (principal.kind !== 'operator' && this.reflector.getAllAndOverride<boolean>(OPERATOR_ONLY, targets)) {
       throw new TenantsError(HttpStatus.FORBIDDEN, 'operator_key_required', 'This operation needs an operator API key.');
     }
+    // The tenant in the path must exist on every route (an unknown tenant is tenant_not_found, never e.g.
+    // connection_not_found); 5-second cache. A tenant key's own tenant exists by construction.
+    if (principal.kind === 'operator' && tenantParam !== undefined) await this.tenants.cached(tenantParam);
     return true;
   }
 
@@ -49,11 +57,40 @@ export class ApiKeyGuard implements CanActivate {
       presented = decoded.slice(decoded.indexOf(':') + 1);
     }
     if (!presented) throw unauthorized('invalid_api_key', 'The Authorization header must be "Bearer <key>".', challenge);
+    const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    const prefix = keyPrefix(presented);
+    this.throttle.check(address, prefix);
     const principal = await this.apiKeys.authenticate(presented);
-    if (!principal) throw unauthorized('invalid_api_key', 'The API key is not valid or has been revoked.', challenge);
+    if (!principal) {
+      await this.throttle.fail(address, prefix);
+      throw unauthorized('invalid_api_key', 'The API key is not valid or has been revoked.', challenge);
+    }
     return principal;
   }
+
+  /**
+   * Express middleware for routes that take a body: authenticates from the headers before a byte of the body is
+   * read, so a wrong key never costs a parse (and a throttled client not even a lookup). Routes without a body are
+   * authenticated by the guard as usual.
+   */
+  earlyAuth() {
+    return (req: Request & { principal?: Principal }, res: Response, next: NextFunction): void => {
+      const hasBody = (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') || req.headers['transfer-encoding'] !== undefined;
+      if (!hasBody) return next();
+      this.authenticate(req).then(
+        (principal) => {
+          req.principal = principal;
+          next();
+        },
+        (error: unknown) => {
+          res.setHeader('Connection', 'close'); // the unread body is not worth reading
+          next(error);
+        },
+      );
+    };
+  }
 }
+
 
 function unauthorized(code: TenantErrorCode, message: string, challenge: string): TenantsError {
   return new TenantsError(HttpStatus.UNAUTHORIZED, code, message, [], { 'WWW-Authenticate': challenge });

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsOptional, IsString, IsUrl, Length, Matches, MaxLength, ValidateIf } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsOptional, IsString, IsUrl, Length, Matches, MaxLength, Validate, ValidateIf } from 'class-validator';
+import { BrowserUrl } from '../../common/url';
 
 const URL_OPTIONS = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
 
@@ -25,6 +26,7 @@ export class CreateTenantDto {
   @IsArray()
   @ArrayMaxSize(20)
   @IsUrl(URL_OPTIONS, { each: true, message: 'each return_urls entry must be an absolute http(s) URL' })
+  @Validate(BrowserUrl, { each: true })
   @MaxLength(2000, { each: true })
   return_urls?: string[];
 
@@ -47,6 +49,7 @@ export class UpdateTenantDto {
   @IsArray()
   @ArrayMaxSize(20)
   @IsUrl(URL_OPTIONS, { each: true, message: 'each return_urls entry must be an absolute http(s) URL' })
+  @Validate(BrowserUrl, { each: true })
   @MaxLength(2000, { each: true })
   return_urls?: string[];
 

@@ -1,0 +1,87 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import helmet from 'helmet';
+
+type Middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
+type Directives = Record<string, string[]>;
+
+/**
+ * Content-Security-Policy of the gateway's own answers: the HTML pages (connect page, OAuth result pages, the /ops
+ * dashboard) and the JSON API. The pages load nothing — no script, no image, no font, no external style; their CSS is
+ * one inline `<style>` block (and the dashboard's badge colours are `style` attributes), and their only forms post to
+ * the gateway itself (the dashboard's Check / Refresh and filter forms). The connect page's button is a link.
+ */
+export const PAGE_CSP: Directives = {
+  'default-src': ["'none'"],
+  'style-src': ["'unsafe-inline'"],
+  'form-action': ["'self'"],
+  'frame-ancestors': ["'none'"],
+  'base-uri': ["'none'"],
+};
+
+/**
+ * The built-in sandbox's pages (its consent page). As PAGE_CSP, except `form-action`: the consent form posts to the
+ * sandbox's own `/oauth/authorize/decision`, which redirects to the client's redirect URI (the gateway's callback),
+ * which redirects to the tenant's `return_url` — any origin on the tenant's allow-list. Chromium applies
+ * `form-action` to every redirect of a form submission, so `'self'` would stop Approve / Deny at the last hop.
+ */
+export const SANDBOX_CSP: Directives = {
+  'default-src': ["'none'"],
+  'style-src': ["'unsafe-inline'"],
+  'frame-ancestors': ["'none'"],
+  'base-uri': ["'none'"],
+};
+
+/**
+ * Swagger UI at /docs: its scripts and stylesheet are files under /docs (no inline script; the init script is
+ * `/docs/swagger-ui-init.js`), plus an inline `<style>` block and style attributes; its icons are data: URIs;
+ * "Try it out" calls the API at `PUBLIC_BASE_URL` (the OpenAPI server).
+ */
+export function docsCsp(publicBaseUrl: string): Directives {
+  const api = new URL(publicBaseUrl).origin;
+  return {
+    'default-src': ["'none'"],
+    'script-src': ["'self'"],
+    'style-src': ["'self'", "'unsafe-inline'"],
+    'img-src': ["'self'", 'data:'],
+    'font-src': ["'self'", 'data:'],
+    'connect-src': ["'self'", api],
+    'form-action': ["'self'"],
+    'frame-ancestors': ["'none'"],
+    'base-uri': ["'none'"],
+  };
+}
+
+/** One year; only ever sent when PUBLIC_BASE_URL is https (a browser on plain http ignores it anyway). */
+export const HSTS_MAX_AGE_SECONDS = 365 * 24 * 3600;
+
+function helmetWith(directives: Directives, https: boolean): Middleware {
+  return helmet({
+    contentSecurityPolicy: { useDefaults: false, directives },
+    strictTransportSecurity: https ? { maxAge: HSTS_MAX_AGE_SECONDS, includeSubDomains: true } : false,
+    xFrameOptions: { action: 'deny' },
+    // No Referer ever leaves a page: the connect page's URL carries its one-time token.
+    referrerPolicy: { policy: 'no-referrer' },
+    // Defaults kept: nosniff, Cross-Origin-Opener-Policy / Cross-Origin-Resource-Policy same-origin,
+    // Origin-Agent-Cluster, X-DNS-Prefetch-Control off, X-Download-Options, X-Permitted-Cross-Domain-Policies none.
+  }) as Middleware;
+}
+
+const DOCS_ASSET = /^\/docs\/[^/]+\.(js|css|png|map)$/;
+
+/**
+ * Security headers on every answer (helmet; the policy chosen by path), and `Cache-Control: no-store` on every
+ * answer except Swagger UI's static files: API answers carry API keys, connect links and tenant data, the pages
+ * carry one-time links and CSRF tokens — none of it belongs in a browser or proxy cache.
+ */
+export function securityHeaders(publicBaseUrl: string): Middleware {
+  const https = publicBaseUrl.startsWith('https:');
+  const page = helmetWith(PAGE_CSP, https);
+  const sandbox = helmetWith(SANDBOX_CSP, https);
+  const docs = helmetWith(docsCsp(publicBaseUrl), https);
+  return (req, res, next) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (!DOCS_ASSET.test(path)) res.setHeader('Cache-Control', 'no-store');
+    const chosen = path === '/docs' || path.startsWith('/docs/') ? docs : path === '/sandbox' || path.startsWith('/sandbox/') ? sandbox : page;
+    chosen(req, res, next);
+  };
+}

@@ -1,0 +1,76 @@
+import { HttpStatus, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import type { DataSource } from 'typeorm';
+import { mainPool } from '../../database/sql';
+import { TenantsError } from '../tenants.errors';
+
+/** Failed authentications allowed per client address, and per key prefix, in a window; then 429 for the block. */
+export const AUTH_FAILURES_ALLOWED = 20;
+export const AUTH_FAILURE_WINDOW_S = 60;
+export const AUTH_BLOCK_S = 60;
+
+/**
+ * Throttles failed authentications per client address and per presented key prefix, with rate-limiter-flexible's
+ * Postgres store (`auth_failures`), so every instance counts together. Only failures are counted (a valid key never
+ * costs a write), and a block is remembered in memory: a blocked client is refused without a database round-trip
+ * (memory is only the accelerator: a restarted instance learns the block again on the next failure).
+ */
+@Injectable()
+export class AuthThrottle {
+  private readonly logger = new Logger(AuthThrottle.name);
+  private readonly limiter: RateLimiterPostgres;
+  private readonly blockedUntil = new Map<string, number>();
+
+  constructor(@InjectDataSource() db: DataSource) {
+    this.limiter = new RateLimiterPostgres({
+      storeClient: mainPool(db),
+      storeType: 'pool',
+      tableName: 'auth_failures',
+      tableCreated: true,
+      points: AUTH_FAILURES_ALLOWED,
+      duration: AUTH_FAILURE_WINDOW_S,
+      blockDuration: AUTH_BLOCK_S,
+      inMemoryBlockOnConsumed: AUTH_FAILURES_ALLOWED + 1,
+      inMemoryBlockDuration: AUTH_BLOCK_S,
+    });
+  }
+
+  /** Before looking at a key: refuses at once a client or prefix this instance knows to be blocked. */
+  check(address: string, prefix: string | null): void {
+    const now = Date.now();
+    for (const key of this.keys(address, prefix)) {
+      const until = this.blockedUntil.get(key) ?? 0;
+      if (until > now) throw tooMany(until - now);
+      if (until) this.blockedUntil.delete(key);
+    }
+  }
+
+  /** After a failed authentication: counts it (shared), and refuses with 429 once the limit is passed. */
+  async fail(address: string, prefix: string | null): Promise<void> {
+    for (const key of this.keys(address, prefix)) {
+      try {
+        await this.limiter.consume(key);
+      } catch (rejection) {
+        if (rejection instanceof RateLimiterRes) {
+          if (this.blockedUntil.size > 100_000) this.blockedUntil.clear();
+          this.blockedUntil.set(key, Date.now() + rejection.msBeforeNext);
+          this.logger.warn({ throttled: key.startsWith('ip:') ? 'address' : 'key prefix' }, 'failed authentications throttled');
+          throw tooMany(rejection.msBeforeNext);
+        }
+        // The counter store is unavailable: do not turn that into a refusal of the caller.
+        this.logger.warn(`auth throttle store: ${(rejection as Error).message}`);
+      }
+    }
+  }
+
+  private keys(address: string, prefix: string | null): string[] {
+    return prefix ? [`ip:${address}`, `prefix:${prefix}`] : [`ip:${address}`];
+  }
+}
+
+function tooMany(ms: number): TenantsError {
+  return new TenantsError(HttpStatus.TOO_MANY_REQUESTS, 'too_many_failed_authentications', 'Too many failed authentications from this client or for this key; retry later.', [], {
+    'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))),
+  });
+}

@@ -1,0 +1,178 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Pool } from 'pg';
+import type { DataSource } from 'typeorm';
+import type { VaultKey } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import { inTransaction, mainPool, type Sql } from '../database/sql';
+import { VaultCipher, VaultDecryptionError } from './vault-cipher';
+
+/** The known value and its additional data. Knowing them does not help an attacker: AES-GCM resists known plaintext. */
+export const CANARY_PLAINTEXT = 'rewards-gateway vault canary v1';
+export const CANARY_CONTEXT = 'vault_canary';
+
+/**
+ * What the configured keys make of the canary:
+ * - `current`: it decrypts with the first key (the one that encrypts);
+ * - `rotation_pending`: it decrypts, but with a later key — a new key was put first and `vault:rotate` has not run
+ *   yet. A warning, not a refusal: the documented rotation needs every instance running with the new key first
+ *   (so that all of them can read what any of them writes) *before* `vault:rotate` re-encrypts the data;
+ * - `missing`: no canary yet (written at start-up);
+ * - `undecryptable`: its key id is not configured, or the configured key with that id is other key material.
+ */
+export type CanaryState =
+  | { state: 'current'; keyId: string }
+  | { state: 'rotation_pending'; keyId: string; firstKeyId: string }
+  | { state: 'missing' }
+  | { state: 'undecryptable'; keyId: string; message: string };
+
+export type ReadableCanary = Extract<CanaryState, { state: 'current' | 'rotation_pending' }>;
+
+/** The configured keys, by id only (never key material): `"k2", "k1"`. */
+export function describeKeyIds(keys: VaultKey[]): string {
+  return keys.map((k) => `"${k.id}"`).join(', ');
+}
+
+/** The configured VAULT_KEYS cannot read this database's vault: the process must not start. */
+export class VaultKeyMismatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'VaultKeyMismatchError';
+  }
+}
+
+/** Judges a stored canary against the configured keys (no database access). */
+export function judgeCanary(ciphertext: string, keys: VaultKey[]): CanaryState {
+  const keyId = VaultCipher.keyIdOf(ciphertext) ?? '?';
+  const configured = describeKeyIds(keys);
+  const vault = new VaultCipher(keys);
+  let plaintext: string | undefined;
+  try {
+    plaintext = vault.decrypt(ciphertext, CANARY_CONTEXT);
+  } catch (error) {
+    if (!(error instanceof VaultDecryptionError)) throw error;
+  }
+  if (plaintext === CANARY_PLAINTEXT) {
+    return keyId === vault.currentKeyId ? { state: 'current', keyId } : { state: 'rotation_pending', keyId, firstKeyId: vault.currentKeyId };
+  }
+  const known = keys.some((k) => k.id === keyId);
+  const message = known
+    ? `VAULT_KEYS cannot decrypt the vault canary: it was encrypted with key id "${keyId}", and the configured key "${keyId}" ` +
+      `is different key material (configured key ids: ${configured}). Configure the key "${keyId}" that wrote this database's data.`
+    : `VAULT_KEYS cannot decrypt the vault canary: it was encrypted with key id "${keyId}", which is not configured ` +
+      `(configured key ids: ${configured}). Add the key "${keyId}" that wrote this database's data to VAULT_KEYS ` +
+      '(the first key encrypts, every key decrypts); drop a key only after `npm run cli -- vault:rotate`.';
+  return { state: 'undecryptable', keyId, message };
+}
+
+/** Reads and judges the canary; writes nothing (readiness). */
+export async function readVaultCanary(q: Sql, keys: VaultKey[]): Promise<CanaryState> {
+  const { rows } = await q.query<{ ciphertext: string }>(`SELECT ciphertext FROM vault_canary WHERE id = 1`);
+  return rows[0] ? judgeCanary(rows[0].ciphertext, keys) : { state: 'missing' };
+}
+
+/**
+ * Start-up: writes the canary with the first key when there is none, then checks it. Throws VaultKeyMismatchError
+ * when the configured keys cannot decrypt it. Before the first write on a database that already holds grants (an
+ * upgrade from a version without the canary), one grant must decrypt — else the wrong keys would be blessed.
+ * Several instances starting together: one insert wins, every instance checks the row that won.
+ */
+export async function ensureVaultCanary(pool: Pool, keys: VaultKey[]): Promise<ReadableCanary & { written: boolean }> {
+  let state = await readVaultCanary(pool, keys);
+  let written = false;
+  if (state.state === 'missing') {
+    await checkExistingGrant(pool, keys);
+    const vault = new VaultCipher(keys);
+    const { rowCount } = await pool.query(`INSERT INTO vault_canary (id, key_id, ciphertext) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`, [
+      vault.currentKeyId,
+      vault.encrypt(CANARY_PLAINTEXT, CANARY_CONTEXT),
+    ]);
+    written = rowCount === 1;
+    state = await readVaultCanary(pool, keys);
+  }
+  if (state.state === 'undecryptable') throw new VaultKeyMismatchError(state.message);
+  if (state.state === 'missing') throw new VaultKeyMismatchError('the vault canary could not be written');
+  return { ...state, written };
+}
+
+async function checkExistingGrant(q: Sql, keys: VaultKey[]): Promise<void> {
+  const { rows } = await q.query<{ connection_id: string; access_token_enc: string }>(
+    `SELECT connection_id, access_token_enc FROM grants ORDER BY updated_at DESC LIMIT 1`,
+  );
+  const grant = rows[0];
+  if (!grant) return;
+  try {
+    new VaultCipher(keys).decrypt(grant.access_token_enc, `${grant.connection_id}/access`);
+  } catch (error) {
+    if (!(error instanceof VaultDecryptionError)) throw error;
+    throw new VaultKeyMismatchError(
+      `VAULT_KEYS cannot decrypt the existing grants (the newest is encrypted with key id "${VaultCipher.keyIdOf(grant.access_token_enc)}"; ` +
+        `configured key ids: ${describeKeyIds(keys)}), so no vault canary is written. Configure the key that wrote this database's data.`,
+    );
+  }
+}
+
+/**
+ * `vault:rotate`, after the grants: the canary re-encrypted with the first key under its row lock (written when
+ * absent — the grants just decrypted, so the keys are right). Throws VaultKeyMismatchError when it cannot be read.
+ */
+export async function reencryptVaultCanary(pool: Pool, vault: VaultCipher, keys: VaultKey[]): Promise<'rewritten' | 'current' | 'written'> {
+  return inTransaction(pool, async (tx) => {
+    const { rows } = await tx.query<{ ciphertext: string }>(`SELECT ciphertext FROM vault_canary WHERE id = 1 FOR UPDATE`);
+    if (!rows[0]) {
+      const inserted = await tx.query(`INSERT INTO vault_canary (id, key_id, ciphertext) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`, [
+        vault.currentKeyId,
+        vault.encrypt(CANARY_PLAINTEXT, CANARY_CONTEXT),
+      ]);
+      return inserted.rowCount === 1 ? 'written' : 'current';
+    }
+    const state = judgeCanary(rows[0].ciphertext, keys);
+    if (state.state === 'undecryptable') throw new VaultKeyMismatchError(state.message);
+    if (state.state === 'current') return 'current';
+    await tx.query(`UPDATE vault_canary SET key_id = $1, ciphertext = $2, rotated_at = now() WHERE id = 1`, [
+      vault.currentKeyId,
+      vault.encrypt(CANARY_PLAINTEXT, CANARY_CONTEXT),
+    ]);
+    return 'rewritten';
+  });
+}
+
+/**
+ * The canary inside the app: checked (and written on a fresh database) when the module starts — before the app
+ * listens, so `app.listen()` rejects and the process refuses to start with the wrong keys; read again by readiness.
+ */
+@Injectable()
+export class VaultCanary implements OnModuleInit {
+  private readonly logger = new Logger('VaultCanary');
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    const state = await ensureVaultCanary(mainPool(this.db), this.config.vaultKeys);
+    if (state.written) this.logger.log({ keyId: state.keyId }, `vault canary written with key "${state.keyId}"`);
+    if (state.state === 'rotation_pending') {
+      this.logger.warn(
+        { keyId: state.keyId, firstKeyId: state.firstKeyId },
+        `vault rotation pending: the data is under key "${state.keyId}", VAULT_KEYS starts with "${state.firstKeyId}"; ` +
+          'once every instance runs with these keys, run `npm run cli -- vault:rotate`, then drop the old key',
+      );
+    }
+  }
+
+  /** For readiness: the canary read now (within `timeoutMs`). */
+  async check(timeoutMs = 1_500): Promise<CanaryState> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the vault canary was not read within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      return await Promise.race([readVaultCanary(mainPool(this.db), this.config.vaultKeys), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
