@@ -77,13 +77,17 @@ async function main(args: string[]): Promise<number> {
         const ds = await new DataSource(dataSourceOptions(url, 2)).initialize();
         try {
           const { reencryptVault } = await import('./token-vault/vault-rotation');
-          return await reencryptVault(ds, config.vaultKeys);
+          const { reencryptLinks } = await import('./reward-dispatch/dispatch.store');
+          const { PgStateStore } = await import('./connections/oauth-state.store');
+          const { mainPool } = await import('./database/sql');
+          const pool = mainPool(ds);
+          return await reencryptVault(ds, config.vaultKeys, [(vault) => reencryptLinks(pool, vault), (vault) => PgStateStore.reencryptVerifiers(pool, vault)]);
         } finally {
           await ds.destroy();
         }
       });
       const canary = { rewritten: 're-encrypted', current: 'already current', written: 'written' }[result.canary];
-      process.stdout.write(`Re-encrypted ${result.rewritten} of ${result.grants} grants with the current key "${result.keyId}"; vault canary ${canary}.\n`);
+      process.stdout.write(`Re-encrypted ${result.rewritten} of ${result.grants} grants and ${result.others} other values (LINK links, PKCE verifiers) with the current key "${result.keyId}"; vault canary ${canary}.\n`);
       return 0;
     }
     default:

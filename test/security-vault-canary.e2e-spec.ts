@@ -122,7 +122,7 @@ describe('security: the vault canary', () => {
       ['vault:rotate'],
     );
     expect(await cli.exited).toBe(0);
-    expect(cli.output()).toContain('Re-encrypted 1 of 1 grants with the current key "beta"; vault canary re-encrypted.');
+    expect(cli.output()).toContain('Re-encrypted 1 of 1 grants and 0 other values (LINK links, PKCE verifiers) with the current key "beta"; vault canary re-encrypted.');
     const [row] = await sql(`SELECT key_id, ciphertext, rotated_at FROM vault_canary`);
     expect(row.key_id).toBe('beta');
     expect(row.rotated_at).not.toBeNull();
@@ -137,7 +137,7 @@ describe('security: the vault canary', () => {
       'vault:rotate',
     ]);
     expect(await again.exited).toBe(0);
-    expect(again.output()).toContain('Re-encrypted 0 of 1 grants with the current key "beta"; vault canary already current.');
+    expect(again.output()).toContain('Re-encrypted 0 of 1 grants and 0 other values (LINK links, PKCE verifiers) with the current key "beta"; vault canary already current.');
   }, 120_000);
 
   it('readiness fails (503, the error shape) on an instance whose keys no longer decrypt the canary', async () => {

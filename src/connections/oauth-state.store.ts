@@ -31,6 +31,21 @@ export class PgStateStore {
     this.vault = new VaultCipher(config.vaultKeys);
   }
 
+  /** `vault:rotate`: re-encrypts the PKCE verifiers of pending states with the vault's first key. */
+  static async reencryptVerifiers(q: Sql, vault: VaultCipher): Promise<number> {
+    const { rows } = await q.query<{ state_hash: string; code_verifier_enc: string }>(
+      `SELECT state_hash, code_verifier_enc FROM oauth_states WHERE code_verifier_enc IS NOT NULL AND consumed_at IS NULL AND expires_at > now()`,
+    );
+    let rewritten = 0;
+    for (const r of rows) {
+      if (VaultCipher.keyIdOf(r.code_verifier_enc) === vault.currentKeyId) continue;
+      const aad = `state/${r.state_hash}`;
+      await q.query(`UPDATE oauth_states SET code_verifier_enc = $2 WHERE state_hash = $1 AND code_verifier_enc = $3`, [r.state_hash, vault.encrypt(vault.decrypt(r.code_verifier_enc, aad), aad), r.code_verifier_enc]);
+      rewritten += 1;
+    }
+    return rewritten;
+  }
+
   /** Deletes up to `batch` states expired (used or not) more than `graceMs` ago; returns how many. */
   async purgeExpired(q: Sql, graceMs: number, batch: number): Promise<number> {
     const { rowCount } = await q.query(

@@ -2,12 +2,31 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Pool } from 'pg';
 import { createPool } from '../database/pg-pools';
+import { VaultCipher } from '../token-vault/vault-cipher';
 import { mainPool } from '../database/sql';
 import type { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import type { DispatchRow, DispatchStatus, RewardError, RewardRow, RewardStatus } from './dispatch.view';
+
+/**
+ * `vault:rotate`: re-encrypts the LINK redemption links with the vault's first key (same plaintexts). Returns how many
+ * were rewritten.
+ */
+export async function reencryptLinks(pool: Pool, vault: VaultCipher): Promise<number> {
+  const { rows } = await pool.query<{ dispatch_id: string; position: number; link_enc: string }>(
+    `SELECT dispatch_id, position, link_enc FROM dispatch_rewards WHERE link_enc IS NOT NULL`,
+  );
+  let rewritten = 0;
+  for (const r of rows) {
+    if (VaultCipher.keyIdOf(r.link_enc) === vault.currentKeyId) continue;
+    const aad = `${r.dispatch_id}/${r.position}/link`;
+    await pool.query(`UPDATE dispatch_rewards SET link_enc = $3 WHERE dispatch_id = $1 AND position = $2 AND link_enc = $4`, [r.dispatch_id, r.position, vault.encrypt(vault.decrypt(r.link_enc, aad), aad), r.link_enc]);
+    rewritten += 1;
+  }
+  return rewritten;
+}
 
 /** A change to one reward row, applied only while the reward is unsettled (`pending` / `sending`). */
 export interface RewardUpdate {

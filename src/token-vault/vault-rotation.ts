@@ -39,9 +39,14 @@ export async function reencryptGrants(db: DataSource, vault: VaultCipher, grants
 export async function reencryptVault(
   db: DataSource,
   keys: VaultKey[],
-): Promise<{ grants: number; rewritten: number; canary: 'rewritten' | 'current' | 'written'; keyId: string }> {
+  /** Other modules' encrypted values (LINK redemption links, PKCE verifiers): each returns how many it rewrote. */
+  others: ((vault: VaultCipher) => Promise<number>)[] = [],
+): Promise<{ grants: number; rewritten: number; others: number; canary: 'rewritten' | 'current' | 'written'; keyId: string }> {
   const vault = new VaultCipher(keys);
   const grants = await reencryptGrants(db, vault);
+  let rewrittenOthers = 0;
+  for (const reencrypt of others) rewrittenOthers += await reencrypt(vault);
+  // The canary goes last: "current" then means every value was re-encrypted.
   const canary = await reencryptVaultCanary(mainPool(db), vault, keys);
-  return { ...grants, canary, keyId: vault.currentKeyId };
+  return { ...grants, others: rewrittenOthers, canary, keyId: vault.currentKeyId };
 }
