@@ -39,6 +39,9 @@ const server = sandbox.app.listen(port, env.SANDBOX_HOST ?? '127.0.0.1', () => {
     `${flag(env.SANDBOX_CONTROL_ENABLED) ? ' (control API on /__control)' : ''}\n`);
 });
 server.keepAliveTimeout = 65_000;
-const stop = () => server.close(() => terminate(0));
+const stop = () => {
+  void sandbox.close();
+  server.close(() => terminate(0));
+};
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);

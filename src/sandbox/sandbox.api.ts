@@ -6,6 +6,7 @@ import { apiError } from './sandbox.http';
 import type { SandboxAccount } from './sandbox.model';
 import { ordersRouter } from './sandbox.orders';
 import type { SandboxState } from './sandbox.state';
+import { tokenKey } from './sandbox.state';
 
 export { apiError } from './sandbox.http';
 export type { RouteGuard } from './sandbox.http';
@@ -38,7 +39,7 @@ function authenticate(state: SandboxState, req: Request, res: Response, next: Ne
     (req as ApiRequest).caller = { account: state.accounts.get(accountId) as SandboxAccount, scopes: ['default', 'team_management'] };
     return next();
   }
-  const token = state.accessTokens.get(presented);
+  const token = state.accessTokens.get(tokenKey(presented));
   const grant = token ? state.grants.get(token.grantId) : undefined;
   if (!token || !grant || grant.revoked) return apiError(res, 401, 'The API key you provided is invalid.');
   if (state.now() >= token.expiresAtMs) return apiError(res, 401, 'The API key you provided is no longer valid.');

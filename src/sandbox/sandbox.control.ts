@@ -21,6 +21,7 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
     const accounts = (req.body as { accounts?: unknown } | undefined)?.accounts;
     if (accounts !== undefined) {
       if (!Array.isArray(accounts)) return bad(res, 'accounts must be an array');
+      if (accounts.length > state.limits.accounts) return bad(res, `at most ${state.limits.accounts} accounts`);
       for (const seed of accounts as unknown[]) {
         const problem = checkSeedAccount(seed) ?? (typeof (seed as SeedAccount).id === 'string' && (seed as SeedAccount).id ? null : 'each account needs an id');
         if (problem) return bad(res, problem);
@@ -38,6 +39,9 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
   router.put('/accounts/:id', (req: Request, res) => {
     const problem = checkSeedAccount(req.body);
     if (problem) return bad(res, problem);
+    if (!state.accounts.has(String(req.params.id)) && state.accounts.size >= state.limits.accounts) {
+      return bad(res, `at most ${state.limits.accounts} accounts`);
+    }
     const account = state.upsertAccount({ ...(req.body as SeedAccount), id: String(req.params.id) });
     res.json({ id: account.id, api_key: account.apiKey, organization_id: account.organizationId });
   });
@@ -88,6 +92,7 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
   router.post('/faults', (req, res) => {
     const { rule, error } = validateFault(req.body);
     if (!rule) return bad(res, error as string);
+    if (faults.rules.length >= state.limits.faultRules) return bad(res, `at most ${state.limits.faultRules} fault rules`);
     faults.rules.push(rule);
     res.status(201).json({ faults: faults.rules });
   });
@@ -110,6 +115,7 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
       refreshes: Object.fromEntries(grants.map((g) => [g.id, g.refresh_count])),
       grants,
       rate_limit: state.rateLimiter.stats(),
+      sizes: state.sizes(),
     });
   });
 

@@ -134,8 +134,12 @@ export interface Grant {
   revoked: boolean;
   revokedReason?: string;
   refreshCount: number;
+  /** tokenKey of the refresh token in force. */
   currentRefreshToken: string;
+  /** tokenKeys of the access tokens issued (bounded: SandboxLimits.accessTokensPerGrant). */
   accessTokens: Set<string>;
+  /** tokenKeys of the newest used refresh tokens, oldest first (bounded: SandboxLimits.usedRefreshTokensPerGrant). */
+  usedRefreshTokens: string[];
 }
 
 export interface AccessToken {

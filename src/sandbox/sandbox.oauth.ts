@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import express from 'express';
 import type { Request, Response, Router } from 'express';
 import type { Grant, SandboxClient, SandboxState } from './sandbox.state';
-import { SCOPES, randomId, setBounded } from './sandbox.state';
+import { SCOPES, USED_CODE_GRACE_MS, randomId, setBounded, tokenKey } from './sandbox.state';
 import { escapeHtml, page } from './sandbox.html';
 import type { RouteGuard } from './sandbox.http';
 
@@ -25,6 +25,9 @@ export function oauthRouter(state: SandboxState, guard: RouteGuard): Router {
   );
   return router;
 }
+
+/** Longest `state` accepted on /oauth/authorize. */
+export const MAX_STATE_LENGTH = 2048;
 
 function str(value: unknown): string | undefined {
   return typeof value === 'string' && value.length > 0 ? value : undefined;
@@ -50,6 +53,11 @@ function authorize(state: SandboxState, req: Request, res: Response): void {
     return;
   }
   const stateParam = str(q.state);
+  // Kept with each pending consent (which anyone can create): bounded, and never echoed back when too long.
+  if (stateParam && stateParam.length > MAX_STATE_LENGTH) {
+    redirectWith(res, redirectUri, { error: 'invalid_request', error_description: `state is longer than ${MAX_STATE_LENGTH} characters` });
+    return;
+  }
   if (q.response_type !== 'code') {
     redirectWith(res, redirectUri, { error: 'unsupported_response_type', error_description: 'response_type must be code', state: stateParam });
     return;
@@ -105,7 +113,7 @@ function issueCode(
   const code = randomId('sbx_code', 18);
   // Under auto-approval anyone can mint codes: bounded, and swept an hour after expiry (replays of a code that
   // expired within the hour still revoke what it obtained).
-  setBounded(state.codes, code, {
+  setBounded(state.codes, tokenKey(code), {
     clientId: request.clientId,
     redirectUri: request.redirectUri,
     accountId,
@@ -113,7 +121,7 @@ function issueCode(
     expiresAt: state.now() + state.settings.codeTtlSeconds * 1000,
     used: false,
     codeChallenge: request.codeChallenge,
-  }, state.now(), 3_600_000);
+  }, state.now(), USED_CODE_GRACE_MS);
   redirectWith(res, request.redirectUri, { code, state: request.state });
 }
 
@@ -205,7 +213,7 @@ function token(state: SandboxState, req: Request, res: Response): void {
 }
 
 function exchangeCode(state: SandboxState, client: SandboxClient, body: Record<string, unknown>) {
-  const code = state.codes.get(str(body.code) ?? '');
+  const code = state.codes.get(tokenKey(str(body.code) ?? ''));
   if (!code) return tokenError(400, 'invalid_grant', 'unknown authorization code');
   if (code.used) {
     // A replayed code: revoke what it was exchanged for (RFC 6749 §4.1.2).
@@ -234,15 +242,17 @@ function exchangeCode(state: SandboxState, client: SandboxClient, body: Record<s
     refreshCount: 0,
     currentRefreshToken: '',
     accessTokens: new Set(),
+    usedRefreshTokens: [],
   };
-  state.grants.set(grant.id, grant);
+  state.addGrant(grant);
   code.grantId = grant.id;
   return state.issueTokens(grant);
 }
 
 function refresh(state: SandboxState, client: SandboxClient, body: Record<string, unknown>) {
   const presented = str(body.refresh_token) ?? '';
-  const record = state.refreshTokens.get(presented);
+  const presentedKey = tokenKey(presented);
+  const record = state.refreshTokens.get(presentedKey);
   if (!record) return tokenError(400, 'invalid_grant', 'unknown refresh token');
   const grant = state.grants.get(record.grantId);
   if (!grant || grant.clientId !== client.clientId) return tokenError(400, 'invalid_grant', 'refresh token was issued to another client');
@@ -256,6 +266,6 @@ function refresh(state: SandboxState, client: SandboxClient, body: Record<string
     const { refresh_token: _kept, ...withoutRefresh } = state.issueTokens(grant, presented);
     return withoutRefresh;
   }
-  record.used = true;
+  state.consumeRefreshToken(grant, presentedKey);
   return state.issueTokens(grant);
 }

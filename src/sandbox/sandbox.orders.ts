@@ -174,6 +174,7 @@ function createOrder(state: SandboxState, req: ApiRequest, res: Response): void 
     account.rewards.push(reward);
     account.rewardsById.set(reward.id, reward);
   }
+  state.capOrders(account);
   res.status(pending ? state.settings.pendingApprovalStatus : 200).json({ order: orderView(order, links) });
 }
 

@@ -1,5 +1,5 @@
-import type { AccessToken, AuthorizationCode, Grant, PendingConsent, SandboxAccount, SandboxClient, SeedAccount } from './sandbox.model';
-import { derivedServiceId, randomId } from './sandbox.model';
+import type { AccessToken, AuthorizationCode, Grant, PendingConsent, SandboxAccount, SandboxClient, SandboxReward, SeedAccount } from './sandbox.model';
+import { derivedServiceId, randomId, sha256 } from './sandbox.model';
 import { DEMO_ACCOUNT_ID, demoSeed, normalizeFields } from './sandbox.seed';
 import { RateLimiter } from './sandbox.ratelimit';
 
@@ -32,13 +32,60 @@ export interface SandboxSettings {
 /** Entries kept at most in maps that grow from unauthenticated requests; the oldest go first. */
 export const UNAUTHENTICATED_MAP_CAP = 10_000;
 
+/**
+ * Bounds on everything that grows from traffic (an emulator keeps the newest, not everything). Pending consents and
+ * authorization codes are capped at UNAUTHENTICATED_MAP_CAP (setBounded); the `calls` counters are keyed by route
+ * name (a fixed set) and the rate-limit windows by account (capped below).
+ */
+export interface SandboxLimits {
+  /** Orders kept per account; beyond it the oldest go, with their rewards (their `external_id` is forgotten too). */
+  ordersPerAccount: number;
+  /** Rewards kept per account (an order holds up to 100); beyond it the oldest orders go. */
+  rewardsPerAccount: number;
+  /** Grants kept; beyond it the oldest revoked one goes, else the oldest (its tokens stop working). */
+  grants: number;
+  /** Access tokens kept per grant (each refresh adds one while the older ones live on); the oldest go first. */
+  accessTokensPerGrant: number;
+  /** Used refresh tokens remembered per grant for reuse detection; an older one is answered as unknown. */
+  usedRefreshTokensPerGrant: number;
+  /** Accounts (`PUT /__control/accounts/:id` refuses more). */
+  accounts: number;
+  /** Injected fault rules (`POST /__control/faults` refuses more). */
+  faultRules: number;
+  /** An expired access token is forgotten this long after its expiry (until then: 401 "no longer valid"). */
+  expiredAccessTokenGraceMs: number;
+  /** How often expired tokens, codes and consents are swept (also on the first token issued after that long). */
+  sweepIntervalMs: number;
+}
+
+export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = {
+  ordersPerAccount: 100_000,
+  rewardsPerAccount: 200_000,
+  grants: 10_000,
+  accessTokensPerGrant: 20,
+  usedRefreshTokensPerGrant: 20,
+  accounts: 1_000,
+  faultRules: 1_000,
+  expiredAccessTokenGraceMs: 3_600_000,
+  sweepIntervalMs: 60_000,
+};
+
+/** A used authorization code is remembered this long after its expiry (a replay still revokes what it obtained). */
+export const USED_CODE_GRACE_MS = 3_600_000;
+
+/** Entries dropped at once when a per-account cap is passed: 1 % of it, so trimming is O(1) amortised per order. */
+const trimBatch = (cap: number) => Math.max(1, Math.floor(cap / 100));
+
 export class SandboxState {
   accounts = new Map<string, SandboxAccount>();
   clients = new Map<string, SandboxClient>();
+  // Tokens and codes are kept (and persisted) only as their SHA-256 digests (tokenKey), as a real service would.
+  /** tokenKey(authorization code) → the code's request */
   codes = new Map<string, AuthorizationCode>();
   grants = new Map<string, Grant>();
+  /** tokenKey(access token) → grant and expiry */
   accessTokens = new Map<string, AccessToken>();
-  /** refresh token → grant id and whether it was used */
+  /** tokenKey(refresh token) → grant id and whether it was used */
   refreshTokens = new Map<string, { grantId: string; used: boolean }>();
   apiKeys = new Map<string, string>();
   pendingConsents = new Map<string, PendingConsent>();
@@ -46,11 +93,17 @@ export class SandboxState {
   rateLimiter = new RateLimiter();
   clockOffsetMs = 0;
   settings: SandboxSettings;
+  readonly limits: SandboxLimits;
+  private lastSweepMs = 0;
 
   constructor(
-    private readonly initialClients: SandboxClient[],
-    private readonly initialSettings: Partial<SandboxSettings> = {},
+    /** The registered developer apps given by configuration (they win over a restored snapshot's). */
+    readonly initialClients: SandboxClient[],
+    /** Settings given by configuration. */
+    readonly initialSettings: Partial<SandboxSettings> = {},
+    limits: Partial<SandboxLimits> = {},
   ) {
+    this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...limits };
     this.reset();
   }
 
@@ -70,6 +123,7 @@ export class SandboxState {
     this.calls.clear();
     this.rateLimiter.clear();
     this.clockOffsetMs = 0;
+    this.lastSweepMs = 0;
     this.settings = {
       accessTokenTtlSeconds: 7200,
       codeTtlSeconds: 120,
@@ -110,6 +164,119 @@ export class SandboxState {
     return account;
   }
 
+  /** After an order was added to the account: drops the oldest orders (and their rewards) past the caps. */
+  capOrders(account: SandboxAccount): void {
+    const { ordersPerAccount, rewardsPerAccount } = this.limits;
+    const list = account.orderList;
+    if (list.length <= ordersPerAccount && account.rewards.length <= rewardsPerAccount) return;
+    const keepOrders = ordersPerAccount - trimBatch(ordersPerAccount);
+    const keepRewards = rewardsPerAccount - trimBatch(rewardsPerAccount);
+    const dropped = new Set<SandboxReward>();
+    let n = 0;
+    while (n < list.length - 1 && (list.length - n > keepOrders || account.rewards.length - dropped.size > keepRewards)) {
+      const order = list[n++];
+      account.orders.delete(order.id);
+      if (order.external_id !== null && account.ordersByExternalId.get(order.external_id)?.order === order) {
+        account.ordersByExternalId.delete(order.external_id);
+      }
+      for (const reward of order.rewards) {
+        dropped.add(reward);
+        if (account.rewardsById.get(reward.id) === reward) account.rewardsById.delete(reward.id);
+      }
+    }
+    list.splice(0, n);
+    // Rewards are appended with their orders, so the dropped ones lead the list.
+    let lead = 0;
+    while (lead < account.rewards.length && dropped.has(account.rewards[lead])) lead++;
+    account.rewards.splice(0, lead);
+    if (lead < dropped.size) {
+      let kept = 0;
+      for (const reward of account.rewards) if (!dropped.has(reward)) account.rewards[kept++] = reward;
+      account.rewards.length = kept;
+    }
+  }
+
+  /** Stores a new grant; past the cap the oldest revoked grant goes, else the oldest grant (with its tokens). */
+  addGrant(grant: Grant): void {
+    this.grants.set(grant.id, grant);
+    while (this.grants.size > this.limits.grants) {
+      let victim: Grant | undefined;
+      for (const g of this.grants.values()) {
+        if (g.revoked) {
+          victim = g;
+          break;
+        }
+      }
+      this.dropGrant(victim ?? (this.grants.values().next().value as Grant));
+    }
+  }
+
+  /** Forgets a grant and every token it issued. */
+  dropGrant(grant: Grant): void {
+    for (const token of grant.accessTokens) this.accessTokens.delete(token);
+    for (const token of grant.usedRefreshTokens) this.refreshTokens.delete(token);
+    if (this.refreshTokens.get(grant.currentRefreshToken)?.grantId === grant.id) this.refreshTokens.delete(grant.currentRefreshToken);
+    this.grants.delete(grant.id);
+  }
+
+  /** Marks a refresh token (its key) used; the grant remembers its newest used ones (reuse detection), older ones are forgotten. */
+  consumeRefreshToken(grant: Grant, key: string): void {
+    const record = this.refreshTokens.get(key);
+    if (record) record.used = true;
+    grant.usedRefreshTokens.push(key);
+    while (grant.usedRefreshTokens.length > this.limits.usedRefreshTokensPerGrant) {
+      this.refreshTokens.delete(grant.usedRefreshTokens.shift() as string);
+    }
+  }
+
+  /**
+   * Drops access tokens expired more than `expiredAccessTokenGraceMs` ago, consents past their expiry and codes an
+   * hour past theirs. O(size); run every `sweepIntervalMs`. Answers how many entries went.
+   */
+  sweep(): number {
+    const now = this.now();
+    this.lastSweepMs = now;
+    let removed = 0;
+    const tokenLimit = now - this.limits.expiredAccessTokenGraceMs;
+    for (const [token, record] of this.accessTokens) {
+      if (record.expiresAtMs >= tokenLimit) continue;
+      this.accessTokens.delete(token);
+      this.grants.get(record.grantId)?.accessTokens.delete(token);
+      removed++;
+    }
+    for (const [id, consent] of this.pendingConsents) {
+      if (consent.expiresAt >= now) continue;
+      this.pendingConsents.delete(id);
+      removed++;
+    }
+    for (const [code, record] of this.codes) {
+      if (record.expiresAt + USED_CODE_GRACE_MS >= now) continue;
+      this.codes.delete(code);
+      removed++;
+    }
+    return removed;
+  }
+
+  /** Counts of what the state holds (shown by `/__control/stats`). */
+  sizes(): Record<string, number> {
+    let orders = 0;
+    let rewards = 0;
+    for (const a of this.accounts.values()) {
+      orders += a.orderList.length;
+      rewards += a.rewards.length;
+    }
+    return {
+      accounts: this.accounts.size,
+      pending_consents: this.pendingConsents.size,
+      codes: this.codes.size,
+      grants: this.grants.size,
+      access_tokens: this.accessTokens.size,
+      refresh_tokens: this.refreshTokens.size,
+      orders,
+      rewards,
+    };
+  }
+
   count(route: string): void {
     this.calls.set(route, (this.calls.get(route) ?? 0) + 1);
   }
@@ -120,12 +287,20 @@ export class SandboxState {
     const access = randomId('sbx_at', 24);
     const refresh = keepRefreshToken ?? randomId('sbx_rt', 24);
     const ttl = this.settings.accessTokenTtlSeconds;
+    const accessKey = tokenKey(access);
+    const refreshKey = tokenKey(refresh);
     // The service's clock has 1-second resolution: created_at is whole seconds and expiry follows from it.
     const createdAt = Math.floor(nowMs / 1000);
-    this.accessTokens.set(access, { grantId: grant.id, expiresAtMs: (createdAt + ttl) * 1000 });
-    grant.accessTokens.add(access);
-    if (!keepRefreshToken) this.refreshTokens.set(refresh, { grantId: grant.id, used: false });
-    grant.currentRefreshToken = refresh;
+    if (nowMs - this.lastSweepMs >= this.limits.sweepIntervalMs) this.sweep();
+    this.accessTokens.set(accessKey, { grantId: grant.id, expiresAtMs: (createdAt + ttl) * 1000 });
+    grant.accessTokens.add(accessKey);
+    for (const oldest of grant.accessTokens) {
+      if (grant.accessTokens.size <= this.limits.accessTokensPerGrant) break;
+      grant.accessTokens.delete(oldest);
+      this.accessTokens.delete(oldest);
+    }
+    if (!keepRefreshToken) this.refreshTokens.set(refreshKey, { grantId: grant.id, used: false });
+    grant.currentRefreshToken = refreshKey;
     return { access_token: access, token_type: 'Bearer', expires_in: ttl, refresh_token: refresh, scope: grant.scopes.join(' '), created_at: createdAt };
   }
 
@@ -135,6 +310,11 @@ export class SandboxState {
     for (const token of grant.accessTokens) this.accessTokens.delete(token);
     grant.accessTokens.clear();
   }
+}
+
+/** The key under which a token or authorization code is kept: its SHA-256 digest (never the value itself). */
+export function tokenKey(token: string): string {
+  return sha256(token);
 }
 
 /**
