@@ -118,7 +118,10 @@ interface LoadResult {
   requests: number;
 }
 
-function load(url: string, opts: { body: (i: number) => string; headers: (i: number) => Record<string, string>; connections?: number; duration?: number; method?: 'POST' | 'GET' }): Promise<LoadResult> {
+function load(
+  url: string,
+  opts: { body: (i: number) => string; headers: (i: number) => Record<string, string>; connections?: number; duration?: number; method?: 'POST' | 'GET'; path?: (i: number) => string },
+): Promise<LoadResult> {
   let i = 0;
   return new Promise((resolve, reject) => {
     autocannon(
@@ -131,7 +134,7 @@ function load(url: string, opts: { body: (i: number) => string; headers: (i: num
           {
             setupRequest: (req: autocannon.Request) => {
               const n = i++;
-              return { ...req, body: opts.method === 'GET' ? undefined : opts.body(n), headers: { ...req.headers, ...opts.headers(n) } } as autocannon.Request;
+              return { ...req, ...(opts.path ? { path: opts.path(n) } : {}), body: opts.method === 'GET' ? undefined : opts.body(n), headers: { ...req.headers, ...opts.headers(n) } } as autocannon.Request;
             },
           },
         ],
@@ -256,6 +259,14 @@ async function main(): Promise<void> {
   await waitReady(`${gw1}/health/ready`, gateway1);
   const connectionId = await connect(gw1, 'bench');
   log('gateway ready, tenant connected');
+  if (process.env.BENCH_ONLY === 'scale') {
+    // Section 4 alone (the ops list at scale), for tuning it: prints its results, writes nothing.
+    const scale = await scaleRun(pg.url, gw1, [gateway1.pid as number], sandbox.pid as number);
+    process.stdout.write(`${JSON.stringify({ scale }, null, 2)}\n`);
+    await topStatements(pg);
+    await shutdown(pg);
+    return;
+  }
   const gatewayHeaders = (prefix: string) => (n: number) => ({ Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', 'Idempotency-Key': `${prefix}-${n}` });
 
   // Warm-up: JIT, pools, caches.
@@ -297,14 +308,7 @@ async function main(): Promise<void> {
   log(`hot path: ${JSON.stringify(hot)}`);
   if (process.env.BENCH_QUICK) {
     // A quick look while tuning: sections 1 and 3 only and the busiest statements, nothing written.
-    if (pg.statStatements) {
-      const c = new Client({ connectionString: pg.url });
-      await c.connect();
-      const top = await c.query(`SELECT calls, round(total_exec_time::numeric, 1) AS ms, round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS query
-                                   FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12`);
-      await c.end();
-      console.table(top.rows);
-    }
+    await topStatements(pg);
     await shutdown(pg);
     return;
   }
@@ -325,7 +329,7 @@ async function main(): Promise<void> {
   log(`storm: ${JSON.stringify(storm)}`);
 
   // 4. Scale: 10,000 tenants with connections.
-  const scale = await scaleRun(pg.url, gw1, gateway1.pid as number);
+  const scale = await scaleRun(pg.url, gw1, [gateway1.pid as number, gateway2.pid as number], sandbox.pid as number);
   log(`scale: ${JSON.stringify(scale)}`);
 
   const results = {
@@ -351,6 +355,17 @@ async function main(): Promise<void> {
   writeFileSync(path.join(ROOT, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(table(results));
   await shutdown(pg);
+}
+
+/** The busiest statements of the run (pg_stat_statements), for tuning. */
+async function topStatements(pg: { url: string; statStatements: boolean }): Promise<void> {
+  if (!pg.statStatements) return;
+  const c = new Client({ connectionString: pg.url });
+  await c.connect();
+  const top = await c.query(`SELECT calls, round(total_exec_time::numeric, 1) AS ms, round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS query
+                               FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12`);
+  await c.end();
+  console.table(top.rows);
 }
 
 function round(r: { rps: number; p50: number; p99: number; errors: number; non2xx: number }) {
@@ -459,8 +474,10 @@ async function refreshStorm(dbUrl: string, sandboxUrl: string, connectionId: str
   };
 }
 
-async function scaleRun(dbUrl: string, gw: string, gatewayPid: number) {
+async function scaleRun(dbUrl: string, gw: string, gatewayPids: number[], sandboxPid: number) {
+  const gatewayPid = gatewayPids[0];
   const N = 10_000;
+  const DISPATCHES = 100_000;
   const c = new Client({ connectionString: dbUrl });
   await c.connect();
   const t0 = Date.now();
@@ -476,19 +493,66 @@ async function scaleRun(dbUrl: string, gw: string, gatewayPid: number) {
     `INSERT INTO grants (connection_id, access_token_enc, refresh_token_enc, issued_at, expires_at)
      SELECT id, 'v1:bench:x:x:x', 'v1:bench:x:x:x', now(), now() + interval '2 hours' FROM connections WHERE tenant_id LIKE 'scale-%'`,
   );
+  // Dispatch history over the last 3 days (the list counts each connection's last 24 h): 10 per connection.
+  await c.query(
+    `INSERT INTO reward_dispatches (id, tenant_id, connection_id, environment, idempotency_key, request_hash, request, upstream_payload, status, order_shape, created_at)
+     SELECT gen_random_uuid(), c.tenant_id, c.id, 'sandbox', 'scale-' || g, repeat('0', 64), '{}', '{}',
+            (ARRAY['sent', 'sent', 'sent', 'failed', 'queued'])[1 + g % 5], 'single', now() - (g % 72) * interval '1 hour'
+       FROM generate_series(1, $2) g JOIN connections c ON c.tenant_id = 'scale-' || (1 + g % $1::int)`,
+    [N, DISPATCHES],
+  );
   await c.query('ANALYZE');
+  await c.query('SELECT pg_stat_statements_reset()').catch(() => undefined); // the statements of the loads below, not the seed
   await c.end();
   const seedSeconds = (Date.now() - t0) / 1000;
-  const ops = await load(`${gw}/v1/ops/connections?limit=50`, { method: 'GET', body: () => '', headers: () => ({ Authorization: `Bearer ${OPERATOR}` }), connections: 8, duration: 5 });
-  const broken = await load(`${gw}/v1/ops/connections?status=needs_reauth&limit=50`, { method: 'GET', body: () => '', headers: () => ({ Authorization: `Bearer ${OPERATOR}` }), connections: 8, duration: 3 });
+  const headers = () => ({ Authorization: `Bearer ${OPERATOR}` });
+  const get = async (pathAndQuery: string) => {
+    const res = await fetch(`${gw}${pathAndQuery}`, { headers: headers() });
+    if (!res.ok) throw new Error(`GET ${pathAndQuery} answered ${res.status}`);
+    return (await res.json()) as { connections: { id: string }[]; next_offset: number | null; next_cursor?: string | null };
+  };
+  // Warm-up (JIT, pools): one second of the measured request.
+  await load(`${gw}/v1/ops/connections?limit=50`, { method: 'GET', body: () => '', headers, connections: 8, duration: 1 });
+  const ops = await withCpu('gateway', gatewayPids, sandboxPid, () => load(`${gw}/v1/ops/connections?limit=50`, { method: 'GET', body: () => '', headers, connections: 8, duration: 5 }));
+  const broken = await load(`${gw}/v1/ops/connections?status=needs_reauth&limit=50`, { method: 'GET', body: () => '', headers, connections: 8, duration: 3 });
+  const deepOffset = await load(`${gw}/v1/ops/connections?limit=50&offset=9000`, { method: 'GET', body: () => '', headers, connections: 8, duration: 3 });
+  // Paging: walk every page with the cursor (one at a time), then load every page's cursor in turn.
+  const cursors: string[] = [];
+  let walked = 0;
+  let cursorPaging: LoadResult | null = null;
+  const first = await get('/v1/ops/connections?limit=50');
+  if (first.next_cursor !== undefined) {
+    const seen = new Set<string>();
+    for (let page = first; ; page = await get(`/v1/ops/connections?limit=50&cursor=${encodeURIComponent(cursors.at(-1) as string)}`)) {
+      for (const row of page.connections) seen.add(row.id);
+      walked += page.connections.length;
+      if (!page.next_cursor) break;
+      cursors.push(page.next_cursor);
+    }
+    if (seen.size !== walked || walked < N) throw new Error(`cursor paging saw ${walked} rows, ${seen.size} distinct (expected ${N}+)`);
+    cursorPaging = await load(`${gw}/v1/ops/connections`, {
+      method: 'GET',
+      body: () => '',
+      headers,
+      path: (i) => `/v1/ops/connections?limit=50&cursor=${encodeURIComponent(cursors[i % cursors.length])}`,
+      connections: 8,
+      duration: 5,
+    });
+  }
   return {
     tenants: N,
+    dispatches: DISPATCHES,
     seed_seconds: +seedSeconds.toFixed(1),
     ops_list_rps: Math.round(ops.rps),
     ops_list_p50_ms: ops.p50,
     ops_list_p99_ms: ops.p99,
+    ops_list_cpu_ms_per_request: ops.cpu,
     ops_list_needs_reauth_p99_ms: broken.p99,
-    ops_list_errors: ops.errors + ops.non2xx,
+    ops_list_offset_9000_p99_ms: deepOffset.p99,
+    ops_list_cursor_pages: cursors.length + (cursorPaging ? 1 : 0),
+    ops_list_cursor_p50_ms: cursorPaging?.p50 ?? null,
+    ops_list_cursor_p99_ms: cursorPaging?.p99 ?? null,
+    ops_list_errors: ops.errors + ops.non2xx + broken.errors + broken.non2xx + deepOffset.errors + deepOffset.non2xx + (cursorPaging ? cursorPaging.errors + cursorPaging.non2xx : 0),
     gateway_rss_mb: +rssMb(gatewayPid).toFixed(0),
   };
 }
@@ -515,7 +579,7 @@ function table(r: Record<string, any>): string { // eslint-disable-line @typescr
     `| upstream fields calls per send | ${r.hot_path.upstream_fields_calls_per_send} | ~0 |`,
     `| one send at a time (no load) | p50 ${r.hot_path.sequential_send_p50_ms} ms, p99 ${r.hot_path.sequential_send_p99_ms} ms; direct p50 ${r.hot_path.sequential_direct_p50_ms} ms | — |`,
     `| p50 overhead, one at a time | ${r.hot_path.sequential_p50_overhead_ms} ms | ≤ 3 ms |`,
-    `| ops list, ${r.scale.tenants} tenants | p50 ${r.scale.ops_list_p50_ms} ms, p99 ${r.scale.ops_list_p99_ms} ms (${r.scale.ops_list_rps} req/s) | — |`,
+    `| ops list, ${r.scale.tenants} tenants | p50 ${r.scale.ops_list_p50_ms} ms, p99 ${r.scale.ops_list_p99_ms} ms (${r.scale.ops_list_rps} req/s); every page by cursor p99 ${r.scale.ops_list_cursor_p99_ms} ms | ≤ 50 ms p99 |`,
     `| gateway RSS after all of it | ${r.scale.gateway_rss_mb} MB | — |`,
     '',
     `bench/results.json written (${r.total_seconds} s).`,

@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import request from 'supertest';
 import { AlertsService } from '../src/ops/alerts.service';
+import { OpsService } from '../src/ops/ops.service';
 import { ApprovalReconciler } from '../src/reward-dispatch/approval.reconciler';
 import type { TestApp } from './support/app';
 import { startTestApp } from './support/app';
@@ -95,6 +96,7 @@ describe('sending through the current rewards service', () => {
       const done = await waitFor(() => dispatch(res.body.id), (r) => r.body.status === 'partially_failed', 10_000);
       expect(done.body.rewards[0]).toMatchObject({ status: 'failed', upstream_order_status: 'CANCELED', error: { code: 'order_rejected' } });
       expect(done.body.rewards[1]).toMatchObject({ status: 'sent' });
+      await t.app.get(OpsService).gauges.refresh();
       const metrics = await request(t.baseUrl).get('/metrics').expect(200);
       expect(metrics.text).toMatch(/rg_rewards_pending_approval 0/);
     });
@@ -183,6 +185,7 @@ describe('sending through the current rewards service', () => {
     await alerts.detectTransitions();
     const kinds = async () => (await db.query(`SELECT kind, payload->>'environment' AS env FROM ops_alerts WHERE connection_id IS NULL ORDER BY id`)).rows;
     expect(await kinds()).toEqual([{ kind: 'app_credentials.invalid', env: 'sandbox' }]);
+    await t.app.get(OpsService).gauges.refresh(); // gauges are snapshots, refreshed in the background
     const metrics = await request(t.baseUrl).get('/metrics').expect(200);
     expect(metrics.text).toMatch(/rg_app_credentials_invalid\{environment="sandbox"\} 1/);
 

@@ -104,6 +104,15 @@ describe('ops: connection health, probes, alerts, metrics', () => {
     await request(t.baseUrl).post(`/v1/ops/connections/${id}/check`).set(op).expect(201);
   });
 
+  it('shows each connection in the list exactly as its detail does (without the events)', async () => {
+    const list = await request(t.baseUrl).get('/v1/ops/connections').set(op).expect(200);
+    expect(list.body.connections.some((c: { last_probe: unknown; refresh_count: number }) => c.last_probe && c.refresh_count > 0)).toBe(true);
+    for (const row of list.body.connections) {
+      const { events: _events, ...detail } = (await request(t.baseUrl).get(`/v1/ops/connections/${row.id}`).set(op).expect(200)).body;
+      expect(row).toEqual(detail);
+    }
+  });
+
   it('probes idle connections in the background, one instance per connection', async () => {
     const id = (await request(t.baseUrl).get('/v1/tenants/shaky-co/connection').set(op)).body.id;
     await sql(`UPDATE connections SET last_used_at = now() - interval '2 hours', connected_at = now() - interval '2 hours', last_probe_at = NULL`);
@@ -155,6 +164,7 @@ describe('ops: connection health, probes, alerts, metrics', () => {
   it('exposes Prometheus metrics after traffic', async () => {
     await send(t, 'ok-co', 'metrics-1', { funding_source_id: 'FSDEMOMAIN', rewards: [reward()] }).expect(201);
     await request(t.baseUrl).get('/v1/tenants/ok-co/fields').set(op).expect(200);
+    await t.app.get(OpsService).gauges.refresh(); // the count gauges come from a snapshot (every 15 s in the background)
     const res = await request(t.baseUrl).get('/metrics').expect(200);
     expect(res.headers['content-type']).toMatch(/text\/plain/);
     for (const series of [
@@ -164,7 +174,9 @@ describe('ops: connection health, probes, alerts, metrics', () => {
       'rg_token_refreshes_total{outcome="invalid_grant"}',
       'rg_upstream_request_duration_seconds_bucket{le="0.05",route="POST /orders",status="200"}',
       'rg_upstream_request_duration_seconds_count{route="token",status="200"}',
-      'rg_dispatches{status="sent"}',
+      'rg_dispatches{status="sent"} 1\n',
+      'rg_rewards_pending_approval 0\n',
+      'rg_metrics_snapshot_age_seconds ',
       'rg_dispatch_attempts_total{outcome="sent"}',
       'rg_fields_cache_events_total{event="hit"}',
       'rg_fields_cache_events_total{event="miss"}',
@@ -187,5 +199,30 @@ describe('ops: connection health, probes, alerts, metrics', () => {
     expect(second.text).toContain('rel="prev"');
     expect(second.text).not.toContain('rel="next"');
     await request(t.baseUrl).get('/ops?offset=-5').auth('ops', t.config.operatorApiKey as string).expect(400);
+  });
+
+  it('pages the API with a cursor: the same rows as offset paging, each once, most urgent first', async () => {
+    const byCursor: { id: string; status: string }[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: request.Response = await request(t.baseUrl)
+        .get(`/v1/ops/connections?environment=sandbox&limit=25${cursor ? `&cursor=${cursor}` : ''}`)
+        .set(op)
+        .expect(200);
+      byCursor.push(...res.body.connections);
+      cursor = res.body.next_cursor;
+    } while (cursor);
+    const byOffset: { id: string }[] = [];
+    for (let offset: number | null = 0; offset !== null; ) {
+      const res: request.Response = await request(t.baseUrl).get(`/v1/ops/connections?environment=sandbox&limit=40&offset=${offset}`).set(op).expect(200);
+      byOffset.push(...res.body.connections);
+      offset = res.body.next_offset;
+    }
+    const live = (await sql(`SELECT id FROM connections WHERE environment = 'sandbox' AND status <> 'disconnected'`)).map((r) => r.id);
+    expect(byCursor.map((c) => c.id)).toEqual(byOffset.map((c) => c.id));
+    expect(new Set(byCursor.map((c) => c.id))).toEqual(new Set(live));
+    expect(byCursor).toHaveLength(live.length);
+    const ranks = byCursor.map((c) => ['needs_reauth', 'error', 'active'].indexOf(c.status));
+    expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
   });
 });

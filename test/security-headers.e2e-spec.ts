@@ -27,7 +27,7 @@ function expectBaseHeaders(res: request.Response): void {
   expect(res.headers['x-content-type-options']).toBe('nosniff');
   expect(res.headers['x-frame-options']).toBe('DENY');
   expect(csp(res.headers['content-security-policy'])['frame-ancestors']).toBe("'none'");
-  expect(res.headers['referrer-policy']).toBe('no-referrer');
+  expect(res.headers['referrer-policy']).toBe('same-origin');
   expect(res.headers['x-request-id']).toBeDefined();
 }
 

@@ -59,8 +59,9 @@ function helmetWith(directives: Directives, https: boolean): Middleware {
     contentSecurityPolicy: { useDefaults: false, directives },
     strictTransportSecurity: https ? { maxAge: HSTS_MAX_AGE_SECONDS, includeSubDomains: true } : false,
     xFrameOptions: { action: 'deny' },
-    // No Referer ever leaves a page: the connect page's URL carries its one-time token.
-    referrerPolicy: { policy: 'no-referrer' },
+    // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on our own form posts, which the
+    // dashboard's CSRF check refuses; across origins nothing is sent either way (the connect URL's token stays ours).
+    referrerPolicy: { policy: 'same-origin' },
     // Defaults kept: nosniff, Cross-Origin-Opener-Policy / Cross-Origin-Resource-Policy same-origin,
     // Origin-Agent-Cluster, X-DNS-Prefetch-Control off, X-Download-Options, X-Permitted-Cross-Domain-Policies none.
   }) as Middleware;

@@ -55,16 +55,20 @@ export class MetricsService {
     collectDefaultMetrics({ register: this.registry, prefix: 'rg_' });
   }
 
-  /** A gauge whose values are read (e.g. from Postgres) at scrape time. */
-  gauge(name: string, help: string, labelNames: string[], read: (set: (labels: Record<string, string>, value: number) => void) => Promise<void>): void {
-    new Gauge({
+  /**
+   * A gauge whose values are read at scrape time from memory. `read` is synchronous on purpose: a scrape never waits
+   * on I/O and costs no query; values that need one come from a snapshot refreshed in the background (see
+   * `OpsMetricsService`).
+   */
+  gauge(name: string, help: string, labelNames: string[], read: (set: (labels: Record<string, string>, value: number) => void) => undefined): Gauge {
+    return new Gauge({
       name,
       help,
       labelNames,
       registers: [this.registry],
-      async collect() {
+      collect() {
         this.reset();
-        await read((labels, value) => this.set(labels, value));
+        read((labels, value) => this.set(labels, value));
       },
     });
   }

@@ -11,19 +11,23 @@ import type { AppConfig } from '../config/app-config';
 import { OperatorPage } from '../tenants/auth/auth.decorators';
 import { dashboardPage, type DashboardEvent } from './dashboard.page';
 import { Transform, Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
 import { OpsService } from './ops.service';
 
 
 const blankToUndefined = () => Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
 
-/** The dashboard's filter form sends empty strings for "all"; `done` carries the last action's outcome. */
+/**
+ * The dashboard's filter form sends empty strings for "all". After a button, `done` (the action) and `connection` (its
+ * id) say what was done; the message is built from the connection as stored — the page never echoes text from the URL.
+ */
 class DashboardQueryDto {
   @blankToUndefined() @IsOptional() @IsIn(['active', 'needs_reauth', 'error', 'disconnected']) status?: string;
   @blankToUndefined() @IsOptional() @IsIn(['healthy', 'degraded', 'broken', 'idle']) health?: string;
   @blankToUndefined() @IsOptional() @IsIn(['sandbox', 'production']) environment?: string;
   @blankToUndefined() @IsOptional() @IsString() @MaxLength(63) tenant?: string;
-  @IsOptional() @IsString() @MaxLength(500) done?: string;
+  @IsOptional() @IsIn(['check', 'refresh']) done?: 'check' | 'refresh';
+  @IsOptional() @IsUUID() connection?: string;
   @blankToUndefined() @IsOptional() @Type(() => Number) @IsInt() @Min(0) @Max(10_000_000) offset?: number;
 }
 
@@ -50,16 +54,28 @@ export class DashboardController {
   @OperatorPage()
   async page(@Query() query: DashboardQueryDto, @Res() res: Response): Promise<void> {
     const { connections, next_offset } = await this.ops.list({ ...query, limit: PAGE, offset: query.offset ?? 0 });
+    // Each row's last 8 events, read from the index on (connection_id, at DESC): never a connection's whole history.
     const events = (await this.db.query(
-      `SELECT connection_id, type, detail, at FROM (
-         SELECT connection_id, type, detail, at, row_number() OVER (PARTITION BY connection_id ORDER BY id DESC) AS n
-           FROM connection_events WHERE connection_id = ANY($1::uuid[])) e WHERE n <= 8 ORDER BY at DESC`,
+      `SELECT ids.id AS connection_id, e.type, e.detail, e.at
+         FROM unnest($1::uuid[]) AS ids(id)
+         CROSS JOIN LATERAL (SELECT type, detail, at, id FROM connection_events
+                              WHERE connection_id = ids.id ORDER BY at DESC, id DESC LIMIT 8) e
+        ORDER BY e.at DESC, e.id DESC`,
       [connections.map((c) => c.id)],
     )) as DashboardEvent[];
-    const { done: _done, offset, ...filters } = query;
+    const { done: _done, connection: _connection, offset, ...filters } = query;
+    const done = query.done && query.connection ? await this.outcome(query.done, query.connection) : undefined;
     res.type('html').send(
-      dashboardPage(connections, events, { ...filters }, this.csrf, query.done, { offset: offset ?? 0, next: next_offset, pageSize: PAGE }),
+      dashboardPage(connections, events, { ...filters }, this.csrf, done, { offset: offset ?? 0, next: next_offset, pageSize: PAGE }),
     );
+  }
+
+  /** What the last button did, from the connection's stored state (never from the query string). */
+  private async outcome(action: 'check' | 'refresh', id: string): Promise<string | undefined> {
+    const result = await this.ops.detail(id).catch(() => null);
+    if (!result) return undefined;
+    const outcome = action === 'check' ? (result.last_probe?.ok ? 'probe ok' : `probe failed: ${result.last_probe?.error ?? ''}`) : `status ${result.status}`;
+    return `${action} of ${result.tenant_id} (${result.environment}): ${outcome}`;
   }
 
   @Post('connections/:id/:action')
@@ -73,14 +89,15 @@ export class DashboardController {
   ): Promise<void> {
     this.verifyCsrf(req, body);
     if (action !== 'check' && action !== 'refresh') throw new CommonError(HttpStatus.NOT_FOUND, 'not_found', 'Unknown action.');
-    const result = action === 'check' ? await this.ops.check(id) : await this.ops.refresh(id);
-    const outcome = action === 'check' ? (result.last_probe?.ok ? 'probe ok' : `probe failed: ${result.last_probe?.error ?? ''}`) : `status ${result.status}`;
-    res.redirect(303, `/ops?done=${encodeURIComponent(`${action} of ${result.tenant_id} (${result.environment}): ${outcome}`)}`);
+    if (action === 'check') await this.ops.check(id);
+    else await this.ops.refresh(id);
+    res.redirect(303, `/ops?done=${action}&connection=${id}`);
   }
 
   private verifyCsrf(req: Request, body: Record<string, unknown>): void {
     const origin = req.headers.origin;
-    if (origin && origin !== 'null' && origin !== new URL(this.config.publicBaseUrl).origin && !sameHost(origin, req)) {
+    // `Origin: null` (a sandboxed frame, a data: URL, some redirects) is no origin of ours: refused like any other.
+    if (origin !== undefined && (origin === 'null' || (origin !== new URL(this.config.publicBaseUrl).origin && !sameHost(origin, req)))) {
       throw new OpsError(HttpStatus.FORBIDDEN, 'csrf_failed', 'Cross-origin form posts are refused.');
     }
     const token = typeof body?.csrf === 'string' ? body.csrf : '';

@@ -1,7 +1,7 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { ConnectionHealthDetailResponse, ConnectionHealthListResponse } from './dto/connection-health.response';
-import { IsIn, IsOptional, IsString } from 'class-validator';
+import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
 import { PageQueryDto } from '../common/page-query.dto';
 import type { Response } from 'express';
 import { OperatorOnly, Public } from '../tenants/auth/auth.decorators';
@@ -23,6 +23,14 @@ export class ConnectionListQueryDto extends PageQueryDto {
 
   @ApiPropertyOptional({ enum: ['sandbox', 'production'] }) @IsOptional() @IsIn(['sandbox', 'production']) environment?: string;
 
+  @ApiPropertyOptional({
+    description:
+      'The way to page: `next_cursor` of the previous page (with the same filters). Each page costs the same however deep it is; `offset` still works, costs the rows it skips, and cannot be combined with a cursor.',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(512)
+  cursor?: string;
 }
 
 const uuid = new ParseUUIDPipe({ errorHttpStatusCode: 404 });
@@ -38,7 +46,10 @@ export class OpsController {
 
   @Get('v1/ops/connections')
   @OperatorOnly()
-  @ApiOperation({ summary: 'Every connection’s health, most urgent first (needs_reauth, error, active).' })
+  @ApiOperation({
+    summary: 'Every connection’s health, most urgent first (needs_reauth, error, active; then most failures, latest error, tenant).',
+    description: 'Page with `cursor`: pass the `next_cursor` of each answer until it is null.',
+  })
   @ApiOkResponse({ type: ConnectionHealthListResponse })
   list(@Query() query: ConnectionListQueryDto) {
     return this.ops.list(query);

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
@@ -7,9 +7,12 @@ import { OpsService } from './ops.service';
 
 const ALERT_INTERVAL_MS = 2_000;
 
-/** Background work of ops, on every instance (each step claims its rows, so instances never collide). */
+/**
+ * Background work of ops, on every instance (each step claims its rows, so instances never collide): alerts, probes of
+ * idle connections, and the snapshot the count gauges are served from (each instance its own).
+ */
 @Injectable()
-export class OpsScheduler implements OnApplicationBootstrap {
+export class OpsScheduler implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(OpsScheduler.name);
   private busy = false;
 
@@ -21,6 +24,7 @@ export class OpsScheduler implements OnApplicationBootstrap {
   ) {}
 
   onApplicationBootstrap(): void {
+    this.ops.gauges.start(this.scheduler);
     const alerts = setInterval(() => void this.runAlerts(), ALERT_INTERVAL_MS);
     alerts.unref();
     this.scheduler.addInterval('ops-alerts', alerts);
@@ -34,6 +38,10 @@ export class OpsScheduler implements OnApplicationBootstrap {
       start.unref();
       this.scheduler.addTimeout('ops-probes-start', start);
     }
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.ops.gauges.stop(this.scheduler);
   }
 
   async runAlerts(): Promise<void> {

@@ -32,5 +32,7 @@ export class ConnectionHealthDetailResponse extends ConnectionHealthResponse {
 
 export class ConnectionHealthListResponse {
   @ApiProperty({ type: [ConnectionHealthResponse] }) connections: ConnectionHealthResponse[];
-  @ApiProperty({ nullable: true, type: Number }) next_offset: number | null;
+  @ApiProperty({ nullable: true, type: String, description: 'pass as `cursor` for the next page; null on the last page' }) next_cursor: string | null;
+  @ApiProperty({ nullable: true, type: Number, description: 'offset paging (kept for compatibility): the next page’s offset; null on the last page' })
+  next_offset: number | null;
 }

@@ -1,0 +1,117 @@
+import { Logger } from '@nestjs/common';
+import type { SchedulerRegistry } from '@nestjs/schedule';
+import type { MetricsService } from '../metrics/metrics.service';
+
+/** How often each instance re-reads the counts behind its gauges. */
+export const OPS_METRICS_REFRESH_MS = 15_000;
+
+/** The name of the refresh timer in SchedulerRegistry. */
+export const OPS_METRICS_INTERVAL = 'ops-metrics-snapshot';
+
+/** What one refresh reads, in one statement (see `OpsService.readGaugeCounts`). */
+export interface GaugeCounts {
+  connections: { status: string; health: string; n: number }[];
+  dispatches: { status: string; n: number }[];
+  pendingApproval: number;
+  appCredentials: { environment: string; invalid: boolean }[];
+}
+
+/** Statuses a dispatch can have (the table's CHECK): each is exported, 0 included, so a series never vanishes. */
+const DISPATCH_STATUSES = ['sending', 'queued', 'sent', 'partially_failed', 'failed', 'pending_approval'];
+/** Every status and health a connection can combine (health follows from the status, see HEALTH_SQL), 0 included. */
+const CONNECTION_SERIES = [
+  ['active', 'healthy'],
+  ['active', 'degraded'],
+  ['active', 'idle'],
+  ['error', 'degraded'],
+  ['needs_reauth', 'broken'],
+  ['disconnected', 'none'],
+] as const;
+
+/**
+ * The ops gauges that need counts — `rg_connections{status,health}`, `rg_dispatches{status}`,
+ * `rg_rewards_pending_approval`, `rg_app_credentials_invalid{environment}` — served from a snapshot in memory, so a
+ * `/metrics` scrape costs no query however often it comes. Each instance refreshes its own snapshot in the background
+ * (every `refreshMs`, the first at start-up; OpsScheduler runs the timer); `rg_metrics_snapshot_age_seconds` says how
+ * old it is, so a refresh that keeps failing shows. Before the first snapshot (the first moments after start-up) the
+ * labelled gauges have no series and the age counts from start-up.
+ */
+export class OpsMetricsService {
+  private readonly logger = new Logger(OpsMetricsService.name);
+  private readonly createdAt = Date.now();
+  private snapshot: (GaugeCounts & { at: number }) | null = null;
+  /** The latest refresh (each waits for the one before it). */
+  private last: Promise<void> = Promise.resolve();
+  private running = 0;
+  private stopped = false;
+
+  constructor(
+    metrics: MetricsService,
+    private readonly read: () => Promise<GaugeCounts>,
+    readonly refreshMs = OPS_METRICS_REFRESH_MS,
+  ) {
+    metrics.gauge('rg_connections', 'Connections by status and health.', ['status', 'health'], (set) => {
+      if (!this.snapshot) return;
+      for (const [status, health] of CONNECTION_SERIES) set({ status, health }, 0);
+      for (const r of this.snapshot.connections) set({ status: r.status, health: r.health }, r.n);
+    });
+    metrics.gauge('rg_dispatches', 'Dispatches by status.', ['status'], (set) => {
+      if (!this.snapshot) return;
+      for (const status of DISPATCH_STATUSES) set({ status }, 0);
+      for (const r of this.snapshot.dispatches) set({ status: r.status }, r.n);
+    });
+    metrics.gauge('rg_rewards_pending_approval', 'Rewards whose order is held for approval upstream.', [], (set) => {
+      set({}, this.snapshot?.pendingApproval ?? 0);
+    });
+    metrics.gauge('rg_app_credentials_invalid', '1 while the rewards service refuses the gateway’s app credentials for an environment.', ['environment'], (set) => {
+      for (const r of this.snapshot?.appCredentials ?? []) set({ environment: r.environment }, r.invalid ? 1 : 0);
+    });
+    metrics.gauge(
+      'rg_metrics_snapshot_age_seconds',
+      `Age of the snapshot this instance serves rg_connections, rg_dispatches, rg_rewards_pending_approval and rg_app_credentials_invalid from (refreshed every ${refreshMs / 1000} s).`,
+      [],
+      (set) => {
+        set({}, (Date.now() - (this.snapshot?.at ?? this.createdAt)) / 1000);
+      },
+    );
+  }
+
+  /** Reads the counts now — after any refresh already under way — and serves them from then on. */
+  refresh(): Promise<void> {
+    this.running += 1;
+    const run = this.last
+      .catch(() => undefined)
+      .then(async () => {
+        const counts = await this.read();
+        this.snapshot = { ...counts, at: Date.now() };
+      })
+      .finally(() => {
+        this.running -= 1;
+      });
+    this.last = run;
+    return run;
+  }
+
+  /** Starts the background refresh: one now, then every `refreshMs` (skipped while one is still running). */
+  start(scheduler: SchedulerRegistry): void {
+    this.stopped = false;
+    this.tick();
+    const timer = setInterval(() => this.tick(), this.refreshMs);
+    timer.unref();
+    scheduler.addInterval(OPS_METRICS_INTERVAL, timer);
+  }
+
+  /** Stops the timer and waits (5 s at most) for a refresh under way: the database pool closes after this. */
+  async stop(scheduler: SchedulerRegistry): Promise<void> {
+    this.stopped = true;
+    if (scheduler.doesExist('interval', OPS_METRICS_INTERVAL)) scheduler.deleteInterval(OPS_METRICS_INTERVAL);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.last.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, 5_000).unref()))]);
+    clearTimeout(timer);
+  }
+
+  private tick(): void {
+    if (this.stopped || this.running > 0) return;
+    this.refresh().catch((e: unknown) => this.logger.warn(`metrics snapshot refresh failed: ${e instanceof Error ? e.message : String(e)}`));
+  }
+}
