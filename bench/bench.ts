@@ -12,6 +12,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
+import { hostileFlood } from './hostile';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DIST = path.join(ROOT, 'dist');
@@ -294,6 +295,16 @@ async function main(): Promise<void> {
   const bare = await withCpu('proxy', [proxy.pid as number], sandbox.pid as number, () => proxyLoad(3e9));
   proxy.kill('SIGTERM');
   log(`bare proxy: ${bare.rps.toFixed(0)} req/s; CPU ms per request ${JSON.stringify(bare.cpu)}`);
+  // The exactly-once floor: durable insert → upstream call → update, raw node:http + undici + pg, the same tables.
+  const floorPort = await freePort();
+  const floorProxy = start(path.join(__dirname, 'floor-proxy.js'), { PORT: String(floorPort), UPSTREAM_URL: sandboxUrl, DATABASE_URL: pg.url, ACCOUNT_KEY, TENANT_ID: 'bench' });
+  await new Promise((r) => setTimeout(r, 500));
+  const floorUrl = `http://127.0.0.1:${floorPort}/v1/tenants/bench/rewards`;
+  await load(floorUrl, { body: rewardBody, headers: gatewayHeaders('floor-warm'), duration: 2 });
+  const exactlyOnceFloor = await withCpu('floor', [floorProxy.pid as number], sandbox.pid as number, () => load(floorUrl, { body: rewardBody, headers: gatewayHeaders('floor') }));
+  const floorSequential = await oneAtATime(200, (i) => fetch(floorUrl, { method: 'POST', headers: gatewayHeaders('floor-seq')(i), body: rewardBody(7e9 + i) }));
+  floorProxy.kill('SIGTERM');
+  log(`exactly-once floor: ${exactlyOnceFloor.rps.toFixed(0)} req/s; CPU ms per request ${JSON.stringify(exactlyOnceFloor.cpu)}; one at a time p50 ${floorSequential[100].toFixed(2)} ms`);
   const viaGateway = await withCpu('gateway', [gateway1.pid as number], sandbox.pid as number, () => load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('g1') }));
   log(`gateway x1: ${viaGateway.rps.toFixed(0)} req/s; CPU ms per request: direct ${JSON.stringify(direct.cpu)}, gateway ${JSON.stringify(viaGateway.cpu)}`);
 
@@ -332,6 +343,10 @@ async function main(): Promise<void> {
   const scale = await scaleRun(pg.url, gw1, [gateway1.pid as number, gateway2.pid as number], sandbox.pid as number);
   log(`scale: ${JSON.stringify(scale)}`);
 
+  // 5. Hostile traffic (last: its failed authentications get this address throttled for a minute).
+  const hostile = await hostileFlood(gw1, gateway1.pid as number);
+  log(`hostile: ${JSON.stringify(hostile)}`);
+
   const results = {
     at: new Date().toISOString(),
     machine: { cpus: require('node:os').cpus().length, node: process.version },
@@ -343,10 +358,15 @@ async function main(): Promise<void> {
       bare_proxy: round(bare),
       ratio_bare_proxy_to_direct: +(bare.rps / direct.rps).toFixed(3),
       ratio_gateway_to_direct: +(viaGateway.rps / direct.rps).toFixed(3),
+      exactly_once_floor: round(exactlyOnceFloor),
+      gateway_vs_floor: +(viaGateway.rps / exactlyOnceFloor.rps).toFixed(3),
+      floor_sequential_p50_ms: +floorSequential[100].toFixed(2),
+      floor_sequential_p99_ms: +floorSequential[197].toFixed(2),
       p50_overhead_ms: +(viaGateway.p50 - direct.p50).toFixed(2),
       // CPU time per request by component (ms): where a 2-core machine's budget goes.
-      cpu_ms_per_request: { direct: direct.cpu, bare_proxy: bare.cpu, gateway_1_process: viaGateway.cpu, gateway_health_live: floor.cpu },
+      cpu_ms_per_request: { direct: direct.cpu, bare_proxy: bare.cpu, exactly_once_floor: exactlyOnceFloor.cpu, gateway_1_process: viaGateway.cpu, gateway_health_live: floor.cpu },
     },
+    hostile,
     refresh_storm: storm,
     hot_path: hot,
     scale,
