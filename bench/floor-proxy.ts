@@ -19,13 +19,23 @@ const agent = new Agent({ keepAliveTimeout: 4_000, connections: 64 });
 const pool = new Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 
 interface SendBody {
-  rewards: { recipient: { name: string; email: string }; value: { denomination: number; currency_code: string }; products: string[] }[];
+  rewards: {
+    recipient: { name: string; email: string };
+    value: { denomination: number; currency_code: string };
+    products: string[];
+  }[];
 }
 
 async function handle(key: string, body: SendBody): Promise<{ status: number; json: unknown }> {
   const id = randomUUID();
   const r = body.rewards[0];
-  const reward = { value: r.value, delivery: { method: 'EMAIL' }, recipient: r.recipient, products: r.products, custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Sales' }] };
+  const reward = {
+    value: r.value,
+    delivery: { method: 'EMAIL' },
+    recipient: r.recipient,
+    products: r.products,
+    custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Sales' }],
+  };
   const inserted = await pool.query({
     name: 'floor_insert',
     text: `WITH d AS (
@@ -35,7 +45,15 @@ async function handle(key: string, body: SendBody): Promise<{ status: number; js
              ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id)
            INSERT INTO dispatch_rewards (dispatch_id, position, external_id, status, upstream_payload, attempts)
            SELECT d.id, 0, $6, 'sending', $7, 1 FROM d RETURNING dispatch_id`,
-    values: [id, tenantId, key, '0'.repeat(64), { payment: { funding_source_id: 'FSDEMOMAIN' } }, `${id}-r0`, reward],
+    values: [
+      id,
+      tenantId,
+      key,
+      '0'.repeat(64),
+      { payment: { funding_source_id: 'FSDEMOMAIN' } },
+      `${id}-r0`,
+      reward,
+    ],
   });
   if (inserted.rowCount === 0) return { status: 409, json: { error: 'key in use' } };
   const res = await request(`${upstream}/api/v2/orders`, {
@@ -45,7 +63,8 @@ async function handle(key: string, body: SendBody): Promise<{ status: number; js
     dispatcher: agent,
   });
   const order = (await res.body.json()) as { order?: { id: string; rewards: { id: string }[] } };
-  if (res.statusCode >= 300 || !order.order) return { status: 502, json: { error: `upstream ${res.statusCode}` } };
+  if (res.statusCode >= 300 || !order.order)
+    return { status: 502, json: { error: `upstream ${res.statusCode}` } };
   await pool.query({
     name: 'floor_sent',
     text: `WITH r AS (UPDATE dispatch_rewards SET status = 'sent', upstream_order_id = $2, upstream_reward_id = $3, sent_at = now()
@@ -66,7 +85,8 @@ createServer((req, res) => {
       return;
     }
     handle(key, JSON.parse(Buffer.concat(chunks).toString('utf8')) as SendBody).then(
-      ({ status, json }) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json)),
+      ({ status, json }) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json)),
       () => res.writeHead(500).end(),
     );
   });

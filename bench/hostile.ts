@@ -6,7 +6,11 @@
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 
-const BODY = Buffer.concat([Buffer.from('{"rewards":['), Buffer.alloc(1024 * 1024 - 14, 0x20), Buffer.from(']}')]);
+const BODY = Buffer.concat([
+  Buffer.from('{"rewards":['),
+  Buffer.alloc(1024 * 1024 - 14, 0x20),
+  Buffer.from(']}'),
+]);
 
 function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
@@ -21,7 +25,12 @@ function hostilePost(base: URL, i: number): Promise<number> {
         port: base.port,
         path: '/v1/tenants/bench/rewards',
         method: 'POST',
-        headers: { Authorization: `Bearer rgk_${String(i % 10_000).padStart(4, '0')}hostilehostilehostile`, 'Content-Type': 'application/json', 'Content-Length': String(BODY.length), 'Idempotency-Key': `h-${i}` },
+        headers: {
+          Authorization: `Bearer rgk_${String(i % 10_000).padStart(4, '0')}hostilehostilehostile`,
+          'Content-Type': 'application/json',
+          'Content-Length': String(BODY.length),
+          'Idempotency-Key': `h-${i}`,
+        },
       },
       (res) => {
         res.resume();
@@ -44,7 +53,8 @@ async function sampleLive(base: string, until: number): Promise<number[]> {
   return latencies.sort((a, b) => a - b);
 }
 
-const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] : 0);
+const pct = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] : 0;
 
 export async function hostileFlood(gateway: string, gatewayPid: number, durationMs = 5_000) {
   const base = new URL(gateway);

@@ -15,7 +15,9 @@ async function call(connectionId: string): Promise<{ status: number | string; ms
   const started = performance.now();
   try {
     // As every module does: through withToken, which retries once on a 401 with a newer or refreshed token.
-    const res = await provider.withToken(connectionId, (token) => api.call(env, token.token, 'GET', '/organizations'));
+    const res = await provider.withToken(connectionId, (token) =>
+      api.call(env, token.token, 'GET', '/organizations'),
+    );
     return { status: res.status, ms: performance.now() - started };
   } catch (error) {
     return { status: (error as { code?: string }).code ?? String(error), ms: performance.now() - started };
@@ -28,9 +30,14 @@ process.on('message', (msg: { connectionId: string; calls: number; force?: boole
     return;
   }
   if (msg.force) {
-    void provider.forceRefresh(msg.connectionId).then(() => process.send?.([]), () => process.send?.([]));
+    void provider.forceRefresh(msg.connectionId).then(
+      () => process.send?.([]),
+      () => process.send?.([]),
+    );
     return;
   }
-  void Promise.all(Array.from({ length: msg.calls }, () => call(msg.connectionId))).then((r) => process.send?.(r));
+  void Promise.all(Array.from({ length: msg.calls }, () => call(msg.connectionId))).then((r) =>
+    process.send?.(r),
+  );
 });
 process.send?.('ready');

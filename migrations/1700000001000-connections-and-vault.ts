@@ -74,7 +74,9 @@ export class ConnectionsAndVault1700000001000 implements MigrationInterface {
         detail         jsonb        NOT NULL DEFAULT '{}',
         at             timestamptz  NOT NULL DEFAULT now()
       )`);
-    await queryRunner.query(`CREATE INDEX connection_events_connection_idx ON connection_events (connection_id, at DESC)`);
+    await queryRunner.query(
+      `CREATE INDEX connection_events_connection_idx ON connection_events (connection_id, at DESC)`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -39,8 +39,12 @@ export class FieldsCacheAndDispatches1700000002000 implements MigrationInterface
     await queryRunner.query(
       `CREATE INDEX reward_dispatches_due_idx ON reward_dispatches (next_attempt_at) WHERE status = 'queued'`,
     );
-    await queryRunner.query(`CREATE INDEX reward_dispatches_lease_idx ON reward_dispatches (lease_until) WHERE status = 'sending'`);
-    await queryRunner.query(`CREATE INDEX reward_dispatches_tenant_idx ON reward_dispatches (tenant_id, created_at DESC)`);
+    await queryRunner.query(
+      `CREATE INDEX reward_dispatches_lease_idx ON reward_dispatches (lease_until) WHERE status = 'sending'`,
+    );
+    await queryRunner.query(
+      `CREATE INDEX reward_dispatches_tenant_idx ON reward_dispatches (tenant_id, created_at DESC)`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -10,7 +10,9 @@ export class Ops1700000003000 implements MigrationInterface {
         ADD COLUMN last_probe_ok     boolean,
         ADD COLUMN last_probe_error  text,
         ADD COLUMN alerted_state     varchar(16)`);
-    await queryRunner.query(`CREATE INDEX connections_probe_idx ON connections (coalesce(last_used_at, connected_at)) WHERE status IN ('active', 'error')`);
+    await queryRunner.query(
+      `CREATE INDEX connections_probe_idx ON connections (coalesce(last_used_at, connected_at)) WHERE status IN ('active', 'error')`,
+    );
     await queryRunner.query(`
       CREATE TABLE ops_alerts (
         id               bigserial    PRIMARY KEY,
@@ -23,8 +25,12 @@ export class Ops1700000003000 implements MigrationInterface {
         last_error       text,
         created_at       timestamptz  NOT NULL DEFAULT now()
       )`);
-    await queryRunner.query(`CREATE INDEX ops_alerts_due_idx ON ops_alerts (next_attempt_at) WHERE delivered_at IS NULL`);
-    await queryRunner.query(`CREATE INDEX reward_dispatches_connection_idx ON reward_dispatches (connection_id, created_at DESC)`);
+    await queryRunner.query(
+      `CREATE INDEX ops_alerts_due_idx ON ops_alerts (next_attempt_at) WHERE delivered_at IS NULL`,
+    );
+    await queryRunner.query(
+      `CREATE INDEX reward_dispatches_connection_idx ON reward_dispatches (connection_id, created_at DESC)`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

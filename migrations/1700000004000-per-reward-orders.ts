@@ -14,7 +14,9 @@ export class PerRewardOrders1700000004000 implements MigrationInterface {
   name = 'PerRewardOrders1700000004000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`ALTER TABLE reward_dispatches ADD COLUMN order_shape varchar(8) NOT NULL DEFAULT 'array'`);
+    await queryRunner.query(
+      `ALTER TABLE reward_dispatches ADD COLUMN order_shape varchar(8) NOT NULL DEFAULT 'array'`,
+    );
     await queryRunner.query(`ALTER TABLE reward_dispatches ALTER COLUMN order_shape DROP DEFAULT`);
     await queryRunner.query(`ALTER TABLE reward_dispatches DROP CONSTRAINT reward_dispatches_status_check`);
     await queryRunner.query(`
@@ -42,7 +44,9 @@ export class PerRewardOrders1700000004000 implements MigrationInterface {
         PRIMARY KEY (dispatch_id, position)
       )`);
     // The approval reconciliation's claim: orders held upstream, due for a check.
-    await queryRunner.query(`CREATE INDEX dispatch_rewards_approval_idx ON dispatch_rewards (next_check_at) WHERE status = 'pending_approval'`);
+    await queryRunner.query(
+      `CREATE INDEX dispatch_rewards_approval_idx ON dispatch_rewards (next_check_at) WHERE status = 'pending_approval'`,
+    );
     await queryRunner.query(`
       INSERT INTO dispatch_rewards (dispatch_id, position, external_id, status, upstream_payload, attempts, upstream_order_id,
                                     upstream_reward_id, upstream_order_status, delivery_method, delivery_status, last_error, sent_at)
@@ -69,7 +73,9 @@ export class PerRewardOrders1700000004000 implements MigrationInterface {
     await queryRunner.query(`ALTER TABLE ops_alerts ALTER COLUMN connection_id SET NOT NULL`);
     await queryRunner.query(`DROP TABLE rewards_environments`);
     await queryRunner.query(`DROP TABLE dispatch_rewards`);
-    await queryRunner.query(`UPDATE reward_dispatches SET status = 'failed' WHERE status IN ('partially_failed', 'pending_approval')`);
+    await queryRunner.query(
+      `UPDATE reward_dispatches SET status = 'failed' WHERE status IN ('partially_failed', 'pending_approval')`,
+    );
     await queryRunner.query(`ALTER TABLE reward_dispatches DROP CONSTRAINT reward_dispatches_status_check`);
     await queryRunner.query(`
       ALTER TABLE reward_dispatches ADD CONSTRAINT reward_dispatches_status_check

@@ -17,8 +17,12 @@ export class DispatchCancelAndHousekeeping1700000005000 implements MigrationInte
     await queryRunner.query(`
       ALTER TABLE dispatch_rewards ADD CONSTRAINT dispatch_rewards_status_check
         CHECK (status IN ('pending', 'sending', 'sent', 'pending_approval', 'failed', 'cancelled'))`);
-    await queryRunner.query(`CREATE INDEX IF NOT EXISTS connect_sessions_expires_idx ON connect_sessions (expires_at)`);
-    await queryRunner.query(`CREATE INDEX IF NOT EXISTS oauth_states_expires_idx ON oauth_states (expires_at)`);
+    await queryRunner.query(
+      `CREATE INDEX IF NOT EXISTS connect_sessions_expires_idx ON connect_sessions (expires_at)`,
+    );
+    await queryRunner.query(
+      `CREATE INDEX IF NOT EXISTS oauth_states_expires_idx ON oauth_states (expires_at)`,
+    );
     await queryRunner.query(`CREATE INDEX IF NOT EXISTS connection_events_at_idx ON connection_events (at)`);
   }
 

@@ -10,4 +10,15 @@ import { AuthThrottle1700000008000 } from './1700000008000-auth-throttle';
 import { SandboxState1700000009000 } from './1700000009000-sandbox-state';
 
 /** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
-export const MIGRATIONS = [TenantsAndApiKeys1700000000000, ConnectionsAndVault1700000001000, FieldsCacheAndDispatches1700000002000, Ops1700000003000, PerRewardOrders1700000004000, DispatchCancelAndHousekeeping1700000005000, OpsListIndex1700000006000, VaultCanary1700000007000, AuthThrottle1700000008000, SandboxState1700000009000];
+export const MIGRATIONS = [
+  TenantsAndApiKeys1700000000000,
+  ConnectionsAndVault1700000001000,
+  FieldsCacheAndDispatches1700000002000,
+  Ops1700000003000,
+  PerRewardOrders1700000004000,
+  DispatchCancelAndHousekeeping1700000005000,
+  OpsListIndex1700000006000,
+  VaultCanary1700000007000,
+  AuthThrottle1700000008000,
+  SandboxState1700000009000,
+];

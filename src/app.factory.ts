@@ -24,7 +24,10 @@ import { SandboxStore } from './sandbox/sandbox.store';
  * Builds the gateway's HTTP application (not yet listening). main.ts and the e2e tests share it, so tests drive
  * exactly the app that runs in production.
  */
-export async function createApp(config: AppConfig, options: AppModuleOptions = {}): Promise<NestExpressApplication> {
+export async function createApp(
+  config: AppConfig,
+  options: AppModuleOptions = {},
+): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, options), {
     bodyParser: false,
     bufferLogs: true,
@@ -86,7 +89,9 @@ function mountSandbox(app: NestExpressApplication, config: AppConfig): void {
   // calls it on SIGINT/SIGTERM); from then on the sandbox answers 503.
   const close = app.close.bind(app);
   app.close = async (...args: Parameters<typeof close>) => {
-    await sandbox.close().catch((error: unknown) => logger.error(`Sandbox state not saved on close: ${String(error)}`));
+    await sandbox
+      .close()
+      .catch((error: unknown) => logger.error(`Sandbox state not saved on close: ${String(error)}`));
     await close(...args);
   };
 }
@@ -104,7 +109,9 @@ function answerProtocolErrorsInJson(app: NestExpressApplication): void {
     const body = JSON.stringify({
       error: {
         code: tooLarge ? 'headers_too_large' : 'bad_request',
-        message: tooLarge ? 'The request headers are larger than 16 KiB.' : 'The request could not be parsed as HTTP.',
+        message: tooLarge
+          ? 'The request headers are larger than 16 KiB.'
+          : 'The request could not be parsed as HTTP.',
         details: [],
       },
     });
@@ -119,9 +126,16 @@ function answerProtocolErrorsInJson(app: NestExpressApplication): void {
 /** NUL characters cannot be stored in Postgres text and have no business in any input: refuse them by name. */
 function rejectNulCharacters(req: Request, _res: Response, next: NextFunction): void {
   // JSON bodies were checked while parsed (jsonBody); form bodies (the dashboard's buttons) are checked here.
-  const found = (req.is('application/json') ? undefined : findNul(req.body, 'body')) ?? findNul(req.query, 'query') ?? (req.path.includes('\u0000') ? 'path' : undefined);
+  const found =
+    (req.is('application/json') ? undefined : findNul(req.body, 'body')) ??
+    findNul(req.query, 'query') ??
+    (req.path.includes('\u0000') ? 'path' : undefined);
   if (found) {
-    next(new CommonError(400, 'invalid_characters', 'The request contains a NUL character.', [{ field: found, reason: 'contains a NUL (\\u0000) character' }]));
+    next(
+      new CommonError(400, 'invalid_characters', 'The request contains a NUL character.', [
+        { field: found, reason: 'contains a NUL (\\u0000) character' },
+      ]),
+    );
     return;
   }
   next();

@@ -57,7 +57,9 @@ async function main(args: string[]): Promise<number> {
           const { ApiKeyEntity } = await import('./tenants/entities/api-key.entity');
           const { hashApiKey } = await import('./tenants/api-keys.service');
           const plaintext = `rgo_${randomBytes(32).toString('base64url')}`;
-          await ds.getRepository(ApiKeyEntity).insert({ tenantId: null, name, keyHash: hashApiKey(plaintext), prefix: plaintext.slice(0, 8) });
+          await ds
+            .getRepository(ApiKeyEntity)
+            .insert({ tenantId: null, name, keyHash: hashApiKey(plaintext), prefix: plaintext.slice(0, 8) });
           return plaintext;
         } finally {
           await ds.destroy();
@@ -81,13 +83,20 @@ async function main(args: string[]): Promise<number> {
           const { PgStateStore } = await import('./connections/oauth-state.store');
           const { mainPool } = await import('./database/sql');
           const pool = mainPool(ds);
-          return await reencryptVault(ds, config.vaultKeys, [(vault) => reencryptLinks(pool, vault), (vault) => PgStateStore.reencryptVerifiers(pool, vault)]);
+          return await reencryptVault(ds, config.vaultKeys, [
+            (vault) => reencryptLinks(pool, vault),
+            (vault) => PgStateStore.reencryptVerifiers(pool, vault),
+          ]);
         } finally {
           await ds.destroy();
         }
       });
-      const canary = { rewritten: 're-encrypted', current: 'already current', written: 'written' }[result.canary];
-      process.stdout.write(`Re-encrypted ${result.rewritten} of ${result.grants} grants and ${result.others} other values (LINK links, PKCE verifiers) with the current key "${result.keyId}"; vault canary ${canary}.\n`);
+      const canary = { rewritten: 're-encrypted', current: 'already current', written: 'written' }[
+        result.canary
+      ];
+      process.stdout.write(
+        `Re-encrypted ${result.rewritten} of ${result.grants} grants and ${result.others} other values (LINK links, PKCE verifiers) with the current key "${result.keyId}"; vault canary ${canary}.\n`,
+      );
       return 0;
     }
     default:

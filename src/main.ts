@@ -38,7 +38,9 @@ async function main(): Promise<void> {
   const base = config.publicBaseUrl;
   say('');
   say(`Rewards Gateway is running at ${base}`);
-  say(`  Database:      ${runtime.embedded ? `embedded Postgres in ${config.dataDir}/postgres` : 'DATABASE_URL'}`);
+  say(
+    `  Database:      ${runtime.embedded ? `embedded Postgres in ${config.dataDir}/postgres` : 'DATABASE_URL'}`,
+  );
   for (const env of Object.values(config.rewards)) {
     say(`  Rewards (${env.name}): ${env.baseUrl}${env.embedded ? ' (built-in sandbox)' : ''}`);
   }
@@ -47,7 +49,9 @@ async function main(): Promise<void> {
   say(`  Ops dashboard: ${base}/ops`);
   // Never the key itself: start-up output ends up in terminals, CI logs and log collectors. Only where it is.
   const keyFile = runtime.secrets.operatorKeyFile;
-  say(`  Operator key:  ${keyFile ? `in ${keyFile} (generated; mode 0600)` : 'the value of OPERATOR_API_KEY'}`);
+  say(
+    `  Operator key:  ${keyFile ? `in ${keyFile} (generated; mode 0600)` : 'the value of OPERATOR_API_KEY'}`,
+  );
   say('');
   say('Create a tenant and a key for it:');
   if (keyFile) say(`  export OPERATOR_KEY=$(cat ${keyFile})`);
@@ -62,6 +66,8 @@ function prepareDataDir(dir: string): string {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`Rewards Gateway failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(
+    `Rewards Gateway failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
   terminate(1);
 });

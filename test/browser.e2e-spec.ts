@@ -24,16 +24,30 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
     platform = createServer((req, res) => {
       const status = new URL(req.url ?? '/', 'http://x').searchParams;
       res.setHeader('Content-Type', 'text/html');
-      res.end(`<!doctype html><title>Platform</title><h1 id="result">Rewards: ${status.get('status')} ${status.get('error') ?? ''}</h1>`);
+      res.end(
+        `<!doctype html><title>Platform</title><h1 id="result">Rewards: ${status.get('status')} ${status.get('error') ?? ''}</h1>`,
+      );
     });
     await new Promise<void>((r) => platform.listen(0, '127.0.0.1', () => r()));
     platformUrl = `http://127.0.0.1:${(platform.address() as AddressInfo).port}/settings/rewards`;
     t = await startTestApp({ OPS_PROBE_INTERVAL_MS: '0' });
     await control(t, '/reset');
-    await request(t.baseUrl).post('/v1/tenants').set(op).send({ id: 'acme', name: 'Acme Corp', return_urls: [platformUrl] }).expect(201);
+    await request(t.baseUrl)
+      .post('/v1/tenants')
+      .set(op)
+      .send({ id: 'acme', name: 'Acme Corp', return_urls: [platformUrl] })
+      .expect(201);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   }, 60_000);
 
@@ -44,7 +58,11 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
   });
 
   async function connectLink(): Promise<string> {
-    const res = await request(t.baseUrl).post('/v1/tenants/acme/connect-sessions').set(op).send({ return_url: platformUrl }).expect(201);
+    const res = await request(t.baseUrl)
+      .post('/v1/tenants/acme/connect-sessions')
+      .set(op)
+      .send({ return_url: platformUrl })
+      .expect(201);
     return res.body.connect_url as string;
   }
 
@@ -79,11 +97,15 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
   it('an operator opens /ops, sees the broken connection highlighted, and presses Check', async () => {
     // Break the connection: the account holder revokes the app, then a refresh learns it.
     const stats = (await request(t.baseUrl).get('/sandbox/__control/stats')).body;
-    await request(t.baseUrl).post(`/sandbox/__control/grants/${stats.grants.at(-1).id}/revoke`).send({});
+    await request(t.baseUrl)
+      .post(`/sandbox/__control/grants/${stats.grants.at(-1).id}/revoke`)
+      .send({});
     const { body: connection } = await request(t.baseUrl).get('/v1/tenants/acme/connection').set(op);
     await request(t.baseUrl).post(`/v1/ops/connections/${connection.id}/refresh`).set(op).expect(201);
 
-    const context = await browser.newContext({ httpCredentials: { username: 'ops', password: t.config.operatorApiKey as string } });
+    const context = await browser.newContext({
+      httpCredentials: { username: 'ops', password: t.config.operatorApiKey as string },
+    });
     const page = await context.newPage();
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.goto(`${t.baseUrl}/ops`);
@@ -91,7 +113,10 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
     expect(await row.getAttribute('class')).toBe('health-broken');
     await expectText(row, 'needs_reauth');
     type Styled = { getComputedStyle(element: unknown): { backgroundColor: string } };
-    const background = await row.locator('td').first().evaluate((td) => (globalThis as unknown as Styled).getComputedStyle(td).backgroundColor);
+    const background = await row
+      .locator('td')
+      .first()
+      .evaluate((td) => (globalThis as unknown as Styled).getComputedStyle(td).backgroundColor);
     expect(background).toBe('rgb(254, 242, 242)'); // highlighted
     await page.screenshot({ path: path.join(ARTIFACTS, 'ops-dashboard.png'), fullPage: true });
     await row.locator('button[data-action="check"]').click();

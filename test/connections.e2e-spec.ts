@@ -2,7 +2,15 @@ import request from 'supertest';
 import type { TestApp } from './support/app';
 import { sqlOn } from './support/database';
 import { startTestApp } from './support/app';
-import { RETURN_URL, approve, connectTenant, control, createTenant, op, startConnect } from './support/connect';
+import {
+  RETURN_URL,
+  approve,
+  connectTenant,
+  control,
+  createTenant,
+  op,
+  startConnect,
+} from './support/connect';
 
 describe('connections: the connect flow against the sandbox over HTTP', () => {
   let t: TestApp;
@@ -20,8 +28,16 @@ describe('connections: the connect flow against the sandbox over HTTP', () => {
 
   it('walks connect session → page → authorize → consent → callback → active', async () => {
     await createTenant(t, 'happy');
-    const session = await request(t.baseUrl).post('/v1/tenants/happy/connect-sessions').set(op).send({ return_url: RETURN_URL }).expect(201);
-    expect(session.body).toMatchObject({ environment: 'sandbox', scopes: ['default'], connect_url: expect.stringMatching(/\/connect\/[A-Za-z0-9_-]{43}$/) });
+    const session = await request(t.baseUrl)
+      .post('/v1/tenants/happy/connect-sessions')
+      .set(op)
+      .send({ return_url: RETURN_URL })
+      .expect(201);
+    expect(session.body).toMatchObject({
+      environment: 'sandbox',
+      scopes: ['default'],
+      connect_url: expect.stringMatching(/\/connect\/[A-Za-z0-9_-]{43}$/),
+    });
     const connectPath = new URL(session.body.connect_url).pathname;
     const page = await request(t.baseUrl).get(connectPath).expect(200);
     expect(page.text).toContain('Tenant happy');
@@ -47,9 +63,17 @@ describe('connections: the connect flow against the sandbox over HTTP', () => {
     expect(done.headers.location).toBe(`${RETURN_URL}?status=connected`);
 
     const connection = await request(t.baseUrl).get('/v1/tenants/happy/connection').set(op).expect(200);
-    expect(connection.body).toMatchObject({ status: 'active', environment: 'sandbox', scopes: ['default'], consecutive_failures: 0, last_error: null });
+    expect(connection.body).toMatchObject({
+      status: 'active',
+      environment: 'sandbox',
+      scopes: ['default'],
+      consecutive_failures: 0,
+      last_error: null,
+    });
     expect(JSON.stringify(connection.body)).not.toMatch(/sbx_(at|rt)_/);
-    const events = await sql(`SELECT type FROM connection_events WHERE connection_id = $1`, [connection.body.id]);
+    const events = await sql(`SELECT type FROM connection_events WHERE connection_id = $1`, [
+      connection.body.id,
+    ]);
     expect(events.map((e) => e.type)).toEqual(['connected']);
     // The connect link is one-time.
     await request(t.baseUrl).get(connectPath).expect(410);
@@ -84,10 +108,15 @@ describe('connections: the connect flow against the sandbox over HTTP', () => {
 
     const second = await startConnect(t, 'attacked');
     const state = second.upstream.searchParams.get('state') as string;
-    const noCode = await request(t.baseUrl).get(`/oauth/callback?state=${state}`).set('Cookie', second.cookie).expect(302);
+    const noCode = await request(t.baseUrl)
+      .get(`/oauth/callback?state=${state}`)
+      .set('Cookie', second.cookie)
+      .expect(302);
     expect(noCode.headers.location).toContain('error=missing_code');
 
-    const unknown = await request(t.baseUrl).get('/oauth/callback?state=forged-state-value-0000000000&code=x').expect(400);
+    const unknown = await request(t.baseUrl)
+      .get('/oauth/callback?state=forged-state-value-0000000000&code=x')
+      .expect(400);
     expect(unknown.text).toContain('not one we started');
   });
 
@@ -108,16 +137,32 @@ describe('connections: the connect flow against the sandbox over HTTP', () => {
     const done = await request(t.baseUrl).get(callback).set('Cookie', cookie).expect(302);
     expect(done.headers.location).toContain('error=token_exchange_failed');
     await request(t.baseUrl).get('/v1/tenants/tokenfail/connection').set(op).expect(404);
-    expect(await sql(`SELECT * FROM grants g JOIN connections c ON c.id = g.connection_id WHERE c.tenant_id = 'tokenfail'`)).toEqual([]);
+    expect(
+      await sql(
+        `SELECT * FROM grants g JOIN connections c ON c.id = g.connection_id WHERE c.tenant_id = 'tokenfail'`,
+      ),
+    ).toEqual([]);
   });
 
   it('validates connect sessions: return_url on the allow-list, known scopes and environment', async () => {
     await createTenant(t, 'strict');
-    const bad = await request(t.baseUrl).post('/v1/tenants/strict/connect-sessions').set(op).send({ return_url: 'https://evil.example.com/' }).expect(422);
+    const bad = await request(t.baseUrl)
+      .post('/v1/tenants/strict/connect-sessions')
+      .set(op)
+      .send({ return_url: 'https://evil.example.com/' })
+      .expect(422);
     expect(bad.body.error.code).toBe('return_url_not_allowed');
-    const scopes = await request(t.baseUrl).post('/v1/tenants/strict/connect-sessions').set(op).send({ scopes: ['admin'] }).expect(400);
+    const scopes = await request(t.baseUrl)
+      .post('/v1/tenants/strict/connect-sessions')
+      .set(op)
+      .send({ scopes: ['admin'] })
+      .expect(400);
     expect(scopes.body.error.details[0].field).toBe('scopes');
-    const env = await request(t.baseUrl).post('/v1/tenants/strict/connect-sessions').set(op).send({ environment: 'production' }).expect(422);
+    const env = await request(t.baseUrl)
+      .post('/v1/tenants/strict/connect-sessions')
+      .set(op)
+      .send({ environment: 'production' })
+      .expect(422);
     expect(env.body.error.code).toBe('environment_not_configured');
     await request(t.baseUrl).get('/connect/not-a-token').expect(404);
   });
@@ -127,20 +172,30 @@ describe('connections: the connect flow against the sandbox over HTTP', () => {
     const first = await connectTenant(t, 'again');
     const second = await connectTenant(t, 'again');
     expect(second).not.toBe(first);
-    const rows = await sql(`SELECT id, status FROM connections WHERE tenant_id = 'again' ORDER BY connected_at`);
+    const rows = await sql(
+      `SELECT id, status FROM connections WHERE tenant_id = 'again' ORDER BY connected_at`,
+    );
     expect(rows.map((r) => r.status)).toEqual(['disconnected', 'active']);
     expect(await sql(`SELECT connection_id FROM grants WHERE connection_id = $1`, [first])).toEqual([]);
     const gone = await request(t.baseUrl).delete('/v1/tenants/again/connection').set(op).expect(200);
     expect(gone.body.status).toBe('disconnected');
     expect(await sql(`SELECT 1 FROM grants WHERE connection_id = $1`, [second])).toEqual([]);
-    const events = await sql(`SELECT type FROM connection_events WHERE connection_id = $1 ORDER BY id`, [second]);
+    const events = await sql(`SELECT type FROM connection_events WHERE connection_id = $1 ORDER BY id`, [
+      second,
+    ]);
     expect(events.map((e) => e.type)).toEqual(['connected', 'disconnected']);
   });
 
   it('lets a tenant key create connect sessions and read the connection for its own tenant only', async () => {
     await createTenant(t, 'self-serve');
     await createTenant(t, 'neighbour');
-    const key = (await request(t.baseUrl).post('/v1/tenants/self-serve/api-keys').set(op).send({ name: 'platform' }).expect(201)).body.key;
+    const key = (
+      await request(t.baseUrl)
+        .post('/v1/tenants/self-serve/api-keys')
+        .set(op)
+        .send({ name: 'platform' })
+        .expect(201)
+    ).body.key;
     const own = { Authorization: `Bearer ${key}` };
     await request(t.baseUrl).post('/v1/tenants/self-serve/connect-sessions').set(own).send({}).expect(201);
     await request(t.baseUrl).post('/v1/tenants/neighbour/connect-sessions').set(own).send({}).expect(404);
@@ -154,7 +209,9 @@ describe('connections: the connect flow against the sandbox over HTTP', () => {
     await connectTenant(t, 'secretive');
     const stats = (await request(t.baseUrl).get('/sandbox/__control/stats')).body;
     expect(stats.grants.length).toBeGreaterThan(0);
-    const dump = JSON.stringify(await sql(`SELECT * FROM grants`)) + JSON.stringify(await sql(`SELECT * FROM oauth_states`));
+    const dump =
+      JSON.stringify(await sql(`SELECT * FROM grants`)) +
+      JSON.stringify(await sql(`SELECT * FROM oauth_states`));
     expect(dump).not.toMatch(/sbx_(at|rt)_/);
     expect(t.logs.join('\n')).not.toMatch(/sbx_(at|rt|code)_/);
     expect(t.logs.join('\n')).not.toContain(t.config.rewards.sandbox?.clientSecret);

@@ -19,7 +19,14 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
   let base: string;
   let port: number;
   const api = (path: string, init: RequestInit = {}) =>
-    fetch(`${base}${path}`, { ...init, headers: { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', ...(init.headers ?? {}) } });
+    fetch(`${base}${path}`, {
+      ...init,
+      headers: {
+        Authorization: `Bearer ${OPERATOR}`,
+        'Content-Type': 'application/json',
+        ...(init.headers ?? {}),
+      },
+    });
 
   beforeAll(async () => {
     port = await freePort();
@@ -41,14 +48,22 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
       LOG_LEVEL: 'error',
     };
     gateway = await startGatewayProcess(env, port);
-    await api('/v1/tenants', { method: 'POST', body: JSON.stringify({ id: 'crashy', name: 'Crashy', default_funding_source_id: 'FSDEMOMAIN' }) });
+    await api('/v1/tenants', {
+      method: 'POST',
+      body: JSON.stringify({ id: 'crashy', name: 'Crashy', default_funding_source_id: 'FSDEMOMAIN' }),
+    });
     // Connect through the real flow: gateway → sandbox (auto-approve) → callback.
     sandbox.state.settings.autoApprove = true;
-    const session = (await (await api('/v1/tenants/crashy/connect-sessions', { method: 'POST', body: '{}' })).json()) as { connect_url: string };
+    const session = (await (
+      await api('/v1/tenants/crashy/connect-sessions', { method: 'POST', body: '{}' })
+    ).json()) as { connect_url: string };
     const authorize = await fetch(`${session.connect_url}/authorize`, { redirect: 'manual' });
     const cookie = (authorize.headers.get('set-cookie') as string).split(';')[0];
     const consent = await fetch(authorize.headers.get('location') as string, { redirect: 'manual' });
-    const done = await fetch(consent.headers.get('location') as string, { redirect: 'manual', headers: { Cookie: cookie } });
+    const done = await fetch(consent.headers.get('location') as string, {
+      redirect: 'manual',
+      headers: { Cookie: cookie },
+    });
     expect(done.status).toBe(200);
   }, 120_000);
 
@@ -68,7 +83,16 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
         const res = await api('/v1/tenants/crashy/rewards', {
           method: 'POST',
           headers: { 'Idempotency-Key': `burst-${i}` },
-          body: JSON.stringify({ rewards: [{ recipient: { name: `R${i}`, email: `r${i}@example.com` }, value: { denomination: 10, currency_code: 'USD' }, products: ['PRODAMAZONUS'], custom_fields: { Department: 'Sales' } }] }),
+          body: JSON.stringify({
+            rewards: [
+              {
+                recipient: { name: `R${i}`, email: `r${i}@example.com` },
+                value: { denomination: 10, currency_code: 'USD' },
+                products: ['PRODAMAZONUS'],
+                custom_fields: { Department: 'Sales' },
+              },
+            ],
+          }),
         });
         return { i, status: res.status, body: (await res.json()) as { id?: string } };
       } catch {
@@ -84,7 +108,11 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
         while (!killed && next < BURST) results.push(await sendOne(next++));
       }),
     );
-    await waitFor(async () => results.filter((r) => r.status === 201).length, (n) => n >= 40, 30_000);
+    await waitFor(
+      async () => results.filter((r) => r.status === 201).length,
+      (n) => n >= 40,
+      30_000,
+    );
     gateway?.kill('SIGKILL');
     killed = true;
     await burst;
@@ -99,7 +127,11 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
     // Clients retry what they could not learn the outcome of, with the same key. A dispatch the dead process held
     // answers 409 in_progress until its lease expires and a worker sends it; then the outcome is replayed.
     for (const r of unknown) {
-      const retried = await waitFor(() => sendOne(r.i), (res) => res.status !== 409, 20_000);
+      const retried = await waitFor(
+        () => sendOne(r.i),
+        (res) => res.status !== 409,
+        20_000,
+      );
       expect([201, 202]).toContain(retried.status);
     }
 
@@ -107,7 +139,9 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
     await client.connect();
     try {
       await waitFor(
-        async () => (await client.query(`SELECT status, count(*)::int AS n FROM reward_dispatches GROUP BY status`)).rows,
+        async () =>
+          (await client.query(`SELECT status, count(*)::int AS n FROM reward_dispatches GROUP BY status`))
+            .rows,
         (rows) => rows.length === 1 && rows[0].status === 'sent' && rows[0].n === total,
         60_000,
       );
@@ -126,15 +160,27 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
     sandbox.faults.rules.push({ route: 'orders', latency_ms: 30 });
     const recipients = Array.from({ length: 50 }, (_, i) => `big${i}@example.com`);
     const body = JSON.stringify({
-      rewards: recipients.map((email, i) => ({ recipient: { name: `Big ${i}`, email }, value: { denomination: 5, currency_code: 'USD' }, products: ['PRODAMAZONUS'], custom_fields: { Department: 'Sales' } })),
+      rewards: recipients.map((email, i) => ({
+        recipient: { name: `Big ${i}`, email },
+        value: { denomination: 5, currency_code: 'USD' },
+        products: ['PRODAMAZONUS'],
+        custom_fields: { Department: 'Sales' },
+      })),
     });
     const sendBig = () =>
       api('/v1/tenants/crashy/rewards', { method: 'POST', headers: { 'Idempotency-Key': 'big-batch' }, body })
         .then(async (res) => ({ status: res.status, body: (await res.json()) as Record<string, any> })) // eslint-disable-line @typescript-eslint/no-explicit-any
         .catch(() => ({ status: 0, body: {} as Record<string, any> })); // eslint-disable-line @typescript-eslint/no-explicit-any
-    const ordersFor = () => [...sandbox.state.accounts.get('acc_demo')!.orders.values()].filter((o) => o.rewards.some((r) => r.recipient.email?.startsWith('big')));
+    const ordersFor = () =>
+      [...sandbox.state.accounts.get('acc_demo')!.orders.values()].filter((o) =>
+        o.rewards.some((r) => r.recipient.email?.startsWith('big')),
+      );
     const inFlight = sendBig();
-    await waitFor(async () => ordersFor().length, (n) => n >= 15, 30_000);
+    await waitFor(
+      async () => ordersFor().length,
+      (n) => n >= 15,
+      30_000,
+    );
     gateway?.kill('SIGKILL');
     expect((await inFlight).status).toBe(0); // the request died with the process
     await waitUntilGone(gateway as ChildProcess);
@@ -150,9 +196,16 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
     const orders = ordersFor();
     expect(orders).toHaveLength(50);
     const perRecipient = new Map<string, number>();
-    for (const o of orders) for (const r of o.rewards) perRecipient.set(r.recipient.email as string, (perRecipient.get(r.recipient.email as string) ?? 0) + 1);
+    for (const o of orders)
+      for (const r of o.rewards)
+        perRecipient.set(
+          r.recipient.email as string,
+          (perRecipient.get(r.recipient.email as string) ?? 0) + 1,
+        );
     expect([...perRecipient.values()].every((n) => n === 1)).toBe(true);
     expect(new Set(perRecipient.keys())).toEqual(new Set(recipients));
-    expect(new Set(orders.map((o) => o.external_id))).toEqual(new Set(recipients.map((_, i) => `${done.body.id}-r${i}`)));
+    expect(new Set(orders.map((o) => o.external_id))).toEqual(
+      new Set(recipients.map((_, i) => `${done.body.id}-r${i}`)),
+    );
   }, 180_000);
 });

@@ -39,7 +39,10 @@ describe('dispatch under upstream faults', () => {
       Array.from({ length: CALLERS }, async () => {
         while (next < SENDS) {
           const i = next++;
-          const res = await send(t, 'faulty', `fault-${i}`, { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: `R${i}`, email: `r${i}@example.com` } })] });
+          const res = await send(t, 'faulty', `fault-${i}`, {
+            funding_source_id: 'FSDEMOMAIN',
+            rewards: [reward({ recipient: { name: `R${i}`, email: `r${i}@example.com` } })],
+          });
           statuses.push(res.status);
         }
       }),
@@ -52,15 +55,20 @@ describe('dispatch under upstream faults', () => {
     await db.connect();
     try {
       await waitFor(
-        async () => (await db.query(`SELECT status, count(*)::int AS n FROM reward_dispatches GROUP BY status`)).rows,
+        async () =>
+          (await db.query(`SELECT status, count(*)::int AS n FROM reward_dispatches GROUP BY status`)).rows,
         (rows) => rows.length === 1 && rows[0].status === 'sent' && rows[0].n === SENDS,
         90_000,
       );
       await request(t.baseUrl).delete('/sandbox/__control/faults');
-      const orders = (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as { external_id: string }[];
+      const orders = (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as {
+        external_id: string;
+      }[];
       expect(orders).toHaveLength(SENDS);
       expect(new Set(orders.map((o) => o.external_id)).size).toBe(SENDS);
-      const ids = (await db.query(`SELECT id FROM reward_dispatches`)).rows.map((r) => `${r.id as string}-r0`);
+      const ids = (await db.query(`SELECT id FROM reward_dispatches`)).rows.map(
+        (r) => `${r.id as string}-r0`,
+      );
       expect(new Set(orders.map((o) => o.external_id))).toEqual(new Set(ids));
     } finally {
       await db.end();
@@ -89,18 +97,29 @@ describe('dispatch under upstream faults', () => {
     await db.connect();
     try {
       await waitFor(
-        async () => (await db.query(`SELECT r.status, count(*)::int AS n FROM dispatch_rewards r JOIN reward_dispatches d ON d.id = r.dispatch_id WHERE d.idempotency_key LIKE 'multi-%' GROUP BY r.status`)).rows,
+        async () =>
+          (
+            await db.query(
+              `SELECT r.status, count(*)::int AS n FROM dispatch_rewards r JOIN reward_dispatches d ON d.id = r.dispatch_id WHERE d.idempotency_key LIKE 'multi-%' GROUP BY r.status`,
+            )
+          ).rows,
         (rows) => rows.length === 1 && rows[0].status === 'sent' && rows[0].n === 250,
         90_000,
       );
       await request(t.baseUrl).delete('/sandbox/__control/faults');
-      const orders = (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as { external_id: string; recipients: string[] }[];
+      const orders = (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as {
+        external_id: string;
+        recipients: string[];
+      }[];
       const perRecipient = new Map<string, number>();
-      for (const o of orders) for (const r of o.recipients) perRecipient.set(r, (perRecipient.get(r) ?? 0) + 1);
+      for (const o of orders)
+        for (const r of o.recipients) perRecipient.set(r, (perRecipient.get(r) ?? 0) + 1);
       expect(perRecipient.size).toBe(250);
       expect(recipients.every((r) => perRecipient.get(r) === 1)).toBe(true);
       expect(new Set(orders.map((o) => o.external_id)).size).toBe(250);
-      const dispatches = (await db.query(`SELECT status FROM reward_dispatches WHERE idempotency_key LIKE 'multi-%'`)).rows;
+      const dispatches = (
+        await db.query(`SELECT status FROM reward_dispatches WHERE idempotency_key LIKE 'multi-%'`)
+      ).rows;
       expect(dispatches.every((r) => r.status === 'sent')).toBe(true);
     } finally {
       await db.end();

@@ -16,8 +16,16 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
   });
 
   async function createTenantWithKey(id: string): Promise<string> {
-    await request(t.baseUrl).post('/v1/tenants').set(op).send({ id, name: `Tenant ${id}` }).expect(201);
-    const res = await request(t.baseUrl).post(`/v1/tenants/${id}/api-keys`).set(op).send({ name: 'svc' }).expect(201);
+    await request(t.baseUrl)
+      .post('/v1/tenants')
+      .set(op)
+      .send({ id, name: `Tenant ${id}` })
+      .expect(201);
+    const res = await request(t.baseUrl)
+      .post(`/v1/tenants/${id}/api-keys`)
+      .set(op)
+      .send({ name: 'svc' })
+      .expect(201);
     return res.body.key as string;
   }
 
@@ -33,10 +41,18 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
       .set(op)
       .send({ id: 'acme', name: 'Acme', return_urls: ['https://platform.example.com/done'] })
       .expect(201);
-    expect(created.body).toMatchObject({ id: 'acme', name: 'Acme', return_urls: ['https://platform.example.com/done'] });
+    expect(created.body).toMatchObject({
+      id: 'acme',
+      name: 'Acme',
+      return_urls: ['https://platform.example.com/done'],
+    });
     const read = await request(t.baseUrl).get('/v1/tenants/acme').set(op).expect(200);
     expect(read.body.created_at).toEqual(created.body.created_at);
-    const dup = await request(t.baseUrl).post('/v1/tenants').set(op).send({ id: 'acme', name: 'Again' }).expect(409);
+    const dup = await request(t.baseUrl)
+      .post('/v1/tenants')
+      .set(op)
+      .send({ id: 'acme', name: 'Again' })
+      .expect(409);
     expect(dup.body.error.code).toBe('tenant_exists');
   });
 
@@ -88,11 +104,18 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
       .send({ name: 'escalate' })
       .expect(403);
     expect(res.body.error.code).toBe('operator_key_required');
-    await request(t.baseUrl).post('/v1/tenants').set('Authorization', `Bearer ${key}`).send({ id: 'x', name: 'x' }).expect(403);
+    await request(t.baseUrl)
+      .post('/v1/tenants')
+      .set('Authorization', `Bearer ${key}`)
+      .send({ id: 'x', name: 'x' })
+      .expect(403);
     const none = await request(t.baseUrl).get('/v1/tenants/limited').expect(401);
     expect(none.body.error.code).toBe('missing_api_key');
     expect(none.headers['www-authenticate']).toContain('Bearer');
-    const wrong = await request(t.baseUrl).get('/v1/tenants/limited').set('Authorization', 'Bearer rgk_wrongwrongwrongwrong').expect(401);
+    const wrong = await request(t.baseUrl)
+      .get('/v1/tenants/limited')
+      .set('Authorization', 'Bearer rgk_wrongwrongwrongwrong')
+      .expect(401);
     expect(wrong.body.error.code).toBe('invalid_api_key');
     await request(t.baseUrl).get('/v1/tenants/limited').set('Authorization', 'Basic abc').expect(401);
   });
@@ -103,7 +126,10 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
     const list = await request(t.baseUrl).get('/v1/tenants/revoking/api-keys').set(op).expect(200);
     await request(t.baseUrl).delete(`/v1/tenants/revoking/api-keys/${list.body[0].id}`).set(op).expect(204);
     await request(t.baseUrl).get('/v1/tenants/revoking').set('Authorization', `Bearer ${key}`).expect(401);
-    const again = await request(t.baseUrl).delete(`/v1/tenants/revoking/api-keys/${list.body[0].id}`).set(op).expect(404);
+    const again = await request(t.baseUrl)
+      .delete(`/v1/tenants/revoking/api-keys/${list.body[0].id}`)
+      .set(op)
+      .expect(404);
     expect(again.body.error.code).toBe('api_key_not_found');
     await request(t.baseUrl).delete('/v1/tenants/revoking/api-keys/not-a-uuid').set(op).expect(404);
   });
@@ -112,21 +138,44 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
     const { ApiKeysService } = await import('../src/tenants/api-keys.service');
     const created = await t.app.get(ApiKeysService).create(null, 'ops-cli');
     expect(created.key).toMatch(/^rgo_/);
-    await request(t.baseUrl).get('/v1/tenants/acme').set('Authorization', `Bearer ${created.key}`).expect(200);
+    await request(t.baseUrl)
+      .get('/v1/tenants/acme')
+      .set('Authorization', `Bearer ${created.key}`)
+      .expect(200);
   });
 
   describe('bad input is a clear 4xx in the one error shape, never a 500', () => {
     it('malformed JSON → 400 invalid_json', async () => {
-      const res = await request(t.baseUrl).post('/v1/tenants').set(op).set('Content-Type', 'application/json').send('{"id": "x",').expect(400);
-      expect(res.body).toEqual({ error: { code: 'invalid_json', message: expect.any(String), details: [{ field: 'body', reason: 'not valid JSON' }] } });
+      const res = await request(t.baseUrl)
+        .post('/v1/tenants')
+        .set(op)
+        .set('Content-Type', 'application/json')
+        .send('{"id": "x",')
+        .expect(400);
+      expect(res.body).toEqual({
+        error: {
+          code: 'invalid_json',
+          message: expect.any(String),
+          details: [{ field: 'body', reason: 'not valid JSON' }],
+        },
+      });
     });
     it('a wrong content type → 415 naming the header', async () => {
-      const res = await request(t.baseUrl).post('/v1/tenants').set(op).set('Content-Type', 'text/plain').send('id=x').expect(415);
+      const res = await request(t.baseUrl)
+        .post('/v1/tenants')
+        .set(op)
+        .set('Content-Type', 'text/plain')
+        .send('id=x')
+        .expect(415);
       expect(res.body.error.code).toBe('unsupported_media_type');
       expect(res.body.error.details[0].field).toBe('Content-Type');
     });
     it('a body over 1 MiB → 413', async () => {
-      const res = await request(t.baseUrl).post('/v1/tenants').set(op).send({ id: 'big', name: 'x'.repeat(1_100_000) }).expect(413);
+      const res = await request(t.baseUrl)
+        .post('/v1/tenants')
+        .set(op)
+        .send({ id: 'big', name: 'x'.repeat(1_100_000) })
+        .expect(413);
       expect(res.body.error.code).toBe('payload_too_large');
     });
     it('an unknown route → 404 not_found', async () => {
@@ -136,7 +185,11 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
       expect(anon.body.error.code).toBe('not_found');
     });
     it('a JSON array or scalar instead of an object → 400', async () => {
-      const res = await request(t.baseUrl).post('/v1/tenants').set(op).set('Content-Type', 'application/json').send('[1,2]');
+      const res = await request(t.baseUrl)
+        .post('/v1/tenants')
+        .set(op)
+        .set('Content-Type', 'application/json')
+        .send('[1,2]');
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBeDefined();
     });
@@ -169,7 +222,11 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
   });
 
   it('logs a request id per request and never the Authorization header', async () => {
-    const res = await request(t.baseUrl).get('/v1/tenants/acme').set(op).set('X-Request-Id', 'trace-me-123').expect(200);
+    const res = await request(t.baseUrl)
+      .get('/v1/tenants/acme')
+      .set(op)
+      .set('X-Request-Id', 'trace-me-123')
+      .expect(200);
     expect(res.headers['x-request-id']).toBe('trace-me-123');
     await new Promise((r) => setTimeout(r, 50));
     const line = t.logs.find((l) => l.includes('trace-me-123'));
@@ -188,7 +245,9 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
       const proto = Object.getPrototypeOf(wrapper.instance) as object;
       for (const name of scanner.getAllMethodNames(proto)) {
         const handler = (proto as Record<string, unknown>)[name] as () => unknown;
-        if (reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [handler, wrapper.metatype as () => unknown])) {
+        if (
+          reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [handler, wrapper.metatype as () => unknown])
+        ) {
           publicRoutes.push(`${wrapper.name}.${name}`);
         }
       }

@@ -11,21 +11,39 @@ describe('hostile input', () => {
   let t: TestApp;
   /** The exact bytes, over plain HTTP (a client library would re-encode a Buffer or a broken string). */
   const raw = (path: string, body: Buffer | string, headers: Record<string, string> = {}) =>
-    new Promise<{ status: number; body: Record<string, any> }>((resolve, reject) => { // eslint-disable-line @typescript-eslint/no-explicit-any
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    new Promise<{ status: number; body: Record<string, any> }>((resolve, reject) => {
       const url = new URL(`${t.baseUrl}${path}`);
       const bytes = typeof body === 'string' ? Buffer.from(body) : body;
       const req = httpRequest(
-        { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { ...op, 'Content-Type': 'application/json', 'Content-Length': String(bytes.length), ...headers } },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: {
+            ...op,
+            'Content-Type': 'application/json',
+            'Content-Length': String(bytes.length),
+            ...headers,
+          },
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') }));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'),
+            }),
+          );
         },
       );
       req.on('error', reject);
       req.end(bytes);
     });
-  const expectStatus = async (p: Promise<{ status: number; body: Record<string, any> }>, status: number) => { // eslint-disable-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const expectStatus = async (p: Promise<{ status: number; body: Record<string, any> }>, status: number) => {
     const res = await p;
     expect({ status: res.status, body: res.body }).toMatchObject({ status });
     return res;
@@ -49,13 +67,21 @@ describe('hostile input', () => {
   it('JSON nested 5,000 levels deep → 400 naming where, before class-transformer sees it', async () => {
     const deep = `${'{"a":'.repeat(5_000)}1${'}'.repeat(5_000)}`;
     const res = await expectStatus(raw('/v1/tenants', deep), 400);
-    expect(res.body.error.details[0]).toMatchObject({ reason: expect.stringMatching(/nested deeper than 32/) });
+    expect(res.body.error.details[0]).toMatchObject({
+      reason: expect.stringMatching(/nested deeper than 32/),
+    });
   });
 
   it('100,000 empty rewards → 400 at once (array length), not seconds of validation and a RangeError', async () => {
     const body = JSON.stringify({ rewards: Array.from({ length: 100_000 }, () => ({})) });
-    const res = await expectStatus(raw('/v1/tenants/target/rewards', body, { 'Idempotency-Key': 'huge' }), 400);
-    expect(res.body.error.details[0]).toEqual({ field: 'rewards', reason: 'at most 1000 items (got 100000)' });
+    const res = await expectStatus(
+      raw('/v1/tenants/target/rewards', body, { 'Idempotency-Key': 'huge' }),
+      400,
+    );
+    expect(res.body.error.details[0]).toEqual({
+      field: 'rewards',
+      reason: 'at most 1000 items (got 100000)',
+    });
   });
 
   it.each([
@@ -65,54 +91,104 @@ describe('hostile input', () => {
     ['deflate', Buffer.from([0x78, 0x9c, 0x01])],
   ])('a %s-encoded body (valid or corrupt) → 415, nothing decompressed', async (encoding, body) => {
     const res = await expectStatus(raw('/v1/tenants', body, { 'Content-Encoding': encoding }), 415);
-    expect(res.body.error).toMatchObject({ code: 'unsupported_media_type', details: [{ field: 'Content-Encoding' }] });
+    expect(res.body.error).toMatchObject({
+      code: 'unsupported_media_type',
+      details: [{ field: 'Content-Encoding' }],
+    });
   });
 
   it('a lone surrogate in an e-mail → 400, not a URIError in the validator', async () => {
     const body = `{"rewards":[{"recipient":{"name":"A","email":"a\\ud800@example.com"},"value":{"denomination":5,"currency_code":"USD"},"products":["PRODAMAZONUS"]}]}`;
-    const res = await expectStatus(raw('/v1/tenants/target/rewards', body, { 'Idempotency-Key': 'surrogate' }), 400);
-    expect(res.body.error.details[0]).toEqual({ field: 'rewards[0].recipient.email', reason: 'contains an unpaired surrogate (not valid Unicode)' });
+    const res = await expectStatus(
+      raw('/v1/tenants/target/rewards', body, { 'Idempotency-Key': 'surrogate' }),
+      400,
+    );
+    expect(res.body.error.details[0]).toEqual({
+      field: 'rewards[0].recipient.email',
+      reason: 'contains an unpaired surrogate (not valid Unicode)',
+    });
   });
 
   it('invalid UTF-8 in a body → 400, not silently replaced', async () => {
-    const body = Buffer.concat([Buffer.from('{"id":"utf","name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
+    const body = Buffer.concat([
+      Buffer.from('{"id":"utf","name":"'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}'),
+    ]);
     const res = await expectStatus(raw('/v1/tenants', body), 400);
-    expect(res.body.error).toMatchObject({ code: 'invalid_json', details: [{ reason: 'invalid UTF-8 byte sequence' }] });
+    expect(res.body.error).toMatchObject({
+      code: 'invalid_json',
+      details: [{ reason: 'invalid UTF-8 byte sequence' }],
+    });
     await request(t.baseUrl).get('/v1/tenants/utf').set(op).expect(404);
   });
 
   it.each([
     ['__proto__ at the top', '{"__proto__":{"admin":true},"id":"proto1","name":"P"}', '__proto__'],
-    ['constructor.prototype', '{"id":"proto2","name":"P","constructor":{"prototype":{"x":1}}}', 'constructor'],
-    ['a custom-field label __proto__', JSON.stringify({ rewards: [{ ...reward(), custom_fields: JSON.parse('{"__proto__":"Sales"}') }] }), 'rewards[0].custom_fields.__proto__'],
+    [
+      'constructor.prototype',
+      '{"id":"proto2","name":"P","constructor":{"prototype":{"x":1}}}',
+      'constructor',
+    ],
+    [
+      'a custom-field label __proto__',
+      JSON.stringify({ rewards: [{ ...reward(), custom_fields: JSON.parse('{"__proto__":"Sales"}') }] }),
+      'rewards[0].custom_fields.__proto__',
+    ],
   ])('a prototype key (%s) → 400 naming it', async (_what, body, field) => {
     const path = field.startsWith('rewards') ? '/v1/tenants/target/rewards' : '/v1/tenants';
     const res = await expectStatus(raw(path, body, { 'Idempotency-Key': `proto-${field}` }), 400);
-    expect(res.body.error.details[0]).toMatchObject({ field, reason: expect.stringContaining('not an accepted property name') });
+    expect(res.body.error.details[0]).toMatchObject({
+      field,
+      reason: expect.stringContaining('not an accepted property name'),
+    });
   });
 
   it('a NUL character anywhere in the body → 400 naming where (one pass: while parsing)', async () => {
     const res = await expectStatus(raw('/v1/tenants', '{"id":"nul","name":"a\\u0000b"}'), 400);
-    expect(res.body.error.details[0]).toEqual({ field: 'name', reason: 'contains a NUL (\\u0000) character' });
+    expect(res.body.error.details[0]).toEqual({
+      field: 'name',
+      reason: 'contains a NUL (\\u0000) character',
+    });
   });
 
   it('a malformed percent-encoded cookie on /oauth/callback → a 4xx page, not a 500', async () => {
-    const res = await request(t.baseUrl).get('/oauth/callback?code=x&state=yyyyyyyyyyyyyyyyyyyyyyyyyyyy').set('Cookie', 'rg_connect=%E0%A4%A');
+    const res = await request(t.baseUrl)
+      .get('/oauth/callback?code=x&state=yyyyyyyyyyyyyyyyyyyyyyyyyyyy')
+      .set('Cookie', 'rg_connect=%E0%A4%A');
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(res.status).toBeLessThan(500);
   });
 
   it('a return_url new URL() cannot parse (http://xn--a) is refused when stored, not when the browser comes back', async () => {
-    const res = await request(t.baseUrl).post('/v1/tenants').set(op).send({ id: 'puny', name: 'P', return_urls: ['http://xn--a'] }).expect(400);
+    const res = await request(t.baseUrl)
+      .post('/v1/tenants')
+      .set(op)
+      .send({ id: 'puny', name: 'P', return_urls: ['http://xn--a'] })
+      .expect(400);
     expect(res.body.error.details[0].field).toBe('return_urls');
-    await request(t.baseUrl).patch('/v1/tenants/target').set(op).send({ return_urls: [RETURN_URL, 'http://xn--a'] }).expect(400);
+    await request(t.baseUrl)
+      .patch('/v1/tenants/target')
+      .set(op)
+      .send({ return_urls: [RETURN_URL, 'http://xn--a'] })
+      .expect(400);
   });
 
   it('a wrong key is refused from the headers: the server answers before the body has even arrived', async () => {
     const url = new URL(`${t.baseUrl}/v1/tenants/target/rewards`);
     const status = await new Promise<number>((resolve, reject) => {
       const req = httpRequest(
-        { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { Authorization: 'Bearer rgk_wrongwrongwrongwrongwrong', 'Content-Type': 'application/json', 'Content-Length': String(1024 * 1024) } },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: {
+            Authorization: 'Bearer rgk_wrongwrongwrongwrongwrong',
+            'Content-Type': 'application/json',
+            'Content-Length': String(1024 * 1024),
+          },
+        },
         (res) => {
           res.resume();
           resolve(res.statusCode ?? 0);
@@ -139,7 +215,9 @@ describe('throttling failed authentications', () => {
     const statuses: number[] = [];
     let retryAfter: string | undefined;
     for (let i = 0; i < 30; i++) {
-      const res = await request(t.baseUrl).get('/v1/tenants/x').set('Authorization', `Bearer rgk_${String(i).padStart(4, '0')}${'z'.repeat(30)}`);
+      const res = await request(t.baseUrl)
+        .get('/v1/tenants/x')
+        .set('Authorization', `Bearer rgk_${String(i).padStart(4, '0')}${'z'.repeat(30)}`);
       statuses.push(res.status);
       if (res.status === 429) retryAfter = res.headers['retry-after'];
     }

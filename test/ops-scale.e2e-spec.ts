@@ -12,7 +12,13 @@ import { sqlOn } from './support/database';
 const N = 10_000;
 
 interface Page {
-  connections: { id: string; tenant_id: string; status: string; health: string | null; dispatches_24h: { sent: number; failed: number; queued: number } }[];
+  connections: {
+    id: string;
+    tenant_id: string;
+    status: string;
+    health: string | null;
+    dispatches_24h: { sent: number; failed: number; queued: number };
+  }[];
   next_cursor: string | null;
   next_offset: number | null;
 }
@@ -24,14 +30,17 @@ const ORACLE_ORDER = `CASE c.status WHEN 'needs_reauth' THEN 0 WHEN 'error' THEN
 describe('ops list at scale: keyset paging in urgency order from an index; metrics from a snapshot', () => {
   let t: TestApp;
   const sql = (text: string, params: unknown[] = []) => sqlOn(t.databaseUrl, text, params);
-  const get = async (query: string): Promise<Page> => (await request(t.baseUrl).get(`/v1/ops/connections?${query}`).set(op).expect(200)).body as Page;
+  const get = async (query: string): Promise<Page> =>
+    (await request(t.baseUrl).get(`/v1/ops/connections?${query}`).set(op).expect(200)).body as Page;
 
   /** Every id the list returns for `filters`, page by page with the cursor; checks each page on the way. */
   async function walk(filters: string, limit: number): Promise<string[]> {
     const ids: string[] = [];
     let cursor: string | null = null;
     for (let pages = 0; ; pages++) {
-      const page = await get(`${filters}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page = await get(
+        `${filters}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       expect(page.connections.length).toBeLessThanOrEqual(limit);
       ids.push(...page.connections.map((c) => c.id));
       if (page.next_cursor === null) {
@@ -47,7 +56,10 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
 
   async function oracle(where: string, params: unknown[] = []): Promise<string[]> {
     // $1 is the idle threshold of HEALTH_SQL.
-    const rows = await sql(`SELECT c.id FROM connections c WHERE $1::float8 > 0 AND ${where} ORDER BY ${ORACLE_ORDER}`, [t.config.ops.idleAfterMs, ...params]);
+    const rows = await sql(
+      `SELECT c.id FROM connections c WHERE $1::float8 > 0 AND ${where} ORDER BY ${ORACLE_ORDER}`,
+      [t.config.ops.idleAfterMs, ...params],
+    );
     return rows.map((r) => r.id as string);
   }
 
@@ -55,7 +67,10 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     t = await startTestApp({ OPS_PROBE_INTERVAL_MS: '0' });
     // 10,000 tenants with a sandbox connection, every 5th with a production one too, every 7th with a disconnected one
     // in its history; statuses, failure counts, errors (ties to the microsecond, and none) and probes mixed.
-    await sql(`INSERT INTO tenants (id, name) SELECT 'scale-' || g, 'Scale tenant ' || g FROM generate_series(1, $1) g`, [N]);
+    await sql(
+      `INSERT INTO tenants (id, name) SELECT 'scale-' || g, 'Scale tenant ' || g FROM generate_series(1, $1) g`,
+      [N],
+    );
     await sql(
       `INSERT INTO connections (tenant_id, environment, status, last_used_at, consecutive_failures, last_error_code, last_error_at, last_probe_ok, disconnected_at)
        SELECT 'scale-' || g, env, status,
@@ -103,10 +118,18 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
       ['status=disconnected', `c.status = 'disconnected'`, []],
       ['environment=production', `c.status <> 'disconnected' AND c.environment = 'production'`, []],
       ['health=degraded', `c.status <> 'disconnected' AND ${HEALTH_SQL} = 'degraded'`, []],
-      ['health=idle&environment=sandbox', `c.status <> 'disconnected' AND ${HEALTH_SQL} = 'idle' AND c.environment = 'sandbox'`, []],
+      [
+        'health=idle&environment=sandbox',
+        `c.status <> 'disconnected' AND ${HEALTH_SQL} = 'idle' AND c.environment = 'sandbox'`,
+        [],
+      ],
       ['tenant=scale-35', `c.status <> 'disconnected' AND c.tenant_id = $2`, ['scale-35']],
       ['tenant=scale-35&status=disconnected', `c.status = 'disconnected' AND c.tenant_id = $2`, ['scale-35']],
-      ['status=error&environment=production&health=degraded', `c.status = 'error' AND c.environment = 'production'`, []],
+      [
+        'status=error&environment=production&health=degraded',
+        `c.status = 'error' AND c.environment = 'production'`,
+        [],
+      ],
     ];
     for (const [filters, where, params] of cases) {
       const expected = await oracle(where, params);
@@ -115,7 +138,9 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
       expect({ filters, ids }).toEqual({ filters, ids: expected });
     }
     // Ties to the microsecond on last_error_at, broken by tenant and id, one row a page.
-    const ties = await oracle(`c.status = 'error' AND c.environment = 'sandbox' AND c.last_error_at < '2026-01-02'`);
+    const ties = await oracle(
+      `c.status = 'error' AND c.environment = 'sandbox' AND c.last_error_at < '2026-01-02'`,
+    );
     expect(ties.length).toBeGreaterThan(20);
     const errors = await walk('status=error&environment=sandbox', 1);
     expect(errors).toEqual(await oracle(`c.status = 'error' AND c.environment = 'sandbox'`));
@@ -125,7 +150,7 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
   it('keeps offset paging, and carries the filters and counts on each page', async () => {
     const expected = await oracle(`c.status <> 'disconnected' AND c.environment = 'production'`);
     const ids: string[] = [];
-    for (let offset: number | null = 0; offset !== null; ) {
+    for (let offset: number | null = 0; offset !== null;) {
       const page: Page = await get(`environment=production&limit=150&offset=${offset}`);
       ids.push(...page.connections.map((c) => c.id));
       expect(page.connections.every((c) => c.id && c.status !== 'disconnected')).toBe(true);
@@ -153,25 +178,40 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     );
     await sql(`UPDATE connections SET consecutive_failures = 99 WHERE id = $1`, [moved.id]);
     await sql(`INSERT INTO tenants (id, name) VALUES ('aaa-new', 'New')`);
-    await sql(`INSERT INTO connections (tenant_id, environment, status, consecutive_failures) VALUES ('aaa-new', 'sandbox', 'error', 100)`);
-    const second = await get(`status=error&limit=10&cursor=${encodeURIComponent(first.next_cursor as string)}`);
+    await sql(
+      `INSERT INTO connections (tenant_id, environment, status, consecutive_failures) VALUES ('aaa-new', 'sandbox', 'error', 100)`,
+    );
+    const second = await get(
+      `status=error&limit=10&cursor=${encodeURIComponent(first.next_cursor as string)}`,
+    );
     expect(second.connections.filter((c) => seen.has(c.id))).toEqual([]);
     const expected = await oracle(`c.status = 'error'`);
     const lastSeen = expected.indexOf(first.connections[9].id);
     expect(second.connections.map((c) => c.id)).toEqual(expected.slice(lastSeen + 1, lastSeen + 11));
     expect(second.connections.map((c) => c.id)).not.toContain(moved.id);
-    await sql(`UPDATE connections SET consecutive_failures = 1 + (substring(tenant_id from 7)::int % 4) WHERE id = $1`, [moved.id]);
+    await sql(
+      `UPDATE connections SET consecutive_failures = 1 + (substring(tenant_id from 7)::int % 4) WHERE id = $1`,
+      [moved.id],
+    );
     await sql(`DELETE FROM tenants WHERE id = 'aaa-new'`);
   });
 
   it('refuses a cursor it did not issue, and a cursor with an offset', async () => {
     const page = await get('limit=5');
-    for (const bad of ['x', 'eyJhIjoxfQ', Buffer.from('[1,2,0,"1; DROP TABLE x","t","not-a-uuid",0]').toString('base64url'), 'a'.repeat(600)]) {
+    for (const bad of [
+      'x',
+      'eyJhIjoxfQ',
+      Buffer.from('[1,2,0,"1; DROP TABLE x","t","not-a-uuid",0]').toString('base64url'),
+      'a'.repeat(600),
+    ]) {
       const res = await request(t.baseUrl).get(`/v1/ops/connections?cursor=${bad}`).set(op).expect(400);
       expect(res.body.error.code).toBe('validation_failed');
       expect(res.body.error.details[0].field).toBe('cursor');
     }
-    const both = await request(t.baseUrl).get(`/v1/ops/connections?offset=5&cursor=${page.next_cursor}`).set(op).expect(400);
+    const both = await request(t.baseUrl)
+      .get(`/v1/ops/connections?offset=5&cursor=${page.next_cursor}`)
+      .set(op)
+      .expect(400);
     expect(both.body.error.details[0].field).toBe('offset');
   });
 
@@ -185,7 +225,9 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     }) as typeof ds.query;
     try {
       const first = await get('limit=50');
-      const deep = await get(`limit=50&cursor=${encodeURIComponent((await get('limit=50&offset=9000')).next_cursor as string)}`);
+      const deep = await get(
+        `limit=50&cursor=${encodeURIComponent((await get('limit=50&offset=9000')).next_cursor as string)}`,
+      );
       expect(deep.connections).toHaveLength(50);
       await get('status=active&limit=50');
       expect(first.connections).toHaveLength(50);
@@ -198,14 +240,21 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     await client.connect();
     try {
       const plan = async (q: { text: string; params: unknown[] }) =>
-        ((await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.text}`, q.params)).rows[0]['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan;
+        (
+          (await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.text}`, q.params)).rows[0][
+            'QUERY PLAN'
+          ] as [{ Plan: PlanNode }]
+        )[0].Plan;
       for (const q of [lists[0], lists[2], lists[3]]) {
         const nodes = flatten(await plan(q));
         const scan = nodes.find((n) => n['Index Name'] === 'connections_ops_urgency_idx');
         expect(scan).toBeDefined();
         expect(scan?.['Actual Rows']).toBeLessThanOrEqual(51); // the scan stops after the page (limit + 1)
         // No sort of connections beyond the page (the grouping sorts only the page's dispatches), no whole-table scan.
-        const sorts = nodes.filter((n) => /Sort/.test(n['Node Type']) && !n['Sort Key']?.every((k) => k.startsWith('reward_dispatches.')));
+        const sorts = nodes.filter(
+          (n) =>
+            /Sort/.test(n['Node Type']) && !n['Sort Key']?.every((k) => k.startsWith('reward_dispatches.')),
+        );
         expect(sorts.filter((n) => (n['Actual Rows'] ?? 0) > 51)).toEqual([]);
         expect(nodes.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
         expect(nodes.some((n) => n['Index Name'] === 'reward_dispatches_connection_idx')).toBe(true);
@@ -236,7 +285,8 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
       return (clientQuery as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof clientQuery;
     const scrape = async () => (await request(t.baseUrl).get('/metrics').expect(200)).text;
-    const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}()[\]."]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+    const value = (text: string, series: string) =>
+      Number(new RegExp(`^${series.replace(/[{}()[\]."]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
     let before = '';
     try {
       for (let i = 0; i < 5; i++) before = await scrape();
@@ -250,12 +300,18 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     const broken = 'rg_connections{status="needs_reauth",health="broken"}';
     const sent = 'rg_dispatches{status="sent"}';
     const n = value(before, broken);
-    expect(n).toBe((await sql(`SELECT count(*)::int AS n FROM connections WHERE status = 'needs_reauth'`))[0].n);
-    expect(value(before, sent)).toBe((await sql(`SELECT count(*)::int AS n FROM reward_dispatches WHERE status = 'sent'`))[0].n);
+    expect(n).toBe(
+      (await sql(`SELECT count(*)::int AS n FROM connections WHERE status = 'needs_reauth'`))[0].n,
+    );
+    expect(value(before, sent)).toBe(
+      (await sql(`SELECT count(*)::int AS n FROM reward_dispatches WHERE status = 'sent'`))[0].n,
+    );
     expect(value(before, 'rg_rewards_pending_approval')).toBe(0);
     expect(value(before, 'rg_metrics_snapshot_age_seconds')).toBeLessThan(5);
 
-    const [changed] = await sql(`UPDATE connections SET status = 'needs_reauth' WHERE id = (SELECT id FROM connections WHERE status = 'active' LIMIT 1) RETURNING id`);
+    const [changed] = await sql(
+      `UPDATE connections SET status = 'needs_reauth' WHERE id = (SELECT id FROM connections WHERE status = 'active' LIMIT 1) RETURNING id`,
+    );
     expect(value(await scrape(), broken)).toBe(n); // served from memory until the next refresh
     await ops.gauges.refresh();
     const after = await scrape();

@@ -18,7 +18,9 @@ interface Received {
 }
 
 /** A local alert receiver: fails the first `failFirst` deliveries with 500, records every request. */
-async function startReceiver(failFirst: number): Promise<{ url: string; received: Received[]; close: () => Promise<void> }> {
+async function startReceiver(
+  failFirst: number,
+): Promise<{ url: string; received: Received[]; close: () => Promise<void> }> {
   const received: Received[] = [];
   let failures = 0;
   const server: Server = createServer((req: IncomingMessage, res) => {
@@ -48,7 +50,12 @@ describe('ops: connection health, probes, alerts, metrics', () => {
 
   beforeAll(async () => {
     receiver = await startReceiver(2);
-    t = await startTestApp({ OPS_WEBHOOK_URL: receiver.url, OPS_WEBHOOK_SECRET: SECRET, OPS_PROBE_INTERVAL_MS: '0', OPS_IDLE_AFTER_MS: '3600000' });
+    t = await startTestApp({
+      OPS_WEBHOOK_URL: receiver.url,
+      OPS_WEBHOOK_SECRET: SECRET,
+      OPS_PROBE_INTERVAL_MS: '0',
+      OPS_IDLE_AFTER_MS: '3600000',
+    });
     await control(t, '/reset');
   });
   afterAll(async () => {
@@ -63,32 +70,58 @@ describe('ops: connection health, probes, alerts, metrics', () => {
     const okId = await connectTenant(t, 'ok-co');
     const brokenId = await connectTenant(t, 'broken-co');
     const shakyId = await connectTenant(t, 'shaky-co');
-    await sql(`UPDATE connections SET status = 'needs_reauth', last_error_code = 'invalid_grant' WHERE id = $1`, [brokenId]);
+    await sql(
+      `UPDATE connections SET status = 'needs_reauth', last_error_code = 'invalid_grant' WHERE id = $1`,
+      [brokenId],
+    );
     await sql(`UPDATE connections SET status = 'error', consecutive_failures = 3 WHERE id = $1`, [shakyId]);
     const list = await request(t.baseUrl).get('/v1/ops/connections').set(op).expect(200);
     const order = list.body.connections.map((c: { id: string }) => c.id);
     expect(order.indexOf(brokenId)).toBeLessThan(order.indexOf(shakyId));
     expect(order.indexOf(shakyId)).toBeLessThan(order.indexOf(okId));
-    const byId = Object.fromEntries(list.body.connections.map((c: { id: string; health: string }) => [c.id, c.health]));
+    const byId = Object.fromEntries(
+      list.body.connections.map((c: { id: string; health: string }) => [c.id, c.health]),
+    );
     expect(byId).toMatchObject({ [okId]: 'healthy', [brokenId]: 'broken', [shakyId]: 'degraded' });
-    const filtered = await request(t.baseUrl).get('/v1/ops/connections?status=needs_reauth').set(op).expect(200);
+    const filtered = await request(t.baseUrl)
+      .get('/v1/ops/connections?status=needs_reauth')
+      .set(op)
+      .expect(200);
     expect(filtered.body.connections.map((c: { id: string }) => c.id)).toEqual([brokenId]);
-    const byTenant = await request(t.baseUrl).get('/v1/ops/connections?tenant=ok-co&environment=sandbox').set(op).expect(200);
+    const byTenant = await request(t.baseUrl)
+      .get('/v1/ops/connections?tenant=ok-co&environment=sandbox')
+      .set(op)
+      .expect(200);
     expect(byTenant.body.connections).toHaveLength(1);
     const detail = await request(t.baseUrl).get(`/v1/ops/connections/${okId}`).set(op).expect(200);
-    expect(detail.body).toMatchObject({ id: okId, tenant_name: 'Tenant ok-co', health: 'healthy', dispatches_24h: { sent: 0, failed: 0, queued: 0 } });
+    expect(detail.body).toMatchObject({
+      id: okId,
+      tenant_name: 'Tenant ok-co',
+      health: 'healthy',
+      dispatches_24h: { sent: 0, failed: 0, queued: 0 },
+    });
     expect(detail.body.events.map((e: { type: string }) => e.type)).toEqual(['connected']);
     await request(t.baseUrl).get('/v1/ops/connections?health=sick').set(op).expect(400);
-    await sql(`UPDATE connections SET status = 'active', consecutive_failures = 0, last_error_code = NULL WHERE id IN ($1, $2)`, [brokenId, shakyId]);
+    await sql(
+      `UPDATE connections SET status = 'active', consecutive_failures = 0, last_error_code = NULL WHERE id IN ($1, $2)`,
+      [brokenId, shakyId],
+    );
   });
 
   it('keeps the ops API to operators', async () => {
-    const key = (await request(t.baseUrl).post('/v1/tenants/ok-co/api-keys').set(op).send({ name: 'svc' })).body.key;
-    const res = await request(t.baseUrl).get('/v1/ops/connections').set('Authorization', `Bearer ${key}`).expect(403);
+    const key = (await request(t.baseUrl).post('/v1/tenants/ok-co/api-keys').set(op).send({ name: 'svc' }))
+      .body.key;
+    const res = await request(t.baseUrl)
+      .get('/v1/ops/connections')
+      .set('Authorization', `Bearer ${key}`)
+      .expect(403);
     expect(res.body.error.code).toBe('operator_key_required');
     await request(t.baseUrl).get('/ops').expect(401).expect('WWW-Authenticate', /Basic/);
     await request(t.baseUrl).get('/ops').auth('ops', key).expect(403);
-    await request(t.baseUrl).get('/ops').auth('ops', t.config.operatorApiKey as string).expect(200);
+    await request(t.baseUrl)
+      .get('/ops')
+      .auth('ops', t.config.operatorApiKey as string)
+      .expect(200);
   });
 
   it('probes a connection (check) and records success and failure; refresh goes through the lock', async () => {
@@ -100,29 +133,43 @@ describe('ops: connection health, probes, alerts, metrics', () => {
     expect(bad.body).toMatchObject({ health: 'degraded', last_probe: { ok: false } });
     const refreshed = await request(t.baseUrl).post(`/v1/ops/connections/${id}/refresh`).set(op).expect(201);
     expect(refreshed.body.refresh_count).toBe(1);
-    expect(refreshed.body.events.map((e: { type: string }) => e.type)).toEqual(expect.arrayContaining(['probe', 'token_refreshed']));
+    expect(refreshed.body.events.map((e: { type: string }) => e.type)).toEqual(
+      expect.arrayContaining(['probe', 'token_refreshed']),
+    );
     await request(t.baseUrl).post(`/v1/ops/connections/${id}/check`).set(op).expect(201);
   });
 
   it('shows each connection in the list exactly as its detail does (without the events)', async () => {
     const list = await request(t.baseUrl).get('/v1/ops/connections').set(op).expect(200);
-    expect(list.body.connections.some((c: { last_probe: unknown; refresh_count: number }) => c.last_probe && c.refresh_count > 0)).toBe(true);
+    expect(
+      list.body.connections.some(
+        (c: { last_probe: unknown; refresh_count: number }) => c.last_probe && c.refresh_count > 0,
+      ),
+    ).toBe(true);
     for (const row of list.body.connections) {
-      const { events: _events, ...detail } = (await request(t.baseUrl).get(`/v1/ops/connections/${row.id}`).set(op).expect(200)).body;
+      const { events: _events, ...detail } = (
+        await request(t.baseUrl).get(`/v1/ops/connections/${row.id}`).set(op).expect(200)
+      ).body;
       expect(row).toEqual(detail);
     }
   });
 
   it('probes idle connections in the background, one instance per connection', async () => {
     const id = (await request(t.baseUrl).get('/v1/tenants/shaky-co/connection').set(op)).body.id;
-    await sql(`UPDATE connections SET last_used_at = now() - interval '2 hours', connected_at = now() - interval '2 hours', last_probe_at = NULL`);
+    await sql(
+      `UPDATE connections SET last_used_at = now() - interval '2 hours', connected_at = now() - interval '2 hours', last_probe_at = NULL`,
+    );
     const idle = await request(t.baseUrl).get(`/v1/ops/connections/${id}`).set(op).expect(200);
     expect(idle.body.health).toBe('idle');
     const ops = t.app.get(OpsService);
     const [a, b] = await Promise.all([ops.probeIdle(50), ops.probeIdle(50)]);
-    const total = (await sql(`SELECT count(*)::int AS n FROM connections WHERE status <> 'disconnected'`))[0].n as number;
+    const total = (await sql(`SELECT count(*)::int AS n FROM connections WHERE status <> 'disconnected'`))[0]
+      .n as number;
     expect(a + b).toBe(total); // each idle connection claimed exactly once across the two passes
-    const probes = await sql(`SELECT count(*)::int AS n FROM connection_events WHERE connection_id = $1 AND type = 'probe'`, [id]);
+    const probes = await sql(
+      `SELECT count(*)::int AS n FROM connection_events WHERE connection_id = $1 AND type = 'probe'`,
+      [id],
+    );
     expect(probes[0].n).toBe(1);
   });
 
@@ -133,8 +180,13 @@ describe('ops: connection health, probes, alerts, metrics', () => {
     await createTenant(t, 'fragile');
     const id = await connectTenant(t, 'fragile');
     const stats = (await request(t.baseUrl).get('/sandbox/__control/stats')).body;
-    await request(t.baseUrl).post(`/sandbox/__control/grants/${stats.grants.at(-1).id}/revoke`).send({});
-    await t.app.get(AccessTokenProvider).forceRefresh(id).catch(() => undefined);
+    await request(t.baseUrl)
+      .post(`/sandbox/__control/grants/${stats.grants.at(-1).id}/revoke`)
+      .send({});
+    await t.app
+      .get(AccessTokenProvider)
+      .forceRefresh(id)
+      .catch(() => undefined);
     expect((await request(t.baseUrl).get(`/v1/ops/connections/${id}`).set(op)).body.health).toBe('broken');
     await Promise.all([alerts.detectTransitions(), alerts.detectTransitions(), alerts.detectTransitions()]);
     const broken = await sql(`SELECT kind FROM ops_alerts WHERE connection_id = $1`, [id]);
@@ -150,8 +202,15 @@ describe('ops: connection health, probes, alerts, metrics', () => {
     const last = delivered[2];
     const t0 = Number(/t=(\d+)/.exec(last.signature)?.[1]);
     expect(last.signature).toBe(signAlert(SECRET, last.body, t0));
-    expect(JSON.parse(last.body)).toMatchObject({ event: 'connection.broken', tenant_id: 'fragile', environment: 'sandbox', status: 'needs_reauth' });
-    expect((await sql(`SELECT delivered_at FROM ops_alerts WHERE connection_id = $1`, [id]))[0].delivered_at).not.toBeNull();
+    expect(JSON.parse(last.body)).toMatchObject({
+      event: 'connection.broken',
+      tenant_id: 'fragile',
+      environment: 'sandbox',
+      status: 'needs_reauth',
+    });
+    expect(
+      (await sql(`SELECT delivered_at FROM ops_alerts WHERE connection_id = $1`, [id]))[0].delivered_at,
+    ).not.toBeNull();
 
     // The tenant connects again: one recovery alert.
     await connectTenant(t, 'fragile');
@@ -189,16 +248,29 @@ describe('ops: connection health, probes, alerts, metrics', () => {
   });
 
   it('pages the dashboard, keeping the filters', async () => {
-    await sql(`INSERT INTO tenants (id, name) SELECT 'bulk-' || g, 'Bulk ' || g FROM generate_series(1, 120) g`);
-    await sql(`INSERT INTO connections (tenant_id, environment, status) SELECT 'bulk-' || g, 'sandbox', 'active' FROM generate_series(1, 120) g`);
-    const first = await request(t.baseUrl).get('/ops?environment=sandbox').auth('ops', t.config.operatorApiKey as string).expect(200);
+    await sql(
+      `INSERT INTO tenants (id, name) SELECT 'bulk-' || g, 'Bulk ' || g FROM generate_series(1, 120) g`,
+    );
+    await sql(
+      `INSERT INTO connections (tenant_id, environment, status) SELECT 'bulk-' || g, 'sandbox', 'active' FROM generate_series(1, 120) g`,
+    );
+    const first = await request(t.baseUrl)
+      .get('/ops?environment=sandbox')
+      .auth('ops', t.config.operatorApiKey as string)
+      .expect(200);
     expect(first.text).toContain('rel="next" href="/ops?environment=sandbox&amp;offset=100"');
     expect((first.text.match(/<tr class="health-/g) ?? []).length).toBe(100);
-    const second = await request(t.baseUrl).get('/ops?environment=sandbox&offset=100').auth('ops', t.config.operatorApiKey as string).expect(200);
+    const second = await request(t.baseUrl)
+      .get('/ops?environment=sandbox&offset=100')
+      .auth('ops', t.config.operatorApiKey as string)
+      .expect(200);
     expect(second.text).toContain('rows 101–');
     expect(second.text).toContain('rel="prev"');
     expect(second.text).not.toContain('rel="next"');
-    await request(t.baseUrl).get('/ops?offset=-5').auth('ops', t.config.operatorApiKey as string).expect(400);
+    await request(t.baseUrl)
+      .get('/ops?offset=-5')
+      .auth('ops', t.config.operatorApiKey as string)
+      .expect(400);
   });
 
   it('pages the API with a cursor: the same rows as offset paging, each once, most urgent first', async () => {
@@ -213,12 +285,17 @@ describe('ops: connection health, probes, alerts, metrics', () => {
       cursor = res.body.next_cursor;
     } while (cursor);
     const byOffset: { id: string }[] = [];
-    for (let offset: number | null = 0; offset !== null; ) {
-      const res: request.Response = await request(t.baseUrl).get(`/v1/ops/connections?environment=sandbox&limit=40&offset=${offset}`).set(op).expect(200);
+    for (let offset: number | null = 0; offset !== null;) {
+      const res: request.Response = await request(t.baseUrl)
+        .get(`/v1/ops/connections?environment=sandbox&limit=40&offset=${offset}`)
+        .set(op)
+        .expect(200);
       byOffset.push(...res.body.connections);
       offset = res.body.next_offset;
     }
-    const live = (await sql(`SELECT id FROM connections WHERE environment = 'sandbox' AND status <> 'disconnected'`)).map((r) => r.id);
+    const live = (
+      await sql(`SELECT id FROM connections WHERE environment = 'sandbox' AND status <> 'disconnected'`)
+    ).map((r) => r.id);
     expect(byCursor.map((c) => c.id)).toEqual(byOffset.map((c) => c.id));
     expect(new Set(byCursor.map((c) => c.id))).toEqual(new Set(live));
     expect(byCursor).toHaveLength(live.length);

@@ -21,39 +21,97 @@ const RUNS = 2_000;
 const oddString = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 20 }),
-  fc.constantFrom('__proto__', 'constructor', 'prototype', '\u0000', '\ud800', 'a@b.c', 'http://xn--a', 'BALANCE', 'Sales', '%E0%A4%A', '𝔘𝔫𝔦𝔠𝔬𝔡𝔢'),
+  fc.constantFrom(
+    '__proto__',
+    'constructor',
+    'prototype',
+    '\u0000',
+    '\ud800',
+    'a@b.c',
+    'http://xn--a',
+    'BALANCE',
+    'Sales',
+    '%E0%A4%A',
+    '𝔘𝔫𝔦𝔠𝔬𝔡𝔢',
+  ),
 );
 /** A JSON text: random values, plus shapes close to real bodies, plus hostile ones built as text. */
 const body: fc.Arbitrary<string> = fc.oneof(
   fc.jsonValue().map((v) => JSON.stringify(v)),
   fc.dictionary(oddString, fc.jsonValue({ maxDepth: 3 })).map((v) => JSON.stringify(v)),
   fc
-    .record({
-      rewards: fc.array(
-        fc.record({ recipient: fc.dictionary(oddString, fc.oneof(oddString, fc.jsonValue({ maxDepth: 1 }))), value: fc.jsonValue({ maxDepth: 2 }), products: fc.jsonValue({ maxDepth: 1 }), custom_fields: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: [] }),
-        { maxLength: 3 },
-      ),
-      funding_source_id: fc.jsonValue({ maxDepth: 1 }),
-      id: oddString,
-      name: oddString,
-      return_urls: fc.array(oddString, { maxLength: 3 }),
-    }, { requiredKeys: [] })
+    .record(
+      {
+        rewards: fc.array(
+          fc.record(
+            {
+              recipient: fc.dictionary(oddString, fc.oneof(oddString, fc.jsonValue({ maxDepth: 1 }))),
+              value: fc.jsonValue({ maxDepth: 2 }),
+              products: fc.jsonValue({ maxDepth: 1 }),
+              custom_fields: fc.jsonValue({ maxDepth: 2 }),
+            },
+            { requiredKeys: [] },
+          ),
+          { maxLength: 3 },
+        ),
+        funding_source_id: fc.jsonValue({ maxDepth: 1 }),
+        id: oddString,
+        name: oddString,
+        return_urls: fc.array(oddString, { maxLength: 3 }),
+      },
+      { requiredKeys: [] },
+    )
     .map((v) => JSON.stringify(v)),
   fc.integer({ min: 30, max: 3_000 }).map((n) => `${'['.repeat(n)}${']'.repeat(n)}`),
-  fc.integer({ min: 1_001, max: 20_000 }).map((n) => JSON.stringify({ rewards: Array.from({ length: n }, () => ({})) })),
-  fc.constantFrom('{"__proto__":{"x":1}}', '{"constructor":{"prototype":{"x":1}}}', '{"a":"\\ud800"}', '{"a":"\\u0000"}', '{', 'nul', '"just a string"', '[]', '{"rewards":[[{}]]}'),
+  fc
+    .integer({ min: 1_001, max: 20_000 })
+    .map((n) => JSON.stringify({ rewards: Array.from({ length: n }, () => ({})) })),
+  fc.constantFrom(
+    '{"__proto__":{"x":1}}',
+    '{"constructor":{"prototype":{"x":1}}}',
+    '{"a":"\\ud800"}',
+    '{"a":"\\u0000"}',
+    '{',
+    'nul',
+    '"just a string"',
+    '[]',
+    '{"rewards":[[{}]]}',
+  ),
 );
 
-function post(baseUrl: string, method: string, path: string, text: string, key: string): Promise<{ status: number; requestId?: string; body: string }> {
+function post(
+  baseUrl: string,
+  method: string,
+  path: string,
+  text: string,
+  key: string,
+): Promise<{ status: number; requestId?: string; body: string }> {
   return new Promise((resolve, reject) => {
     const url = new URL(`${baseUrl}${path}`);
     const bytes = Buffer.from(text);
     const req = httpRequest(
-      { host: url.hostname, port: url.port, path: url.pathname, method, headers: { ...op, 'Content-Type': 'application/json', 'Content-Length': String(bytes.length), 'Idempotency-Key': key } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method,
+        headers: {
+          ...op,
+          'Content-Type': 'application/json',
+          'Content-Length': String(bytes.length),
+          'Idempotency-Key': key,
+        },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, requestId: res.headers['x-request-id'] as string | undefined, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            requestId: res.headers['x-request-id'] as string | undefined,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
       },
     );
     req.on('error', reject);
@@ -78,10 +136,15 @@ describe('property sweep: random and hostile JSON on every JSON endpoint', () =>
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...ENDPOINTS), body, async (endpoint, text) => {
         const res = await post(t.baseUrl, endpoint.method, endpoint.path, text, `sweep-${n++}`);
-        if (res.status >= 500) throw new Error(`${endpoint.method} ${endpoint.path} ${text.slice(0, 200)} → ${res.status} ${res.body.slice(0, 300)}`);
+        if (res.status >= 500)
+          throw new Error(
+            `${endpoint.method} ${endpoint.path} ${text.slice(0, 200)} → ${res.status} ${res.body.slice(0, 300)}`,
+          );
         expect(res.requestId).toBeTruthy();
         if (res.status >= 400) {
-          const parsed = JSON.parse(res.body) as { error?: { code?: unknown; message?: unknown; details?: unknown } };
+          const parsed = JSON.parse(res.body) as {
+            error?: { code?: unknown; message?: unknown; details?: unknown };
+          };
           expect(typeof parsed.error?.code).toBe('string');
           expect(typeof parsed.error?.message).toBe('string');
           expect(Array.isArray(parsed.error?.details)).toBe(true);

@@ -31,7 +31,9 @@ describe('the refresh lock across OS processes', () => {
     await t.close();
   });
 
-  async function storm(rounds: number): Promise<{ results: CallResult[]; refreshes: number; revoked: boolean }> {
+  async function storm(
+    rounds: number,
+  ): Promise<{ results: CallResult[]; refreshes: number; revoked: boolean }> {
     const before = (await request(t.baseUrl).get('/sandbox/__control/stats')).body;
     const grantId = before.grants[before.grants.length - 1].id as string;
     const results: CallResult[] = [];
@@ -41,7 +43,11 @@ describe('the refresh lock across OS processes', () => {
     }
     const after = (await request(t.baseUrl).get('/sandbox/__control/stats')).body;
     const grant = after.grants.find((g: { id: string }) => g.id === grantId);
-    return { results, refreshes: after.refreshes[grantId] - before.refreshes[grantId], revoked: grant.revoked };
+    return {
+      results,
+      refreshes: after.refreshes[grantId] - before.refreshes[grantId],
+      revoked: grant.revoked,
+    };
   }
 
   function expectOneRefreshPerExpiry(results: CallResult[], refreshes: number, rounds: number) {
@@ -57,7 +63,10 @@ describe('the refresh lock across OS processes', () => {
     const { results, refreshes, revoked } = await storm(3);
     expect(revoked).toBe(false);
     expectOneRefreshPerExpiry(results, refreshes, 3);
-    const connection = await request(t.baseUrl).get('/v1/tenants/storm/connection').set('Authorization', `Bearer ${t.config.operatorApiKey}`).expect(200);
+    const connection = await request(t.baseUrl)
+      .get('/v1/tenants/storm/connection')
+      .set('Authorization', `Bearer ${t.config.operatorApiKey}`)
+      .expect(200);
     expect(connection.body).toMatchObject({ status: 'active', consecutive_failures: 0 });
   }, 120_000);
 

@@ -23,8 +23,13 @@ describe('refresh failures: transient, unknown outcome, backoff', () => {
   });
 
   const sql = (text: string, params: unknown[] = []) => sqlOn(t.databaseUrl, text, params);
-  const tokenCalls = async () => (await request(t.baseUrl).get('/sandbox/__control/stats')).body.calls.token as number;
-  const codeOf = async (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof AppError ? e.code : String(e)));
+  const tokenCalls = async () =>
+    (await request(t.baseUrl).get('/sandbox/__control/stats')).body.calls.token as number;
+  const codeOf = async (p: Promise<unknown>) =>
+    p.then(
+      () => 'ok',
+      (e: unknown) => (e instanceof AppError ? e.code : String(e)),
+    );
   const expire = () => new Promise((r) => setTimeout(r, 2_100));
 
   it('keeps the old refresh token on a 5xx, cools down without token calls, and recovers', async () => {
@@ -38,12 +43,21 @@ describe('refresh failures: transient, unknown outcome, backoff', () => {
     expect(await codeOf(provider.getAccessToken(id))).toBe('connection_refresh_backoff');
     expect(await tokenCalls()).toBe(calls); // the cooldown answered without another token call
     const during = await request(t.baseUrl).get('/v1/tenants/flaky/connection').set(op).expect(200);
-    expect(during.body).toMatchObject({ status: 'active', consecutive_failures: 1, last_error: { code: 'refresh_transient' } });
+    expect(during.body).toMatchObject({
+      status: 'active',
+      consecutive_failures: 1,
+      last_error: { code: 'refresh_transient' },
+    });
     await sql(`UPDATE connections SET backoff_until = now() WHERE id = $1`, [id]);
     const recovered = await provider.getAccessToken(id);
     expect(recovered.generation).toBe(first.generation + 1);
     const after = await request(t.baseUrl).get('/v1/tenants/flaky/connection').set(op).expect(200);
-    expect(after.body).toMatchObject({ status: 'active', consecutive_failures: 0, last_error: null, refresh_count: 1 });
+    expect(after.body).toMatchObject({
+      status: 'active',
+      consecutive_failures: 0,
+      last_error: null,
+      refresh_count: 1,
+    });
     const stats = (await request(t.baseUrl).get('/sandbox/__control/stats')).body;
     expect(stats.grants[0].revoked).toBe(false);
   });
@@ -63,7 +77,10 @@ describe('refresh failures: transient, unknown outcome, backoff', () => {
     const connection = await request(t.baseUrl).get('/v1/tenants/unlucky/connection').set(op).expect(200);
     expect(connection.body.status).toBe('needs_reauth');
     expect(connection.body.last_error.message).toMatch(/timed out after it was sent/);
-    const events = await sql(`SELECT type, detail FROM connection_events WHERE connection_id = $1 ORDER BY id`, [id]);
+    const events = await sql(
+      `SELECT type, detail FROM connection_events WHERE connection_id = $1 ORDER BY id`,
+      [id],
+    );
     expect(events.map((e) => e.type)).toEqual(['connected', 'refresh_failed', 'needs_reauth']);
     expect(events[2].detail.after_unknown_outcome).toBe(true);
   });
@@ -85,7 +102,9 @@ describe('refresh failures: transient, unknown outcome, backoff', () => {
     const stats = (await request(t.baseUrl).get('/sandbox/__control/stats')).body;
     await request(t.baseUrl).post(`/sandbox/__control/grants/${stats.grants[0].id}/revoke`).send({});
     expect(await codeOf(provider.afterUnauthorized(id, fresh))).toBe('connection_not_active');
-    expect((await request(t.baseUrl).get('/v1/tenants/revoked/connection').set(op)).body.status).toBe('needs_reauth');
+    expect((await request(t.baseUrl).get('/v1/tenants/revoked/connection').set(op)).body.status).toBe(
+      'needs_reauth',
+    );
   });
 });
 
@@ -100,7 +119,11 @@ describe('refresh edge cases: a stalled lock holder, a server that does not rota
   afterAll(async () => {
     await t.close();
   });
-  const codeOf = async (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof AppError ? e.code : String(e)));
+  const codeOf = async (p: Promise<unknown>) =>
+    p.then(
+      () => 'ok',
+      (e: unknown) => (e instanceof AppError ? e.code : String(e)),
+    );
 
   it('answers refresh_lock_timeout (retryable) while another instance holds the lock, and never refreshes without it', async () => {
     await createTenant(t, 'stalled');

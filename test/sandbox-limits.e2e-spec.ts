@@ -1,7 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import { CLIENT, get, post } from './support/sandbox';
-import { DEMO_API_KEY, OTHER_API_KEY, bearer, setSettings, singleOrder, useSandbox } from './support/sandbox-orders';
+import {
+  DEMO_API_KEY,
+  OTHER_API_KEY,
+  bearer,
+  setSettings,
+  singleOrder,
+  useSandbox,
+} from './support/sandbox-orders';
 import { setBounded } from '../src/sandbox/sandbox.state';
 
 type Res = Awaited<ReturnType<typeof get>>;
@@ -10,13 +17,19 @@ type Res = Awaited<ReturnType<typeof get>>;
 describe('sandbox: rate limit and hardening', () => {
   const sb = useSandbox();
 
-  const rateStats = async () => (await get(sb.baseUrl, '/__control/stats')).body.rate_limit as Record<string, { admitted: number; rejected_429: number; max_in_any_1s: number }>;
+  const rateStats = async () =>
+    (await get(sb.baseUrl, '/__control/stats')).body.rate_limit as Record<
+      string,
+      { admitted: number; rejected_429: number; max_in_any_1s: number }
+    >;
   /** `n` requests at once across endpoints: every authenticated /api/v2 request counts. */
   const burst = (n: number, apiKey = DEMO_API_KEY): Promise<Res[]> =>
     Promise.all(
       Array.from({ length: n }, (_v, i) => {
         const path = ['/fields', '/organizations', '/products', '/orders', '/funding_sources'][i % 5];
-        return i % 7 === 6 ? post(sb.baseUrl, '/api/v2/orders', singleOrder(), bearer(apiKey)) : get(sb.baseUrl, `/api/v2${path}`, bearer(apiKey));
+        return i % 7 === 6
+          ? post(sb.baseUrl, '/api/v2/orders', singleOrder(), bearer(apiKey))
+          : get(sb.baseUrl, `/api/v2${path}`, bearer(apiKey));
       }),
     );
   const count = (responses: Res[], status: number) => responses.filter((r) => r.status === status).length;
@@ -61,7 +74,9 @@ describe('sandbox: rate limit and hardening', () => {
       await setSettings(sb.baseUrl, { rate_limit_rps: 5 });
       const [demo, other] = await Promise.all([burst(8), burst(8, OTHER_API_KEY)]);
       expect([count(demo, 429), count(other, 429)]).toEqual([3, 3]);
-      const anonymous = await Promise.all(Array.from({ length: 10 }, () => get(sb.baseUrl, '/api/v2/fields', bearer('not-a-key'))));
+      const anonymous = await Promise.all(
+        Array.from({ length: 10 }, () => get(sb.baseUrl, '/api/v2/fields', bearer('not-a-key'))),
+      );
       expect(anonymous.every((r) => r.status === 401)).toBe(true);
       const stats = await rateStats();
       expect(Object.keys(stats).sort()).toEqual(['acc_demo', 'acc_other']);
@@ -86,7 +101,11 @@ describe('sandbox: rate limit and hardening', () => {
 
   describe('token endpoint hardening', () => {
     it('answers 401 invalid_client to malformed percent-encoding in HTTP Basic', async () => {
-      for (const credentials of [`${CLIENT.clientId}:%E0%A4%A`, `%zz:${CLIENT.clientSecret}`, 'no-colon-at-all']) {
+      for (const credentials of [
+        `${CLIENT.clientId}:%E0%A4%A`,
+        `%zz:${CLIENT.clientSecret}`,
+        'no-colon-at-all',
+      ]) {
         const res = await request(sb.baseUrl)
           .post('/oauth/token')
           .set('Authorization', `Basic ${Buffer.from(credentials).toString('base64')}`)

@@ -16,8 +16,10 @@ import { reward, send, waitFor } from './support/send';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const stats = async (t: TestApp): Promise<Json> => (await request(t.baseUrl).get('/sandbox/__control/stats').expect(200)).body;
-const controlOrders = async (t: TestApp): Promise<Json[]> => (await request(t.baseUrl).get('/sandbox/__control/orders').expect(200)).body.orders;
+const stats = async (t: TestApp): Promise<Json> =>
+  (await request(t.baseUrl).get('/sandbox/__control/stats').expect(200)).body;
+const controlOrders = async (t: TestApp): Promise<Json[]> =>
+  (await request(t.baseUrl).get('/sandbox/__control/orders').expect(200)).body.orders;
 
 describe('the sandbox mounted in the gateway keeps its state in Postgres across a restart', () => {
   let db: { url: string; drop: () => Promise<void> };
@@ -44,15 +46,29 @@ describe('the sandbox mounted in the gateway keeps its state in Postgres across 
 
   it('a connected tenant sends again after the restart: connection active, earlier orders listed, a token refresh works', async () => {
     first = await startTestAppOn(db.url, env);
-    expect(first.config.rewards.sandbox).toMatchObject({ embedded: true, clientId: EMBEDDED_SANDBOX_CLIENT.clientId });
+    expect(first.config.rewards.sandbox).toMatchObject({
+      embedded: true,
+      clientId: EMBEDDED_SANDBOX_CLIENT.clientId,
+    });
     await createTenant(first, 'keeper');
     const connectionId = await connectTenant(first, 'keeper');
-    const sent = await send(first, 'keeper', 'before-restart', { funding_source_id: 'FSDEMOMAIN', rewards: [reward()] }).expect(201);
+    const sent = await send(first, 'keeper', 'before-restart', {
+      funding_source_id: 'FSDEMOMAIN',
+      rewards: [reward()],
+    }).expect(201);
     expect(sent.body.status).toBe('sent');
     // Hostile text the jsonb column cannot hold as it is (NUL, a lone surrogate), sent straight to the sandbox.
     const oddName = 'Nul\u0000 and lone \ud800 surrogate';
-    const odd = await request(first.baseUrl).post('/sandbox/api/v2/orders').set(bearer(DEMO_API_KEY))
-      .send(singleOrder({ external_id: 'odd-\u0000-id' }, { recipient: { name: oddName, email: 'odd@example.com' } })).expect(200);
+    const odd = await request(first.baseUrl)
+      .post('/sandbox/api/v2/orders')
+      .set(bearer(DEMO_API_KEY))
+      .send(
+        singleOrder(
+          { external_id: 'odd-\u0000-id' },
+          { recipient: { name: oddName, email: 'odd@example.com' } },
+        ),
+      )
+      .expect(200);
     await control(first, '/settings', { code_ttl_seconds: 300 });
     const ordersBefore = await controlOrders(first);
     expect(ordersBefore).toHaveLength(2);
@@ -61,7 +77,11 @@ describe('the sandbox mounted in the gateway keeps its state in Postgres across 
 
     // Saved without waiting for the stop (debounced, within about a second); never a token or code in plain text.
     const row = await waitFor(
-      () => sqlOn(db.url, `SELECT state::text AS state, (state->'settings'->>'codeTtlSeconds')::int AS code_ttl, saved_at FROM sandbox_state`),
+      () =>
+        sqlOn(
+          db.url,
+          `SELECT state::text AS state, (state->'settings'->>'codeTtlSeconds')::int AS code_ttl, saved_at FROM sandbox_state`,
+        ),
       (rows) => rows.length === 1 && rows[0].code_ttl === 300,
       5_000,
     );
@@ -74,37 +94,70 @@ describe('the sandbox mounted in the gateway keeps its state in Postgres across 
     second = await startTestAppOn(db.url, env);
     const connection = await request(second.baseUrl).get('/v1/tenants/keeper/connection').set(op).expect(200);
     expect(connection.body).toMatchObject({ id: connectionId, status: 'active' });
-    const again = await send(second, 'keeper', 'after-restart', { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: 'Grace Hopper', email: 'grace@example.com' } })] }).expect(201);
+    const again = await send(second, 'keeper', 'after-restart', {
+      funding_source_id: 'FSDEMOMAIN',
+      rewards: [reward({ recipient: { name: 'Grace Hopper', email: 'grace@example.com' } })],
+    }).expect(201);
     expect(again.body.status).toBe('sent');
     const ordersAfter = await controlOrders(second);
     expect(ordersAfter.map((o) => o.id)).toEqual(expect.arrayContaining(ordersBefore.map((o) => o.id)));
     expect(ordersAfter).toHaveLength(3);
-    expect((await request(second.baseUrl).get('/sandbox/__control/settings').expect(200)).body.code_ttl_seconds).toBe(300);
+    expect(
+      (await request(second.baseUrl).get('/sandbox/__control/settings').expect(200)).body.code_ttl_seconds,
+    ).toBe(300);
     // The shared objects are linked again: by id, by external_id and through the rewards, with the odd text intact.
-    const byExternalId = await request(second.baseUrl).get(`/sandbox/api/v2/orders/${encodeURIComponent('odd-\u0000-id')}`).set(bearer(DEMO_API_KEY)).expect(200);
+    const byExternalId = await request(second.baseUrl)
+      .get(`/sandbox/api/v2/orders/${encodeURIComponent('odd-\u0000-id')}`)
+      .set(bearer(DEMO_API_KEY))
+      .expect(200);
     expect(byExternalId.body.order.id).toBe(odd.body.order.id);
     expect(byExternalId.body.order.rewards[0].recipient.name).toBe(oddName);
     const rewardId = odd.body.order.rewards[0].id as string;
-    const oneReward = await request(second.baseUrl).get(`/sandbox/api/v2/rewards/${rewardId}`).set(bearer(DEMO_API_KEY)).expect(200);
+    const oneReward = await request(second.baseUrl)
+      .get(`/sandbox/api/v2/rewards/${rewardId}`)
+      .set(bearer(DEMO_API_KEY))
+      .expect(200);
     expect(oneReward.body.reward.order_id).toBe(odd.body.order.id);
-    const repeat = await request(second.baseUrl).post('/sandbox/api/v2/orders').set(bearer(DEMO_API_KEY))
-      .send(singleOrder({ external_id: 'odd-\u0000-id' }, { recipient: { name: oddName, email: 'odd@example.com' } })).expect(201);
+    const repeat = await request(second.baseUrl)
+      .post('/sandbox/api/v2/orders')
+      .set(bearer(DEMO_API_KEY))
+      .send(
+        singleOrder(
+          { external_id: 'odd-\u0000-id' },
+          { recipient: { name: oddName, email: 'odd@example.com' } },
+        ),
+      )
+      .expect(201);
     expect(repeat.body.order.id).toBe(odd.body.order.id);
 
     // Past the access token's life (the sandbox's clock): the next send refreshes once with the restored refresh token.
     await control(second, '/clock/advance', { seconds: 7200 + 120 });
-    const refreshed = await send(second, 'keeper', 'after-expiry', { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: 'Alan Turing', email: 'alan@example.com' } })] }).expect(201);
+    const refreshed = await send(second, 'keeper', 'after-expiry', {
+      funding_source_id: 'FSDEMOMAIN',
+      rewards: [reward({ recipient: { name: 'Alan Turing', email: 'alan@example.com' } })],
+    }).expect(201);
     expect(refreshed.body.status).toBe('sent');
     const grantAfter = (await stats(second)).grants.find((g: Json) => g.id === grantBefore.id);
     expect(grantAfter).toMatchObject({ revoked: false, refresh_count: 1 });
-    expect((await request(second.baseUrl).get('/v1/tenants/keeper/connection').set(op).expect(200)).body.status).toBe('active');
+    expect(
+      (await request(second.baseUrl).get('/v1/tenants/keeper/connection').set(op).expect(200)).body.status,
+    ).toBe('active');
   }, 60_000);
 });
 
 /** A sandbox of our own (options the tests' startSandbox does not take), on a free port. */
-async function listen(options: Partial<SandboxOptions>): Promise<Sandbox & { baseUrl: string; stop(): Promise<void> }> {
+async function listen(
+  options: Partial<SandboxOptions>,
+): Promise<Sandbox & { baseUrl: string; stop(): Promise<void> }> {
   const sandbox = createSandbox({
-    clients: [{ clientId: CLIENT.clientId, clientSecret: CLIENT.clientSecret, redirectUris: [CLIENT.redirectUri], name: 'Test Platform' }],
+    clients: [
+      {
+        clientId: CLIENT.clientId,
+        clientSecret: CLIENT.clientSecret,
+        redirectUris: [CLIENT.redirectUri],
+        name: 'Test Platform',
+      },
+    ],
     control: true,
     ...options,
   });
@@ -141,11 +194,23 @@ describe('sandbox: every map that grows from traffic is bounded', () => {
       const sizes = (await stats(t)).sizes;
       expect(sizes.pending_consents).toBe(UNAUTHENTICATED_MAP_CAP);
       // And what is saved is bounded the same way.
-      const saved = await waitFor(() => sqlOn(t.databaseUrl, `SELECT jsonb_array_length(state->'pendingConsents') AS n FROM sandbox_state`), (rows) => rows[0]?.n === UNAUTHENTICATED_MAP_CAP, 10_000);
+      const saved = await waitFor(
+        () =>
+          sqlOn(t.databaseUrl, `SELECT jsonb_array_length(state->'pendingConsents') AS n FROM sandbox_state`),
+        (rows) => rows[0]?.n === UNAUTHENTICATED_MAP_CAP,
+        10_000,
+      );
       expect(saved[0].n).toBe(UNAUTHENTICATED_MAP_CAP);
       // Consents past their 10 minutes are swept.
       await control(t, '/clock/advance', { seconds: 11 * 60 });
-      await request(t.baseUrl).get('/sandbox/oauth/authorize').query({ client_id: EMBEDDED_SANDBOX_CLIENT.clientId, redirect_uri: `${t.baseUrl}/oauth/callback`, response_type: 'code' }).expect(200);
+      await request(t.baseUrl)
+        .get('/sandbox/oauth/authorize')
+        .query({
+          client_id: EMBEDDED_SANDBOX_CLIENT.clientId,
+          redirect_uri: `${t.baseUrl}/oauth/callback`,
+          response_type: 'code',
+        })
+        .expect(200);
       expect((await stats(t)).sizes.pending_consents).toBe(1);
     } finally {
       await t.close();
@@ -171,7 +236,12 @@ describe('sandbox: every map that grows from traffic is bounded', () => {
       expect(gone.body.errors.message).toBe('The API key you provided is invalid.');
       expect((await get(sb.baseUrl, '/api/v2/fields', bearer(fresh.access_token))).status).toBe(200);
       // The grant itself still refreshes.
-      const refreshed = await post(sb.baseUrl, '/oauth/token', { grant_type: 'refresh_token', refresh_token: old.refresh_token, client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret });
+      const refreshed = await post(sb.baseUrl, '/oauth/token', {
+        grant_type: 'refresh_token',
+        refresh_token: old.refresh_token,
+        client_id: CLIENT.clientId,
+        client_secret: CLIENT.clientSecret,
+      });
       expect(refreshed.status).toBe(200);
     } finally {
       await sb.stop();
@@ -185,18 +255,40 @@ describe('sandbox: every map that grows from traffic is bounded', () => {
       const used: string[] = [];
       for (let i = 0; i < 12; i++) {
         used.push(token.refresh_token);
-        const res = await post(sb.baseUrl, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token.refresh_token, client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret });
+        const res = await post(sb.baseUrl, '/oauth/token', {
+          grant_type: 'refresh_token',
+          refresh_token: token.refresh_token,
+          client_id: CLIENT.clientId,
+          client_secret: CLIENT.clientSecret,
+        });
         expect(res.status).toBe(200);
         token = res.body as typeof token;
       }
-      expect((await get(sb.baseUrl, '/__control/stats')).body.sizes).toMatchObject({ grants: 1, refresh_tokens: 5 + 1, access_tokens: 3 });
+      expect((await get(sb.baseUrl, '/__control/stats')).body.sizes).toMatchObject({
+        grants: 1,
+        refresh_tokens: 5 + 1,
+        access_tokens: 3,
+      });
       // The oldest used one is forgotten (unknown: nothing happens); a recent one is reuse and revokes the grant.
-      const forgotten = await post(sb.baseUrl, '/oauth/token', { grant_type: 'refresh_token', refresh_token: used[0], client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret });
+      const forgotten = await post(sb.baseUrl, '/oauth/token', {
+        grant_type: 'refresh_token',
+        refresh_token: used[0],
+        client_id: CLIENT.clientId,
+        client_secret: CLIENT.clientSecret,
+      });
       expect(forgotten.body).toEqual({ error: 'invalid_grant', error_description: 'unknown refresh token' });
       expect((await get(sb.baseUrl, '/__control/stats')).body.grants[0].revoked).toBe(false);
-      const reused = await post(sb.baseUrl, '/oauth/token', { grant_type: 'refresh_token', refresh_token: used[11], client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret });
+      const reused = await post(sb.baseUrl, '/oauth/token', {
+        grant_type: 'refresh_token',
+        refresh_token: used[11],
+        client_id: CLIENT.clientId,
+        client_secret: CLIENT.clientSecret,
+      });
       expect(reused.status).toBe(400);
-      expect((await get(sb.baseUrl, '/__control/stats')).body.grants[0]).toMatchObject({ revoked: true, revoked_reason: 'refresh token reused' });
+      expect((await get(sb.baseUrl, '/__control/stats')).body.grants[0]).toMatchObject({
+        revoked: true,
+        revoked_reason: 'refresh token reused',
+      });
     } finally {
       await sb.stop();
     }
@@ -213,7 +305,11 @@ describe('sandbox: every map that grows from traffic is bounded', () => {
       tokens.push(await connect(sb.baseUrl)); // none revoked now: drops the oldest (the first)
       const grants = (await get(sb.baseUrl, '/__control/stats')).body.grants as Json[];
       expect(grants.map((g) => g.id)).toEqual([firstGrants[2].id, expect.any(String), expect.any(String)]);
-      expect((await get(sb.baseUrl, '/__control/stats')).body.sizes).toMatchObject({ grants: 3, access_tokens: 3, refresh_tokens: 3 });
+      expect((await get(sb.baseUrl, '/__control/stats')).body.sizes).toMatchObject({
+        grants: 3,
+        access_tokens: 3,
+        refresh_tokens: 3,
+      });
       expect((await get(sb.baseUrl, '/api/v2/fields', bearer(tokens[0].access_token))).status).toBe(401);
       expect((await get(sb.baseUrl, '/api/v2/fields', bearer(tokens[4].access_token))).status).toBe(200);
     } finally {
@@ -225,7 +321,10 @@ describe('sandbox: every map that grows from traffic is bounded', () => {
     const sb = await listen({});
     try {
       const authorize = (state: string) =>
-        fetch(`${sb.baseUrl}/oauth/authorize?${new URLSearchParams({ client_id: CLIENT.clientId, redirect_uri: CLIENT.redirectUri, response_type: 'code', state })}`, { redirect: 'manual' });
+        fetch(
+          `${sb.baseUrl}/oauth/authorize?${new URLSearchParams({ client_id: CLIENT.clientId, redirect_uri: CLIENT.redirectUri, response_type: 'code', state })}`,
+          { redirect: 'manual' },
+        );
       const long = await authorize('s'.repeat(2049));
       expect(long.status).toBe(302);
       const location = new URL(long.headers.get('location') as string);
@@ -243,7 +342,12 @@ describe('sandbox: every map that grows from traffic is bounded', () => {
     const sb = await listen({ limits: { ordersPerAccount: 200 } });
     try {
       for (let i = 0; i < 450; i++) {
-        const res = await post(sb.baseUrl, '/api/v2/orders', singleOrder({ external_id: `cap-${i}` }), bearer(DEMO_API_KEY));
+        const res = await post(
+          sb.baseUrl,
+          '/api/v2/orders',
+          singleOrder({ external_id: `cap-${i}` }),
+          bearer(DEMO_API_KEY),
+        );
         expect(res.status).toBe(200);
       }
       const orders = (await get(sb.baseUrl, '/api/v2/orders?limit=1', bearer(DEMO_API_KEY))).body;
@@ -281,14 +385,20 @@ describe('sandbox persistence: debounced writes', () => {
       const started = Date.now();
       let n = 0;
       while (Date.now() - started < 2500) {
-        const res = await post(sb.baseUrl, '/api/v2/orders', singleOrder({ external_id: `deb-${n++}` }), bearer(DEMO_API_KEY));
+        const res = await post(
+          sb.baseUrl,
+          '/api/v2/orders',
+          singleOrder({ external_id: `deb-${n++}` }),
+          bearer(DEMO_API_KEY),
+        );
         expect(res.status).toBe(200);
       }
       expect(n).toBeGreaterThan(50);
       const elapsed = Date.now() - started;
       expect(writes.length).toBeGreaterThanOrEqual(1);
       expect(writes.length).toBeLessThanOrEqual(Math.ceil(elapsed / 1000) + 1);
-      for (let i = 1; i < writes.length; i++) expect(writes[i].at - writes[i - 1].at).toBeGreaterThanOrEqual(990);
+      for (let i = 1; i < writes.length; i++)
+        expect(writes[i].at - writes[i - 1].at).toBeGreaterThanOrEqual(990);
       // Reads change nothing: no write follows them.
       await new Promise((r) => setTimeout(r, 1300));
       const settled = writes.length;

@@ -22,7 +22,12 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
       ...extra,
     });
   const refresh = (refreshToken: string) =>
-    post(sb.baseUrl, '/oauth/token', { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret });
+    post(sb.baseUrl, '/oauth/token', {
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: CLIENT.clientId,
+      client_secret: CLIENT.clientSecret,
+    });
   const codeFrom = (location: string) => new URL(location).searchParams.get('code') as string;
 
   beforeAll(async () => {
@@ -37,12 +42,18 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
 
   describe('authorization code flow', () => {
     it('shows a consent page, redirects with code and state on approval, and exchanges the code (JSON)', async () => {
-      const consent = await request(sb.baseUrl).get(authorizeUrl({ scope: 'default team_management', state: 'xyz' })).expect(200);
+      const consent = await request(sb.baseUrl)
+        .get(authorizeUrl({ scope: 'default team_management', state: 'xyz' }))
+        .expect(200);
       expect(consent.text).toContain('Demo Rewards Co');
       expect(consent.text).toContain('team_management');
       expect(consent.text).toContain('Approve');
       const requestId = /name="request_id" value="([^"]+)"/.exec(consent.text)?.[1] as string;
-      const approved = await request(sb.baseUrl).post('/oauth/authorize/decision').type('form').send({ request_id: requestId, decision: 'approve', account_id: 'acc_demo' }).expect(302);
+      const approved = await request(sb.baseUrl)
+        .post('/oauth/authorize/decision')
+        .type('form')
+        .send({ request_id: requestId, decision: 'approve', account_id: 'acc_demo' })
+        .expect(302);
       const location = new URL(approved.headers.location);
       expect(`${location.origin}${location.pathname}`).toBe(CLIENT.redirectUri);
       expect(location.searchParams.get('state')).toBe('xyz');
@@ -64,9 +75,15 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
     });
 
     it('redirects with error=access_denied when the user denies', async () => {
-      const consent = await request(sb.baseUrl).get(authorizeUrl({ state: 's1' })).expect(200);
+      const consent = await request(sb.baseUrl)
+        .get(authorizeUrl({ state: 's1' }))
+        .expect(200);
       const requestId = /name="request_id" value="([^"]+)"/.exec(consent.text)?.[1] as string;
-      const denied = await request(sb.baseUrl).post('/oauth/authorize/decision').type('form').send({ request_id: requestId, decision: 'deny' }).expect(302);
+      const denied = await request(sb.baseUrl)
+        .post('/oauth/authorize/decision')
+        .type('form')
+        .send({ request_id: requestId, decision: 'deny' })
+        .expect(302);
       const location = new URL(denied.headers.location);
       expect(location.searchParams.get('error')).toBe('access_denied');
       expect(location.searchParams.get('state')).toBe('s1');
@@ -74,8 +91,12 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
     });
 
     it('refuses an unknown client or a redirect URI that is not an exact match, without redirecting', async () => {
-      await request(sb.baseUrl).get(authorizeUrl({ client_id: 'nobody' })).expect(400);
-      const res = await request(sb.baseUrl).get(authorizeUrl({ redirect_uri: `${CLIENT.redirectUri}/extra` })).expect(400);
+      await request(sb.baseUrl)
+        .get(authorizeUrl({ client_id: 'nobody' }))
+        .expect(400);
+      const res = await request(sb.baseUrl)
+        .get(authorizeUrl({ redirect_uri: `${CLIENT.redirectUri}/extra` }))
+        .expect(400);
       expect(res.headers.location).toBeUndefined();
       expect(res.text).toContain('Redirect URI mismatch');
     });
@@ -85,10 +106,14 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
       const ok = await request(sb.baseUrl).get(authorizeUrl({})).expect(302);
       const token = await exchange(codeFrom(ok.headers.location));
       expect(token.body.scope).toBe('default');
-      const bad = await request(sb.baseUrl).get(authorizeUrl({ scope: 'default admin', state: 'q' })).expect(302);
+      const bad = await request(sb.baseUrl)
+        .get(authorizeUrl({ scope: 'default admin', state: 'q' }))
+        .expect(302);
       expect(new URL(bad.headers.location).searchParams.get('error')).toBe('invalid_scope');
       expect(new URL(bad.headers.location).searchParams.get('state')).toBe('q');
-      const wrongType = await request(sb.baseUrl).get(authorizeUrl({ response_type: 'token' })).expect(302);
+      const wrongType = await request(sb.baseUrl)
+        .get(authorizeUrl({ response_type: 'token' }))
+        .expect(302);
       expect(new URL(wrongType.headers.location).searchParams.get('error')).toBe('unsupported_response_type');
     });
 
@@ -99,16 +124,30 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
         .post('/oauth/token')
         .auth(CLIENT.clientId, CLIENT.clientSecret)
         .type('form')
-        .send({ grant_type: 'authorization_code', code: codeFrom(auth.headers.location), redirect_uri: CLIENT.redirectUri })
+        .send({
+          grant_type: 'authorization_code',
+          code: codeFrom(auth.headers.location),
+          redirect_uri: CLIENT.redirectUri,
+        })
         .expect(200);
       expect(res.body.token_type).toBe('Bearer');
     });
 
     it('rejects a wrong client secret with 401 invalid_client', async () => {
-      const res = await post(sb.baseUrl, '/oauth/token', { grant_type: 'refresh_token', refresh_token: 'x', client_id: CLIENT.clientId, client_secret: 'wrong' });
+      const res = await post(sb.baseUrl, '/oauth/token', {
+        grant_type: 'refresh_token',
+        refresh_token: 'x',
+        client_id: CLIENT.clientId,
+        client_secret: 'wrong',
+      });
       expect(res.status).toBe(401);
       expect(res.body.error).toBe('invalid_client');
-      const basic = await request(sb.baseUrl).post('/oauth/token').auth(CLIENT.clientId, 'wrong').type('form').send({ grant_type: 'refresh_token', refresh_token: 'x' }).expect(401);
+      const basic = await request(sb.baseUrl)
+        .post('/oauth/token')
+        .auth(CLIENT.clientId, 'wrong')
+        .type('form')
+        .send({ grant_type: 'refresh_token', refresh_token: 'x' })
+        .expect(401);
       expect(basic.body.error).toBe('invalid_client');
     });
 
@@ -137,13 +176,23 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
     it('verifies PKCE (S256) when the authorization request carried a challenge', async () => {
       await post(sb.baseUrl, '/__control/settings', { auto_approve: true });
       const { verifier, challenge } = pkcePair();
-      const a = await request(sb.baseUrl).get(authorizeUrl({ code_challenge: challenge, code_challenge_method: 'S256' })).expect(302);
+      const a = await request(sb.baseUrl)
+        .get(authorizeUrl({ code_challenge: challenge, code_challenge_method: 'S256' }))
+        .expect(302);
       expect((await exchange(codeFrom(a.headers.location))).body.error).toBe('invalid_grant');
-      const b = await request(sb.baseUrl).get(authorizeUrl({ code_challenge: challenge, code_challenge_method: 'S256' })).expect(302);
-      expect((await exchange(codeFrom(b.headers.location), { code_verifier: 'x'.repeat(43) })).body.error).toBe('invalid_grant');
-      const c = await request(sb.baseUrl).get(authorizeUrl({ code_challenge: challenge, code_challenge_method: 'S256' })).expect(302);
+      const b = await request(sb.baseUrl)
+        .get(authorizeUrl({ code_challenge: challenge, code_challenge_method: 'S256' }))
+        .expect(302);
+      expect(
+        (await exchange(codeFrom(b.headers.location), { code_verifier: 'x'.repeat(43) })).body.error,
+      ).toBe('invalid_grant');
+      const c = await request(sb.baseUrl)
+        .get(authorizeUrl({ code_challenge: challenge, code_challenge_method: 'S256' }))
+        .expect(302);
       expect((await exchange(codeFrom(c.headers.location), { code_verifier: verifier })).status).toBe(200);
-      const plain = await request(sb.baseUrl).get(authorizeUrl({ code_challenge: challenge, code_challenge_method: 'plain' })).expect(302);
+      const plain = await request(sb.baseUrl)
+        .get(authorizeUrl({ code_challenge: challenge, code_challenge_method: 'plain' }))
+        .expect(302);
       expect(new URL(plain.headers.location).searchParams.get('error')).toBe('invalid_request');
     });
   });
@@ -181,7 +230,9 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
       await post(sb.baseUrl, '/__control/clock/advance', { seconds: 61 });
       const expired = await get(sb.baseUrl, '/api/v2/fields', bearer(token.access_token));
       expect(expired.status).toBe(401);
-      expect(expired.body).toEqual({ errors: { message: 'The API key you provided is no longer valid.', payload: {} } });
+      expect(expired.body).toEqual({
+        errors: { message: 'The API key you provided is no longer valid.', payload: {} },
+      });
       const unknown = await get(sb.baseUrl, '/api/v2/fields', bearer('nonsense'));
       expect(unknown.status).toBe(401);
     });
@@ -215,7 +266,20 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
     });
 
     it('creates an order (200) with one reward carrying custom fields with labels', async () => {
-      const res = await post(sb.baseUrl, '/api/v2/orders', order({ external_id: 'ext-1' }, { custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Sales' }, { id: 'FLDREGION', value: 'EMEA' }] }), bearer(token));
+      const res = await post(
+        sb.baseUrl,
+        '/api/v2/orders',
+        order(
+          { external_id: 'ext-1' },
+          {
+            custom_fields: [
+              { id: 'FLDDEPARTMENT', value: 'Sales' },
+              { id: 'FLDREGION', value: 'EMEA' },
+            ],
+          },
+        ),
+        bearer(token),
+      );
       expect(res.status).toBe(200);
       expect(res.body.order).toMatchObject({
         external_id: 'ext-1',
@@ -238,18 +302,45 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
         ],
       });
       expect(reward.created_at).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
-      expect((await get(sb.baseUrl, `/api/v2/rewards/${reward.id}`, bearer(token))).body.reward).toEqual(reward);
+      expect((await get(sb.baseUrl, `/api/v2/rewards/${reward.id}`, bearer(token))).body.reward).toEqual(
+        reward,
+      );
       const missing = await get(sb.baseUrl, '/api/v2/rewards/NOSUCHREWARD', bearer(token));
       expect(missing.status).toBe(404);
       expect(missing.body).toEqual({ errors: { message: 'Reward not found', payload: {} } });
     });
 
     it.each([
-      ['an unknown custom field id', { custom_fields: [{ id: 'FLDNOPE', value: 'x' }, { id: 'FLDDEPARTMENT', value: 'Sales' }] }, 'reward.custom_fields[0].id'],
-      ['a custom field id of the wrong form', { custom_fields: [{ id: 'fld_department', value: 'Sales' }] }, 'reward.custom_fields[0].id'],
-      ['a Dropdown value not in the options', { custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Legal' }] }, 'reward.custom_fields[0].value'],
-      ['a missing required field', { custom_fields: [{ id: 'FLDREGION', value: 'EMEA' }] }, 'reward.custom_fields'],
-      ['a required field sent as null', { custom_fields: [{ id: 'FLDDEPARTMENT', value: null }] }, 'reward.custom_fields'],
+      [
+        'an unknown custom field id',
+        {
+          custom_fields: [
+            { id: 'FLDNOPE', value: 'x' },
+            { id: 'FLDDEPARTMENT', value: 'Sales' },
+          ],
+        },
+        'reward.custom_fields[0].id',
+      ],
+      [
+        'a custom field id of the wrong form',
+        { custom_fields: [{ id: 'fld_department', value: 'Sales' }] },
+        'reward.custom_fields[0].id',
+      ],
+      [
+        'a Dropdown value not in the options',
+        { custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Legal' }] },
+        'reward.custom_fields[0].value',
+      ],
+      [
+        'a missing required field',
+        { custom_fields: [{ id: 'FLDREGION', value: 'EMEA' }] },
+        'reward.custom_fields',
+      ],
+      [
+        'a required field sent as null',
+        { custom_fields: [{ id: 'FLDDEPARTMENT', value: null }] },
+        'reward.custom_fields',
+      ],
       ['a bad e-mail address', { recipient: { name: 'A', email: 'not-an-email' } }, 'reward.recipient.email'],
       ['a missing recipient name', { recipient: { email: 'a@example.com' } }, 'reward.recipient.name'],
       ['a negative denomination', { value: { denomination: -5 } }, 'reward.value.denomination'],
@@ -265,7 +356,12 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
     });
 
     it('rejects an unknown or missing funding source (400) and answers 402 when the funding source runs dry', async () => {
-      const unknown = await post(sb.baseUrl, '/api/v2/orders', order({ payment: { funding_source_id: 'FSNOPE' } }), bearer(token));
+      const unknown = await post(
+        sb.baseUrl,
+        '/api/v2/orders',
+        order({ payment: { funding_source_id: 'FSNOPE' } }),
+        bearer(token),
+      );
       expect(unknown.status).toBe(400);
       expect(unknown.body.errors.payload).toEqual({ 'payment.funding_source_id': 'FSNOPE' });
       const missing = await post(sb.baseUrl, '/api/v2/orders', order({ payment: {} }), bearer(token));
@@ -274,34 +370,76 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
       await post(sb.baseUrl, '/__control/accounts/acc_demo/funding-sources/FSDEMOMAIN', { balance: 10 });
       const dry = await post(sb.baseUrl, '/api/v2/orders', order(), bearer(token));
       expect(dry.status).toBe(402);
-      expect(dry.body).toEqual({ errors: { message: 'Not enough funds to carry out this operation. Fund your balance to proceed.', payload: {} } });
+      expect(dry.body).toEqual({
+        errors: {
+          message: 'Not enough funds to carry out this operation. Fund your balance to proceed.',
+          payload: {},
+        },
+      });
     });
 
     it('treats external_id as the real service does: same payload → 201 original, other payload → 409', async () => {
-      const first = await post(sb.baseUrl, '/api/v2/orders', order({ external_id: 'dispatch-42' }), bearer(token));
+      const first = await post(
+        sb.baseUrl,
+        '/api/v2/orders',
+        order({ external_id: 'dispatch-42' }),
+        bearer(token),
+      );
       expect(first.status).toBe(200);
-      const again = await post(sb.baseUrl, '/api/v2/orders', order({ external_id: 'dispatch-42' }), bearer(token));
+      const again = await post(
+        sb.baseUrl,
+        '/api/v2/orders',
+        order({ external_id: 'dispatch-42' }),
+        bearer(token),
+      );
       expect(again.status).toBe(201);
       expect(again.body.order).toEqual(first.body.order);
-      const other = await post(sb.baseUrl, '/api/v2/orders', order({ external_id: 'dispatch-42' }, { value: { denomination: 30 } }), bearer(token));
+      const other = await post(
+        sb.baseUrl,
+        '/api/v2/orders',
+        order({ external_id: 'dispatch-42' }, { value: { denomination: 30 } }),
+        bearer(token),
+      );
       expect(other.status).toBe(409);
       expect(other.body.errors.payload).toEqual({ external_id: 'dispatch-42' });
       const orders = await get(sb.baseUrl, '/__control/orders');
-      expect(orders.body.orders.filter((o: { external_id: string }) => o.external_id === 'dispatch-42')).toHaveLength(1);
+      expect(
+        orders.body.orders.filter((o: { external_id: string }) => o.external_id === 'dispatch-42'),
+      ).toHaveLength(1);
     });
 
     it('filters rewards by field label, newest first, with paging and total_count', async () => {
-      for (const [dept, n] of [['Sales', 3], ['Support', 2]] as const) {
+      for (const [dept, n] of [
+        ['Sales', 3],
+        ['Support', 2],
+      ] as const) {
         for (let i = 0; i < n; i++) {
-          await post(sb.baseUrl, '/api/v2/orders', order({}, { recipient: { name: `${dept} ${i}`, email: `${i}@example.com` }, custom_fields: [{ id: 'FLDDEPARTMENT', value: dept }] }), bearer(token));
+          await post(
+            sb.baseUrl,
+            '/api/v2/orders',
+            order(
+              {},
+              {
+                recipient: { name: `${dept} ${i}`, email: `${i}@example.com` },
+                custom_fields: [{ id: 'FLDDEPARTMENT', value: dept }],
+              },
+            ),
+            bearer(token),
+          );
         }
       }
       const sales = await get(sb.baseUrl, '/api/v2/rewards?Department=Sales', bearer(token));
       expect(sales.body.total_count).toBe(3);
-      expect(sales.body.rewards.map((r: { recipient: { name: string } }) => r.recipient.name)).toEqual(['Sales 2', 'Sales 1', 'Sales 0']);
+      expect(sales.body.rewards.map((r: { recipient: { name: string } }) => r.recipient.name)).toEqual([
+        'Sales 2',
+        'Sales 1',
+        'Sales 0',
+      ]);
       const page = await get(sb.baseUrl, '/api/v2/rewards?Department=Sales&offset=1&limit=1', bearer(token));
       expect(page.body).toMatchObject({ total_count: 3, rewards: [{ recipient: { name: 'Sales 1' } }] });
-      expect((await get(sb.baseUrl, '/api/v2/rewards?Department=Legal', bearer(token))).body.total_count).toBe(0);
+      expect(
+        (await get(sb.baseUrl, '/api/v2/rewards?Department=Legal', bearer(token))).body.total_count,
+      ).toBe(0);
       expect((await get(sb.baseUrl, '/api/v2/rewards', bearer(token))).body.total_count).toBe(5);
       expect((await get(sb.baseUrl, '/api/v2/rewards?limit=0', bearer(token))).status).toBe(400);
       expect((await get(sb.baseUrl, '/api/v2/rewards?limit=500', bearer(token))).status).toBe(200);
@@ -317,17 +455,47 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
     });
 
     it('creates one order holding several rewards, charged their sum', async () => {
-      const res = await post(sb.baseUrl, '/api/v2/orders', arrayOrder({ external_id: 'multi-1' }, {}, { value: { denomination: 10, currency_code: 'USD' }, recipient: { name: 'Bob', email: 'bob@example.com' } }), bearer(token));
+      const res = await post(
+        sb.baseUrl,
+        '/api/v2/orders',
+        arrayOrder(
+          { external_id: 'multi-1' },
+          {},
+          {
+            value: { denomination: 10, currency_code: 'USD' },
+            recipient: { name: 'Bob', email: 'bob@example.com' },
+          },
+        ),
+        bearer(token),
+      );
       expect(res.status).toBe(200);
-      expect(res.body.order.rewards.map((r: { recipient: { name: string } }) => r.recipient.name)).toEqual(['Ada Lovelace', 'Bob']);
+      expect(res.body.order.rewards.map((r: { recipient: { name: string } }) => r.recipient.name)).toEqual([
+        'Ada Lovelace',
+        'Bob',
+      ]);
       expect(res.body.order.payment.total).toBe(35);
       const listed = (await get(sb.baseUrl, '/__control/orders')).body.orders;
-      expect(listed).toEqual([expect.objectContaining({ external_id: 'multi-1', rewards: 2, total: 35, recipients: ['ada@example.com', 'bob@example.com'] })]);
+      expect(listed).toEqual([
+        expect.objectContaining({
+          external_id: 'multi-1',
+          rewards: 2,
+          total: 35,
+          recipients: ['ada@example.com', 'bob@example.com'],
+        }),
+      ]);
     });
 
     it.each([
-      ['a Dropdown value not in the options', { custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Legal' }] }, 'rewards[1].custom_fields[0].value'],
-      ['a bad e-mail address', { recipient: { name: 'A', email: 'not-an-email' } }, 'rewards[1].recipient.email'],
+      [
+        'a Dropdown value not in the options',
+        { custom_fields: [{ id: 'FLDDEPARTMENT', value: 'Legal' }] },
+        'rewards[1].custom_fields[0].value',
+      ],
+      [
+        'a bad e-mail address',
+        { recipient: { name: 'A', email: 'not-an-email' } },
+        'rewards[1].recipient.email',
+      ],
       ['an unknown product', { products: ['PRODNOPE'] }, 'rewards[1].products'],
     ])('rejects %s in the second reward with 400 naming rewards[1]', async (_name, reward, field) => {
       const res = await post(sb.baseUrl, '/api/v2/orders', arrayOrder({}, {}, reward), bearer(token));
@@ -402,8 +570,12 @@ describe('sandbox: the rewards-service emulator over real HTTP', () => {
     });
 
     it('validates fault rules', async () => {
-      expect((await post(sb.baseUrl, '/__control/faults', { route: 'nowhere', status: 500 })).status).toBe(400);
-      expect((await post(sb.baseUrl, '/__control/faults', { route: 'orders', probability: 3 })).status).toBe(400);
+      expect((await post(sb.baseUrl, '/__control/faults', { route: 'nowhere', status: 500 })).status).toBe(
+        400,
+      );
+      expect((await post(sb.baseUrl, '/__control/faults', { route: 'orders', probability: 3 })).status).toBe(
+        400,
+      );
     });
   });
 });

@@ -21,11 +21,19 @@ describe('security: the ops dashboard', () => {
   });
 
   it('/ops?done= reflects no text from the URL: the message comes from the stored connection', async () => {
-    const attack = await request(t.baseUrl).get('/ops').query({ done: 'Your key expired: log in at https://evil.example' }).auth('ops', operator());
+    const attack = await request(t.baseUrl)
+      .get('/ops')
+      .query({ done: 'Your key expired: log in at https://evil.example' })
+      .auth('ops', operator());
     expect(attack.status).toBe(400);
     expect(attack.text).not.toContain('evil.example');
     const page = await request(t.baseUrl).get('/ops').auth('ops', operator()).expect(200);
-    const acted = await request(t.baseUrl).post(`/ops/connections/${id}/check`).auth('ops', operator()).type('form').send({ csrf: csrfOf(page.text) }).expect(303);
+    const acted = await request(t.baseUrl)
+      .post(`/ops/connections/${id}/check`)
+      .auth('ops', operator())
+      .type('form')
+      .send({ csrf: csrfOf(page.text) })
+      .expect(303);
     expect(acted.headers.location).toBe(`/ops?done=check&connection=${id}`);
     const after = await request(t.baseUrl).get(acted.headers.location).auth('ops', operator()).expect(200);
     expect(after.text).toContain('check of dash (sandbox): probe ok');
@@ -34,9 +42,21 @@ describe('security: the ops dashboard', () => {
   it('refuses a form post with Origin: null or another origin, even with the right CSRF token', async () => {
     const page = await request(t.baseUrl).get('/ops').auth('ops', operator()).expect(200);
     for (const origin of ['null', 'https://evil.example']) {
-      const res = await request(t.baseUrl).post(`/ops/connections/${id}/check`).auth('ops', operator()).set('Origin', origin).type('form').send({ csrf: csrfOf(page.text) }).expect(403);
+      const res = await request(t.baseUrl)
+        .post(`/ops/connections/${id}/check`)
+        .auth('ops', operator())
+        .set('Origin', origin)
+        .type('form')
+        .send({ csrf: csrfOf(page.text) })
+        .expect(403);
       expect(res.body.error.code).toBe('csrf_failed');
     }
-    await request(t.baseUrl).post(`/ops/connections/${id}/check`).auth('ops', operator()).set('Origin', t.baseUrl).type('form').send({ csrf: csrfOf(page.text) }).expect(303);
+    await request(t.baseUrl)
+      .post(`/ops/connections/${id}/check`)
+      .auth('ops', operator())
+      .set('Origin', t.baseUrl)
+      .type('form')
+      .send({ csrf: csrfOf(page.text) })
+      .expect(303);
   });
 });

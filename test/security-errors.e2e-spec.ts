@@ -35,13 +35,33 @@ describe('security: error answers', () => {
 
   describe('X-Request-Id on every answer', () => {
     it('on body-parser errors: 400 invalid_json, 413, 415', async () => {
-      const bad = await request(t.baseUrl).post('/v1/tenants').set(op).set('Content-Type', 'application/json').send('{"id":').expect(400);
+      const bad = await request(t.baseUrl)
+        .post('/v1/tenants')
+        .set(op)
+        .set('Content-Type', 'application/json')
+        .send('{"id":')
+        .expect(400);
       expect(bad.body.error.code).toBe('invalid_json');
-      const big = await request(t.baseUrl).post('/v1/tenants').set(op).send({ id: 'big', name: 'x'.repeat(1_100_000) }).expect(413);
-      const type = await request(t.baseUrl).post('/v1/tenants').set(op).set('Content-Type', 'text/plain').send('id=x').expect(415);
+      const big = await request(t.baseUrl)
+        .post('/v1/tenants')
+        .set(op)
+        .send({ id: 'big', name: 'x'.repeat(1_100_000) })
+        .expect(413);
+      const type = await request(t.baseUrl)
+        .post('/v1/tenants')
+        .set(op)
+        .set('Content-Type', 'text/plain')
+        .send('id=x')
+        .expect(415);
       for (const res of [bad, big, type]) expect(res.headers['x-request-id']).toMatch(UUID);
       // The caller's own id is kept, on errors too.
-      const mine = await request(t.baseUrl).post('/v1/tenants').set(op).set('X-Request-Id', 'caller-trace-42').set('Content-Type', 'application/json').send('{').expect(400);
+      const mine = await request(t.baseUrl)
+        .post('/v1/tenants')
+        .set(op)
+        .set('X-Request-Id', 'caller-trace-42')
+        .set('Content-Type', 'application/json')
+        .send('{')
+        .expect(400);
       expect(mine.headers['x-request-id']).toBe('caller-trace-42');
       // A hostile id is replaced, not echoed.
       const hostile = await request(t.baseUrl).get('/health/live').set('X-Request-Id', 'a b<script>');
@@ -53,7 +73,10 @@ describe('security: error answers', () => {
         request(t.baseUrl).get('/no/such/route').expect(404),
         request(t.baseUrl).post('/v1/nothing').set(op).send({}).expect(404),
         request(t.baseUrl).get('/v1/tenants/exists').expect(401),
-        request(t.baseUrl).get('/v1/tenants/exists').set('Authorization', 'Bearer rgk_wrongwrongwrongwrong').expect(401),
+        request(t.baseUrl)
+          .get('/v1/tenants/exists')
+          .set('Authorization', 'Bearer rgk_wrongwrongwrongwrong')
+          .expect(401),
         request(t.baseUrl).get('/sandbox/api/v2/organizations'),
         request(t.baseUrl).post('/sandbox/oauth/token').send({}),
         request(t.baseUrl).get('/connect/not-a-token').expect(404),
@@ -68,7 +91,10 @@ describe('security: error answers', () => {
       expect(malformed).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}\r\n/);
       expect(malformed).toMatch(/\r\nCache-Control: no-store\r\n/);
       expect(malformed).toContain('"code":"bad_request"');
-      const huge = await raw(t.baseUrl, `GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+      const huge = await raw(
+        t.baseUrl,
+        `GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      );
       expect(huge).toMatch(/^HTTP\/1\.1 431 /);
       expect(huge).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}\r\n/);
       expect(huge).toContain('"code":"headers_too_large"');
@@ -96,7 +122,8 @@ describe('security: error answers', () => {
     ];
 
     it.each(routes)('%s %s → 404 tenant_not_found (operator key)', async (method, path, body) => {
-      let req = request(t.baseUrl)[method.toLowerCase() as 'get'](path).set(op).set('Idempotency-Key', 'ghost-1');
+      const agent = request(t.baseUrl);
+      let req = agent[method.toLowerCase() as 'get'](path).set(op).set('Idempotency-Key', 'ghost-1');
       if (body) req = req.send(body);
       const res = await req;
       expect(res.status).toBe(404);
@@ -109,15 +136,26 @@ describe('security: error answers', () => {
       expect(none.body.error.code).toBe('connection_not_found');
       const fields = await request(t.baseUrl).get('/v1/tenants/exists/fields').set(op).expect(404);
       expect(fields.body.error.code).toBe('connection_not_found');
-      const send = await request(t.baseUrl).post('/v1/tenants/exists/rewards').set(op).set('Idempotency-Key', 'none-1').send({ rewards: [reward()] }).expect(404);
+      const send = await request(t.baseUrl)
+        .post('/v1/tenants/exists/rewards')
+        .set(op)
+        .set('Idempotency-Key', 'none-1')
+        .send({ rewards: [reward()] })
+        .expect(404);
       expect(send.body.error.code).toBe('connection_not_found');
       await request(t.baseUrl).get('/v1/tenants/linked/connection').set(op).expect(200);
       await request(t.baseUrl).get('/v1/tenants/exists/dispatches').set(op).expect(200);
     });
 
     it('a tenant key on another (or no) tenant: tenant_not_found, as before', async () => {
-      const key = (await request(t.baseUrl).post('/v1/tenants/exists/api-keys').set(op).send({ name: 'svc' }).expect(201)).body.key;
-      for (const path of ['/v1/tenants/ghost/connection', '/v1/tenants/linked/connection', '/v1/tenants/ghost/fields']) {
+      const key = (
+        await request(t.baseUrl).post('/v1/tenants/exists/api-keys').set(op).send({ name: 'svc' }).expect(201)
+      ).body.key;
+      for (const path of [
+        '/v1/tenants/ghost/connection',
+        '/v1/tenants/linked/connection',
+        '/v1/tenants/ghost/fields',
+      ]) {
         const res = await request(t.baseUrl).get(path).set('Authorization', `Bearer ${key}`).expect(404);
         expect(res.body.error.code).toBe('tenant_not_found');
       }
@@ -126,7 +164,11 @@ describe('security: error answers', () => {
 
   describe('validation errors: one clear reason per field, nested paths', () => {
     it('one reason per field, the type before the size (a number for a string field says "must be a string")', async () => {
-      const res = await request(t.baseUrl).post('/v1/tenants').set(op).send({ id: 5, name: 7, return_urls: 'https://x.example.com', colour: 'red' }).expect(400);
+      const res = await request(t.baseUrl)
+        .post('/v1/tenants')
+        .set(op)
+        .send({ id: 5, name: 7, return_urls: 'https://x.example.com', colour: 'red' })
+        .expect(400);
       expect(res.body.error.code).toBe('validation_failed');
       const details = res.body.error.details as { field: string; reason: string }[];
       expect(details.map((d) => d.field).sort()).toEqual(['colour', 'id', 'name', 'return_urls']);
@@ -139,10 +181,17 @@ describe('security: error answers', () => {
     });
 
     it('a value of the right type with a bad format gets that reason, once', async () => {
-      const res = await request(t.baseUrl).post('/v1/tenants').set(op).send({ id: 'Not A Slug!', name: '', return_urls: ['ftp://x'] }).expect(400);
+      const res = await request(t.baseUrl)
+        .post('/v1/tenants')
+        .set(op)
+        .send({ id: 'Not A Slug!', name: '', return_urls: ['ftp://x'] })
+        .expect(400);
       const details = res.body.error.details as { field: string; reason: string }[];
       expect(details).toEqual([
-        { field: 'id', reason: 'id must be a slug: lowercase letters, digits and inner dashes, 1–63 characters' },
+        {
+          field: 'id',
+          reason: 'id must be a slug: lowercase letters, digits and inner dashes, 1–63 characters',
+        },
         { field: 'name', reason: 'name must be longer than or equal to 1 characters' },
         { field: 'return_urls', reason: 'each return_urls entry must be an absolute http(s) URL' },
       ]);
@@ -155,7 +204,12 @@ describe('security: error answers', () => {
         .set('Idempotency-Key', 'validation-nested')
         .send({
           rewards: [
-            { ...reward(), recipient: { name: 5, email: 'not-an-email' }, value: { denomination: 'ten', currency_code: 'usd' }, products: [5] },
+            {
+              ...reward(),
+              recipient: { name: 5, email: 'not-an-email' },
+              value: { denomination: 'ten', currency_code: 'usd' },
+              products: [5],
+            },
             { ...reward(), recipient: 'Ada', value: 3 },
           ],
         })
@@ -166,8 +220,10 @@ describe('security: error answers', () => {
       expect(byField).toEqual({
         'rewards[0].recipient.name': 'rewards[0].recipient.name must be a string',
         'rewards[0].recipient.email': 'rewards[0].recipient.email must be an e-mail address',
-        'rewards[0].value.denomination': 'rewards[0].value.denomination must be a number with at most two decimals',
-        'rewards[0].value.currency_code': 'rewards[0].value.currency_code must be an ISO 4217 code such as USD',
+        'rewards[0].value.denomination':
+          'rewards[0].value.denomination must be a number with at most two decimals',
+        'rewards[0].value.currency_code':
+          'rewards[0].value.currency_code must be an ISO 4217 code such as USD',
         'rewards[0].products': 'each value in rewards[0].products must be a string',
         'rewards[1].recipient': 'rewards[1].recipient must be an object',
         'rewards[1].value': 'rewards[1].value must be an object',

@@ -43,7 +43,11 @@ describe('security: headers on every answer, CSP per page, no-store', () => {
   });
 
   it('security headers on every response: API, errors, pages, sandbox, docs, metrics, health', async () => {
-    const session = await request(t.baseUrl).post('/v1/tenants/hdr/connect-sessions').set(op).send({ return_url: RETURN_URL }).expect(201);
+    const session = await request(t.baseUrl)
+      .post('/v1/tenants/hdr/connect-sessions')
+      .set(op)
+      .send({ return_url: RETURN_URL })
+      .expect(201);
     const { upstream } = await startConnect(t, 'hdr');
     const answers = await Promise.all([
       request(t.baseUrl).get('/v1/tenants/hdr').set(op).expect(200),
@@ -53,7 +57,10 @@ describe('security: headers on every answer, CSP per page, no-store', () => {
       request(t.baseUrl).get(new URL(session.body.connect_url).pathname).expect(200),
       request(t.baseUrl).get('/connect/not-a-token').expect(404),
       request(t.baseUrl).get('/oauth/callback?state=nope&code=x').expect(400),
-      request(t.baseUrl).get('/ops').auth('ops', t.config.operatorApiKey as string).expect(200),
+      request(t.baseUrl)
+        .get('/ops')
+        .auth('ops', t.config.operatorApiKey as string)
+        .expect(200),
       request(t.baseUrl).get(`${upstream.pathname}${upstream.search}`).expect(200),
       request(t.baseUrl).get('/sandbox/api/v2/organizations'),
       request(t.baseUrl).get('/docs').expect(200),
@@ -68,10 +75,17 @@ describe('security: headers on every answer, CSP per page, no-store', () => {
   });
 
   it('CSP of the gateway pages: nothing loads, inline styles only, forms post to the gateway itself', async () => {
-    const session = await request(t.baseUrl).post('/v1/tenants/hdr/connect-sessions').set(op).send({}).expect(201);
+    const session = await request(t.baseUrl)
+      .post('/v1/tenants/hdr/connect-sessions')
+      .set(op)
+      .send({})
+      .expect(201);
     const pages = [
       await request(t.baseUrl).get(new URL(session.body.connect_url).pathname).expect(200),
-      await request(t.baseUrl).get('/ops').auth('ops', t.config.operatorApiKey as string).expect(200),
+      await request(t.baseUrl)
+        .get('/ops')
+        .auth('ops', t.config.operatorApiKey as string)
+        .expect(200),
       await request(t.baseUrl).get('/oauth/callback?state=nope&code=x').expect(400),
     ];
     for (const page of pages) {
@@ -93,7 +107,12 @@ describe('security: headers on every answer, CSP per page, no-store', () => {
     const { upstream } = await startConnect(t, 'hdr');
     const consent = await request(t.baseUrl).get(`${upstream.pathname}${upstream.search}`).expect(200);
     const policy = csp(consent.headers['content-security-policy']);
-    expect(policy).toEqual({ 'default-src': "'none'", 'style-src': "'unsafe-inline'", 'frame-ancestors': "'none'", 'base-uri': "'none'" });
+    expect(policy).toEqual({
+      'default-src': "'none'",
+      'style-src': "'unsafe-inline'",
+      'frame-ancestors': "'none'",
+      'base-uri': "'none'",
+    });
     expect(consent.text).toContain('<form method="post" action="authorize/decision">');
     expect(consent.text).not.toMatch(/<script|<link|<img/i);
   });
@@ -105,22 +124,40 @@ describe('security: headers on every answer, CSP per page, no-store', () => {
     expect(policy['default-src']).toBe("'none'");
     expect(policy['connect-src']).toBe(`'self' ${t.baseUrl}`);
     expect(docs.text).not.toMatch(/<script>[^<]*\S[^<]*<\/script>/); // no inline script: script-src 'self' suffices
-    const assets = [...docs.text.matchAll(/<(?:script[^>]*\ssrc|link[^>]*\shref)=["']([^"']+)["']/g)].map((m) => m[1]);
+    const assets = [...docs.text.matchAll(/<(?:script[^>]*\ssrc|link[^>]*\shref)=["']([^"']+)["']/g)].map(
+      (m) => m[1],
+    );
     const paths = assets.map((a) => new URL(a, `${t.baseUrl}/docs`).pathname);
-    expect(paths).toEqual(expect.arrayContaining(['/docs/swagger-ui-bundle.js', '/docs/swagger-ui-init.js', '/docs/swagger-ui.css']));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        '/docs/swagger-ui-bundle.js',
+        '/docs/swagger-ui-init.js',
+        '/docs/swagger-ui.css',
+      ]),
+    );
     for (const [i, asset] of paths.entries()) {
       const res = await request(t.baseUrl).get(asset).expect(200);
       expect(assets[i]).toMatch(/^\.\/docs\//); // same origin
       expect(res.headers['x-content-type-options']).toBe('nosniff');
-      expect(res.headers['content-type']).toMatch(asset.endsWith('.js') ? /javascript/ : asset.endsWith('.css') ? /text\/css/ : /image\/png/);
+      expect(res.headers['content-type']).toMatch(
+        asset.endsWith('.js') ? /javascript/ : asset.endsWith('.css') ? /text\/css/ : /image\/png/,
+      );
       expect(res.headers['cache-control']).not.toBe('no-store'); // static files: cacheable
     }
   });
 
   it('Cache-Control: no-store on the one-time secrets (API key, connect link), every API answer and every HTML page', async () => {
-    const key = await request(t.baseUrl).post('/v1/tenants/hdr/api-keys').set(op).send({ name: 'svc' }).expect(201);
+    const key = await request(t.baseUrl)
+      .post('/v1/tenants/hdr/api-keys')
+      .set(op)
+      .send({ name: 'svc' })
+      .expect(201);
     expect(key.body.key).toMatch(/^rgk_/);
-    const session = await request(t.baseUrl).post('/v1/tenants/hdr/connect-sessions').set(op).send({}).expect(201);
+    const session = await request(t.baseUrl)
+      .post('/v1/tenants/hdr/connect-sessions')
+      .set(op)
+      .send({})
+      .expect(201);
     const answers = [
       key,
       session,
@@ -128,7 +165,10 @@ describe('security: headers on every answer, CSP per page, no-store', () => {
       await request(t.baseUrl).get('/v1/tenants/hdr/api-keys').set(op).expect(200),
       await request(t.baseUrl).get('/v1/tenants/nobody').set(op).expect(404),
       await request(t.baseUrl).get(new URL(session.body.connect_url).pathname).expect(200),
-      await request(t.baseUrl).get('/ops').auth('ops', t.config.operatorApiKey as string).expect(200),
+      await request(t.baseUrl)
+        .get('/ops')
+        .auth('ops', t.config.operatorApiKey as string)
+        .expect(200),
       await request(t.baseUrl).get('/oauth/callback?state=nope&code=x').expect(400),
       await request(t.baseUrl).get('/docs').expect(200),
       await request(t.baseUrl).get('/no/such/route').expect(404),
@@ -147,7 +187,15 @@ describe('security: the pages in Chromium under their CSP (no violation, everyth
     await createTenant(t, 'csp');
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   }, 60_000);
   afterAll(async () => {
@@ -183,9 +231,20 @@ describe('security: the pages in Chromium under their CSP (no violation, everyth
   it('the connect page, the sandbox consent page and the dashboard work under their CSP, no violation', async () => {
     const page = await browser.newPage();
     const violations = watchViolations(page);
-    const session = await request(t.baseUrl).post('/v1/tenants/csp/connect-sessions').set(op).send({}).expect(201);
+    const session = await request(t.baseUrl)
+      .post('/v1/tenants/csp/connect-sessions')
+      .set(op)
+      .send({})
+      .expect(201);
     await page.goto(session.body.connect_url as string);
-    const accent = await page.locator('main').evaluate((m) => (globalThis as unknown as { getComputedStyle(e: unknown): { borderTopWidth: string } }).getComputedStyle(m).borderTopWidth);
+    const accent = await page
+      .locator('main')
+      .evaluate(
+        (m) =>
+          (
+            globalThis as unknown as { getComputedStyle(e: unknown): { borderTopWidth: string } }
+          ).getComputedStyle(m).borderTopWidth,
+      );
     expect(accent).toBe('5px'); // the inline <style> applies
     await page.click('#connect');
     await page.waitForSelector('#approve');
@@ -193,12 +252,19 @@ describe('security: the pages in Chromium under their CSP (no violation, everyth
     await page.waitForSelector('text=Rewards account connected');
     await page.close();
 
-    const context = await browser.newContext({ httpCredentials: { username: 'ops', password: t.config.operatorApiKey as string } });
+    const context = await browser.newContext({
+      httpCredentials: { username: 'ops', password: t.config.operatorApiKey as string },
+    });
     const ops = await context.newPage();
     const opsViolations = watchViolations(ops);
     await ops.goto(`${t.baseUrl}/ops`);
     const badge = ops.locator('span.badge').first();
-    const colour = await badge.evaluate((b) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(b).backgroundColor);
+    const colour = await badge.evaluate(
+      (b) =>
+        (
+          globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }
+        ).getComputedStyle(b).backgroundColor,
+    );
     expect(colour).toBe('rgb(21, 128, 61)'); // the style attribute applies (healthy)
     await ops.locator('button[data-action="check"]').first().click();
     await ops.waitForSelector('#flash');
@@ -208,11 +274,17 @@ describe('security: the pages in Chromium under their CSP (no violation, everyth
   });
 
   it('framing is refused: a page of another origin cannot frame the connect page or /docs', async () => {
-    const session = await request(t.baseUrl).post('/v1/tenants/csp/connect-sessions').set(op).send({}).expect(201);
+    const session = await request(t.baseUrl)
+      .post('/v1/tenants/csp/connect-sessions')
+      .set(op)
+      .send({})
+      .expect(201);
     const targets = [session.body.connect_url as string, `${t.baseUrl}/docs`];
     const framer = createServer((_req, res) => {
       res.setHeader('Content-Type', 'text/html');
-      res.end(`<!doctype html><title>framer</title>${targets.map((u, i) => `<iframe id="f${i}" src="${u}"></iframe>`).join('')}`);
+      res.end(
+        `<!doctype html><title>framer</title>${targets.map((u, i) => `<iframe id="f${i}" src="${u}"></iframe>`).join('')}`,
+      );
     });
     await new Promise<void>((r) => framer.listen(0, '127.0.0.1', () => r()));
     const page = await browser.newPage();
@@ -226,7 +298,15 @@ describe('security: the pages in Chromium under their CSP (no violation, everyth
       await page.waitForTimeout(1500);
       for (const target of targets) {
         const frame = page.frames().find((f) => f !== page.mainFrame() && f.url() === target);
-        const rendered = frame ? await frame.evaluate(() => (globalThis as unknown as { document: { body: { innerHTML: string } | null } }).document.body?.innerHTML ?? '').catch(() => '') : '';
+        const rendered = frame
+          ? await frame
+              .evaluate(
+                () =>
+                  (globalThis as unknown as { document: { body: { innerHTML: string } | null } }).document
+                    .body?.innerHTML ?? '',
+              )
+              .catch(() => '')
+          : '';
         expect(rendered).not.toMatch(/Connect rewards account|swagger-ui/);
       }
       expect(blocked.length).toBeGreaterThanOrEqual(targets.length);
@@ -240,7 +320,10 @@ describe('security: the pages in Chromium under their CSP (no violation, everyth
 // Last: an app with another PUBLIC_BASE_URL re-registers the process-wide passport strategies.
 describe('security: HSTS', () => {
   it('HSTS only when PUBLIC_BASE_URL is https', async () => {
-    const https = await startTestApp({ PUBLIC_BASE_URL: 'https://gateway.example.com', OPS_PROBE_INTERVAL_MS: '0' });
+    const https = await startTestApp({
+      PUBLIC_BASE_URL: 'https://gateway.example.com',
+      OPS_PROBE_INTERVAL_MS: '0',
+    });
     try {
       for (const p of ['/health/live', '/no/such/route', '/docs', '/connect/not-a-token']) {
         const res = await request(https.baseUrl).get(p);

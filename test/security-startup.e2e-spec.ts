@@ -27,9 +27,19 @@ describe('security: the operator key is never printed', () => {
       expect(key).toMatch(/^rgo_[A-Za-z0-9_-]{43}$/);
       // Use the key (and a wrong one), so request logs would show it if anything logged it.
       const base = `http://127.0.0.1:${port}`;
-      expect((await fetch(`${base}/v1/tenants/nobody`, { headers: { Authorization: `Bearer ${key}` } })).status).toBe(404);
-      expect((await fetch(`${base}/ops`, { headers: { Authorization: `Basic ${Buffer.from(`ops:${key}`).toString('base64')}` } })).status).toBe(200);
-      expect((await fetch(`${base}/v1/tenants/nobody`, { headers: { Authorization: `Bearer ${key}x` } })).status).toBe(401);
+      expect(
+        (await fetch(`${base}/v1/tenants/nobody`, { headers: { Authorization: `Bearer ${key}` } })).status,
+      ).toBe(404);
+      expect(
+        (
+          await fetch(`${base}/ops`, {
+            headers: { Authorization: `Basic ${Buffer.from(`ops:${key}`).toString('base64')}` },
+          })
+        ).status,
+      ).toBe(200);
+      expect(
+        (await fetch(`${base}/v1/tenants/nobody`, { headers: { Authorization: `Bearer ${key}x` } })).status,
+      ).toBe(401);
       await new Promise((r) => setTimeout(r, 300));
 
       const output = gateway.output();

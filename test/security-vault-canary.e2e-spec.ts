@@ -46,7 +46,9 @@ describe('security: the vault canary', () => {
     expect(row.key_id).toBe('alpha');
     expect(row.ciphertext).toMatch(/^v1:alpha:/);
     expect(row.ciphertext).not.toContain(CANARY_PLAINTEXT);
-    expect(new VaultCipher(a.config.vaultKeys).decrypt(row.ciphertext, CANARY_CONTEXT)).toBe(CANARY_PLAINTEXT);
+    expect(new VaultCipher(a.config.vaultKeys).decrypt(row.ciphertext, CANARY_CONTEXT)).toBe(
+      CANARY_PLAINTEXT,
+    );
     const ready = await request(a.baseUrl).get('/health/ready').expect(200);
     expect(ready.body.info.vault).toEqual({ status: 'up', key_id: 'alpha', rotation_pending: false });
   });
@@ -54,7 +56,10 @@ describe('security: the vault canary', () => {
   it('start-up refuses VAULT_KEYS that cannot decrypt the canary: the process exits 1 naming the key ids, never key material', async () => {
     for (const [keys, reason] of [
       [BETA, /encrypted with key id "alpha", which is not configured \(configured key ids: "beta"\)/],
-      [ALPHA_IMPOSTOR, /encrypted with key id "alpha", and the configured key "alpha" is different key material \(configured key ids: "alpha"\)/],
+      [
+        ALPHA_IMPOSTOR,
+        /encrypted with key id "alpha", and the configured key "alpha" is different key material \(configured key ids: "alpha"\)/,
+      ],
     ] as const) {
       const port = await freePort();
       const gateway = runSrc('main.ts', {
@@ -77,10 +82,15 @@ describe('security: the vault canary', () => {
   }, 120_000);
 
   it('the same refusal in-process: app.init() (what listen() runs first) rejects before the app listens', async () => {
-    const config = parseConfig(testEnv({ DATABASE_URL: db.url, VAULT_KEYS: BETA, PORT: '0', OPS_PROBE_INTERVAL_MS: '0' }));
+    const config = parseConfig(
+      testEnv({ DATABASE_URL: db.url, VAULT_KEYS: BETA, PORT: '0', OPS_PROBE_INTERVAL_MS: '0' }),
+    );
     const app = await createApp(config);
     try {
-      const error = await app.init().then(() => null, (e: unknown) => e);
+      const error = await app.init().then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(VaultKeyMismatchError);
       expect((error as Error).message).toContain('"alpha"');
     } finally {
@@ -101,10 +111,16 @@ describe('security: the vault canary', () => {
     });
     try {
       await waitForOutput(gateway, /is running at/);
-      expect(gateway.output()).toMatch(/vault rotation pending: the data is under key \\"alpha\\", VAULT_KEYS starts with \\"beta\\"/);
+      expect(gateway.output()).toMatch(
+        /vault rotation pending: the data is under key \\"alpha\\", VAULT_KEYS starts with \\"beta\\"/,
+      );
       const ready = await fetch(`http://127.0.0.1:${port}/health/ready`);
       expect(ready.status).toBe(200);
-      expect(((await ready.json()) as { info: { vault: unknown } }).info.vault).toEqual({ status: 'up', key_id: 'alpha', rotation_pending: true });
+      expect(((await ready.json()) as { info: { vault: unknown } }).info.vault).toEqual({
+        status: 'up',
+        key_id: 'alpha',
+        rotation_pending: true,
+      });
     } finally {
       gateway.child.kill('SIGTERM');
       await gateway.exited;
@@ -118,11 +134,18 @@ describe('security: the vault canary', () => {
   it('vault:rotate re-encrypts the grants and then the canary with the first key: the canary is current', async () => {
     const cli = runSrc(
       'cli.ts',
-      { DATABASE_URL: db.url, VAULT_KEYS: `${BETA},${ALPHA}`, OPERATOR_API_KEY: 'o'.repeat(30), DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-cli-')) },
+      {
+        DATABASE_URL: db.url,
+        VAULT_KEYS: `${BETA},${ALPHA}`,
+        OPERATOR_API_KEY: 'o'.repeat(30),
+        DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-cli-')),
+      },
       ['vault:rotate'],
     );
     expect(await cli.exited).toBe(0);
-    expect(cli.output()).toContain('Re-encrypted 1 of 1 grants and 0 other values (LINK links, PKCE verifiers) with the current key "beta"; vault canary re-encrypted.');
+    expect(cli.output()).toContain(
+      'Re-encrypted 1 of 1 grants and 0 other values (LINK links, PKCE verifiers) with the current key "beta"; vault canary re-encrypted.',
+    );
     const [row] = await sql(`SELECT key_id, ciphertext, rotated_at FROM vault_canary`);
     expect(row.key_id).toBe('beta');
     expect(row.rotated_at).not.toBeNull();
@@ -130,14 +153,25 @@ describe('security: the vault canary', () => {
     expect(new VaultCipher(betaOnly).decrypt(row.ciphertext, CANARY_CONTEXT)).toBe(CANARY_PLAINTEXT);
     const [grant] = await sql(`SELECT access_token_enc FROM grants WHERE connection_id = $1`, [connectionId]);
     expect(grant.access_token_enc).toMatch(/^v1:beta:/);
-    const ready = await request((b as TestApp).baseUrl).get('/health/ready').expect(200);
+    const ready = await request((b as TestApp).baseUrl)
+      .get('/health/ready')
+      .expect(200);
     expect(ready.body.info.vault).toEqual({ status: 'up', key_id: 'beta', rotation_pending: false });
     // Rotating again changes nothing.
-    const again = runSrc('cli.ts', { DATABASE_URL: db.url, VAULT_KEYS: `${BETA},${ALPHA}`, OPERATOR_API_KEY: 'o'.repeat(30), DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-cli-')) }, [
-      'vault:rotate',
-    ]);
+    const again = runSrc(
+      'cli.ts',
+      {
+        DATABASE_URL: db.url,
+        VAULT_KEYS: `${BETA},${ALPHA}`,
+        OPERATOR_API_KEY: 'o'.repeat(30),
+        DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-cli-')),
+      },
+      ['vault:rotate'],
+    );
     expect(await again.exited).toBe(0);
-    expect(again.output()).toContain('Re-encrypted 0 of 1 grants and 0 other values (LINK links, PKCE verifiers) with the current key "beta"; vault canary already current.');
+    expect(again.output()).toContain(
+      'Re-encrypted 0 of 1 grants and 0 other values (LINK links, PKCE verifiers) with the current key "beta"; vault canary already current.',
+    );
   }, 120_000);
 
   it('readiness fails (503, the error shape) on an instance whose keys no longer decrypt the canary', async () => {
@@ -145,22 +179,42 @@ describe('security: the vault canary', () => {
     const res = await request(a.baseUrl).get('/health/ready').expect(503);
     expect(res.headers['retry-after']).toBe('2');
     expect(res.body.error.code).toBe('not_ready');
-    const vault = (res.body.error.details as { field: string; reason: string }[]).find((d) => d.field === 'vault');
-    expect(vault?.reason).toMatch(/encrypted with key id "beta", which is not configured \(configured key ids: "alpha"\)/);
+    const vault = (res.body.error.details as { field: string; reason: string }[]).find(
+      (d) => d.field === 'vault',
+    );
+    expect(vault?.reason).toMatch(
+      /encrypted with key id "beta", which is not configured \(configured key ids: "alpha"\)/,
+    );
     expect(JSON.stringify(res.body)).not.toContain(ALPHA.split(':')[1]);
     // and with alpha only, a new instance would not start any more.
     const port = await freePort();
-    const gateway = runSrc('main.ts', { DATABASE_URL: db.url, VAULT_KEYS: ALPHA, OPERATOR_API_KEY: 'o'.repeat(30), DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-canary-')), PORT: String(port) });
+    const gateway = runSrc('main.ts', {
+      DATABASE_URL: db.url,
+      VAULT_KEYS: ALPHA,
+      OPERATOR_API_KEY: 'o'.repeat(30),
+      DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-canary-')),
+      PORT: String(port),
+    });
     expect(await gateway.exited).toBe(1);
-    expect(gateway.output()).toMatch(/key id "beta", which is not configured \(configured key ids: "alpha"\)/);
+    expect(gateway.output()).toMatch(
+      /key id "beta", which is not configured \(configured key ids: "alpha"\)/,
+    );
   }, 120_000);
 
   it('an upgraded database (grants, no canary yet) is checked against a grant before the canary is written', async () => {
     await sql(`DELETE FROM vault_canary`);
     const port = await freePort();
-    const wrong = runSrc('main.ts', { DATABASE_URL: db.url, VAULT_KEYS: ALPHA, OPERATOR_API_KEY: 'o'.repeat(30), DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-canary-')), PORT: String(port) });
+    const wrong = runSrc('main.ts', {
+      DATABASE_URL: db.url,
+      VAULT_KEYS: ALPHA,
+      OPERATOR_API_KEY: 'o'.repeat(30),
+      DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-canary-')),
+      PORT: String(port),
+    });
     expect(await wrong.exited).toBe(1);
-    expect(wrong.output()).toMatch(/VAULT_KEYS cannot decrypt the existing grants \(the newest is encrypted with key id "beta"; configured key ids: "alpha"\)/);
+    expect(wrong.output()).toMatch(
+      /VAULT_KEYS cannot decrypt the existing grants \(the newest is encrypted with key id "beta"; configured key ids: "alpha"\)/,
+    );
     expect(await sql(`SELECT * FROM vault_canary`)).toEqual([]);
     const right = runSrc('main.ts', {
       DATABASE_URL: db.url,

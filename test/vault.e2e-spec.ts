@@ -23,9 +23,12 @@ describe('the token vault at rest', () => {
     const db = new Client({ connectionString: t.databaseUrl });
     await db.connect();
     try {
-      const tables = await db.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`);
+      const tables = await db.query(
+        `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`,
+      );
       let dump = '';
-      for (const { table_name } of tables.rows) dump += JSON.stringify((await db.query(`SELECT * FROM "${table_name}"`)).rows);
+      for (const { table_name } of tables.rows)
+        dump += JSON.stringify((await db.query(`SELECT * FROM "${table_name}"`)).rows);
       return dump;
     } finally {
       await db.end();
@@ -53,10 +56,15 @@ describe('the token vault at rest', () => {
       expect(result.grants).toBeGreaterThanOrEqual(2);
       const again = await reencryptGrants(ds, new VaultCipher([newKey, ...t.config.vaultKeys]));
       expect(again.rewritten).toBe(0);
-      const [row] = await ds.query(`SELECT access_token_enc, refresh_token_enc FROM grants WHERE connection_id = $1`, [id]);
+      const [row] = await ds.query(
+        `SELECT access_token_enc, refresh_token_enc FROM grants WHERE connection_id = $1`,
+        [id],
+      );
       const onlyNew = new VaultCipher([newKey]);
       expect(onlyNew.decrypt(row.access_token_enc, `${id}/access`)).toMatch(/^sbx_at_/);
-      expect(() => new VaultCipher(t.config.vaultKeys).decrypt(row.refresh_token_enc, `${id}/refresh`)).toThrow(/unknown key id "k2"/);
+      expect(() =>
+        new VaultCipher(t.config.vaultKeys).decrypt(row.refresh_token_enc, `${id}/refresh`),
+      ).toThrow(/unknown key id "k2"/);
     } finally {
       await ds.destroy();
     }

@@ -51,7 +51,13 @@ export const COMMON_ERROR_CODES = [
 export type CommonErrorCode = (typeof COMMON_ERROR_CODES)[number];
 
 export class CommonError extends AppError {
-  constructor(status: HttpStatus, code: CommonErrorCode, message: string, details: ErrorDetail[] = [], headers: Record<string, string> = {}) {
+  constructor(
+    status: HttpStatus,
+    code: CommonErrorCode,
+    message: string,
+    details: ErrorDetail[] = [],
+    headers: Record<string, string> = {},
+  ) {
     super(status, code, message, details, headers);
   }
 }

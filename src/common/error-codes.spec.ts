@@ -23,7 +23,11 @@ const MODULES: Record<string, readonly string[]> = {
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const full = path.join(dir, name);
-    return statSync(full).isDirectory() ? sources(full) : full.endsWith('.ts') && !full.endsWith('.spec.ts') ? [full] : [];
+    return statSync(full).isDirectory()
+      ? sources(full)
+      : full.endsWith('.ts') && !full.endsWith('.spec.ts')
+        ? [full]
+        : [];
   });
 }
 

@@ -23,7 +23,11 @@ const STATUS_CODES: Record<number, CommonErrorCode> = {
 };
 
 /** Maps anything thrown to the one JSON error shape. Unknown errors are logged and answered with a generic 500. */
-export function toErrorResponse(exception: unknown, req: Request, logger: Logger): { status: number; body: ErrorBody; headers: Record<string, string> } {
+export function toErrorResponse(
+  exception: unknown,
+  req: Request,
+  logger: Logger,
+): { status: number; body: ErrorBody; headers: Record<string, string> } {
   const requestId = String((req as { id?: unknown }).id ?? '');
   if (exception instanceof AppError) {
     return {
@@ -33,7 +37,11 @@ export function toErrorResponse(exception: unknown, req: Request, logger: Logger
     };
   }
   const bodyParserError = exception as { type?: string; status?: number; expose?: boolean };
-  if (bodyParserError && typeof bodyParserError.type === 'string' && typeof bodyParserError.status === 'number') {
+  if (
+    bodyParserError &&
+    typeof bodyParserError.type === 'string' &&
+    typeof bodyParserError.status === 'number'
+  ) {
     switch (bodyParserError.type) {
       case 'entity.parse.failed':
         return simple(400, 'invalid_json', 'The request body is not valid JSON.');
@@ -41,18 +49,30 @@ export function toErrorResponse(exception: unknown, req: Request, logger: Logger
         return simple(413, 'payload_too_large', 'The request body is larger than 1 MiB.');
       case 'encoding.unsupported':
       case 'charset.unsupported':
-        return simple(415, 'unsupported_media_type', 'The request body encoding or charset is not supported.');
+        return simple(
+          415,
+          'unsupported_media_type',
+          'The request body encoding or charset is not supported.',
+        );
       default:
         if (bodyParserError.status >= 400 && bodyParserError.status < 500) {
           return simple(bodyParserError.status, 'bad_request', 'The request body could not be read.');
         }
     }
   }
-  const pgCode = String((exception as { driverError?: { code?: unknown } })?.driverError?.code ?? (exception as { code?: unknown })?.code ?? '');
+  const pgCode = String(
+    (exception as { driverError?: { code?: unknown } })?.driverError?.code ??
+      (exception as { code?: unknown })?.code ??
+      '',
+  );
   if (INPUT_ERROR_CODES.has(pgCode)) {
     // A backstop: validation should have caught it; the database refusing a value is the caller's input, not a crash.
     logger.warn({ requestId, pgCode }, 'the database refused a value from the request');
-    return simple(400, 'invalid_input', 'A value in the request cannot be stored (invalid characters, format or size).');
+    return simple(
+      400,
+      'invalid_input',
+      'A value in the request cannot be stored (invalid characters, format or size).',
+    );
   }
   if (isDatabaseUnavailable(exception)) {
     logger.warn({ requestId, err: (exception as Error).message }, 'database unavailable');
@@ -63,34 +83,90 @@ export function toErrorResponse(exception: unknown, req: Request, logger: Logger
     const status = exception.getStatus();
     if (status === 503) {
       // Readiness (terminus) reports which checks failed; keep them, in the one error shape.
-      const response = exception.getResponse() as { error?: Record<string, { status?: string; message?: string }> };
-      const details = Object.entries(response?.error ?? {}).map(([check, r]) => ({ field: check, reason: r?.message ?? r?.status ?? 'down' }));
-      return { status, body: { error: { code: 'not_ready' satisfies CommonErrorCode, message: 'A dependency is not available.', details } }, headers: { 'Retry-After': '2' } };
+      const response = exception.getResponse() as {
+        error?: Record<string, { status?: string; message?: string }>;
+      };
+      const details = Object.entries(response?.error ?? {}).map(([check, r]) => ({
+        field: check,
+        reason: r?.message ?? r?.status ?? 'down',
+      }));
+      return {
+        status,
+        body: {
+          error: {
+            code: 'not_ready' satisfies CommonErrorCode,
+            message: 'A dependency is not available.',
+            details,
+          },
+        },
+        headers: { 'Retry-After': '2' },
+      };
     }
     if (status < 500) {
       const message =
-        status === 404 ? `No route ${req.method} ${req.path}.` : exception.message || 'The request was rejected.';
+        status === 404
+          ? `No route ${req.method} ${req.path}.`
+          : exception.message || 'The request was rejected.';
       return simple(status, STATUS_CODES[status] ?? 'bad_request', message);
     }
   }
   logger.error(
-    { err: exception instanceof Error ? { name: exception.name, message: exception.message, stack: exception.stack } : String(exception), requestId },
+    {
+      err:
+        exception instanceof Error
+          ? { name: exception.name, message: exception.message, stack: exception.stack }
+          : String(exception),
+      requestId,
+    },
     'unhandled error',
   );
-  const body = simple(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the logs.');
+  const body = simple(
+    500,
+    'internal_error',
+    'An unexpected error occurred; the request id identifies it in the logs.',
+  );
   body.body.error.request_id = requestId;
   return body;
 }
 
 /** Postgres data exceptions caused by input: NUL or unencodable characters, bad text representation, out of range. */
-const INPUT_ERROR_CODES = new Set(['23502', '22021', '22P05', '22P02', '22003', '22001', '22007', '22008', '54000']);
+const INPUT_ERROR_CODES = new Set([
+  '23502',
+  '22021',
+  '22P05',
+  '22P02',
+  '22003',
+  '22001',
+  '22007',
+  '22008',
+  '54000',
+]);
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300']);
-const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed|the database system is (starting up|shutting down)/i;
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  '53300',
+]);
+const UNAVAILABLE_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed|the database system is (starting up|shutting down)/i;
 
 /** A lost or refused database connection (restart, failover): a retryable 503, not a 500. */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  const e = error as { code?: unknown; message?: unknown; driverError?: { code?: unknown; message?: unknown } } | null;
+  const e = error as {
+    code?: unknown;
+    message?: unknown;
+    driverError?: { code?: unknown; message?: unknown };
+  } | null;
   if (!e || typeof e !== 'object') return false;
   const code = String(e.driverError?.code ?? e.code ?? '');
   const message = String(e.driverError?.message ?? e.message ?? '');
@@ -98,7 +174,11 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 function simple(status: number, code: CommonErrorCode, message: string) {
-  return { status, body: { error: { code, message, details: [] as ErrorDetail[] } } as ErrorBody, headers: {} };
+  return {
+    status,
+    body: { error: { code, message, details: [] as ErrorDetail[] } } as ErrorBody,
+    headers: {},
+  };
 }
 
 @Catch()

@@ -25,18 +25,39 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
   if ((length === undefined || length === '0') && !chunked) return next();
   if (!req.is('application/json')) {
     return next(
-      new CommonError(415, 'unsupported_media_type', 'Send the request body as JSON with "Content-Type: application/json".', [
-        { field: 'Content-Type', reason: `${req.headers['content-type'] ?? 'missing'} is not application/json` },
-      ]),
+      new CommonError(
+        415,
+        'unsupported_media_type',
+        'Send the request body as JSON with "Content-Type: application/json".',
+        [
+          {
+            field: 'Content-Type',
+            reason: `${req.headers['content-type'] ?? 'missing'} is not application/json`,
+          },
+        ],
+      ),
     );
   }
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') {
-    return next(new CommonError(415, 'unsupported_media_type', 'Compressed request bodies are not accepted; send plain JSON.', [{ field: 'Content-Encoding', reason: `${encoding} is not accepted` }]));
+    return next(
+      new CommonError(
+        415,
+        'unsupported_media_type',
+        'Compressed request bodies are not accepted; send plain JSON.',
+        [{ field: 'Content-Encoding', reason: `${encoding} is not accepted` }],
+      ),
+    );
   }
   if (length !== undefined && Number(length) > MAX_BODY_BYTES) {
     res.setHeader('Connection', 'close'); // do not read what will be refused
-    return next(new CommonError(413, 'payload_too_large', `The request body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`));
+    return next(
+      new CommonError(
+        413,
+        'payload_too_large',
+        `The request body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
+      ),
+    );
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -60,7 +81,13 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
     if (size > MAX_BODY_BYTES) {
       res.setHeader('Connection', 'close');
       req.pause();
-      finish(new CommonError(413, 'payload_too_large', `The request body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`));
+      finish(
+        new CommonError(
+          413,
+          'payload_too_large',
+          `The request body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
+        ),
+      );
       return;
     }
     chunks.push(chunk);
@@ -78,16 +105,21 @@ export function parse(bytes: Buffer): unknown {
   try {
     text = decoder.decode(bytes);
   } catch {
-    throw new CommonError(400, 'invalid_json', 'The request body is not valid UTF-8.', [{ field: 'body', reason: 'invalid UTF-8 byte sequence' }]);
+    throw new CommonError(400, 'invalid_json', 'The request body is not valid UTF-8.', [
+      { field: 'body', reason: 'invalid UTF-8 byte sequence' },
+    ]);
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    throw new CommonError(400, 'invalid_json', 'The request body is not valid JSON.', [{ field: 'body', reason: 'not valid JSON' }]);
+    throw new CommonError(400, 'invalid_json', 'The request body is not valid JSON.', [
+      { field: 'body', reason: 'not valid JSON' },
+    ]);
   }
   const problem = inspect(value);
-  if (problem) throw new ValidationFailedError([problem], 'The request body is outside the limits; see details.');
+  if (problem)
+    throw new ValidationFailedError([problem], 'The request body is outside the limits; see details.');
   return value;
 }
 
@@ -104,12 +136,15 @@ export function inspect(root: unknown): ErrorDetail | null {
     if (value === null || typeof value !== 'object') continue;
     if (depth >= MAX_DEPTH) return { field: path, reason: `nested deeper than ${MAX_DEPTH} levels` };
     if (Array.isArray(value)) {
-      if (value.length > MAX_ARRAY_LENGTH) return { field: path, reason: `at most ${MAX_ARRAY_LENGTH} items (got ${value.length})` };
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: `${path}[${i}]`, depth: depth + 1 });
+      if (value.length > MAX_ARRAY_LENGTH)
+        return { field: path, reason: `at most ${MAX_ARRAY_LENGTH} items (got ${value.length})` };
+      for (let i = value.length - 1; i >= 0; i--)
+        stack.push({ value: value[i], path: `${path}[${i}]`, depth: depth + 1 });
       continue;
     }
     const keys = Object.keys(value);
-    if (keys.length > MAX_ARRAY_LENGTH) return { field: path, reason: `at most ${MAX_ARRAY_LENGTH} properties` };
+    if (keys.length > MAX_ARRAY_LENGTH)
+      return { field: path, reason: `at most ${MAX_ARRAY_LENGTH} properties` };
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i];
       const at = path === 'body' ? key : `${path}.${key}`;
@@ -125,6 +160,7 @@ export function inspect(root: unknown): ErrorDetail | null {
 function badString(s: string): string | null {
   if (s.length > MAX_STRING_LENGTH) return `longer than ${MAX_STRING_LENGTH} characters`;
   if (s.includes('\u0000')) return 'contains a NUL (\\u0000) character';
-  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed()) return 'contains an unpaired surrogate (not valid Unicode)';
+  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed())
+    return 'contains an unpaired surrogate (not valid Unicode)';
   return null;
 }

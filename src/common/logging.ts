@@ -4,7 +4,8 @@ import type { DestinationStream } from 'pino';
 import type { LogLevel } from '../config/app-config';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id';
 
-const SENSITIVE_QUERY = /([?&](?:code|state|token|access_token|refresh_token|client_secret|code_verifier|key)=)[^&#]*/gi;
+const SENSITIVE_QUERY =
+  /([?&](?:code|state|token|access_token|refresh_token|client_secret|code_verifier|key)=)[^&#]*/gi;
 
 /** Masks secrets that can travel in a URL: OAuth codes and states, connect-link tokens. */
 export function redactUrl(url: string): string {
@@ -27,26 +28,30 @@ export const REDACT_PATHS = [
 
 export function loggerParams(level: LogLevel, destination?: DestinationStream): Params {
   const options = {
-        level,
-        redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
-        // Normally `assignRequestId` (the app's first middleware) has set req.id and the header already.
-        genReqId: (req: IncomingMessage, res: ServerResponse) => {
-          const id = requestIdOf(req);
-          res.setHeader(REQUEST_ID_HEADER, id);
-          return id;
+    level,
+    redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+    // Normally `assignRequestId` (the app's first middleware) has set req.id and the header already.
+    genReqId: (req: IncomingMessage, res: ServerResponse) => {
+      const id = requestIdOf(req);
+      res.setHeader(REQUEST_ID_HEADER, id);
+      return id;
+    },
+    serializers: {
+      req: (req: { id: unknown; method: string; url: string; headers: Record<string, unknown> }) => ({
+        id: req.id,
+        method: req.method,
+        url: redactUrl(req.url),
+        headers: {
+          'user-agent': req.headers['user-agent'],
+          authorization: req.headers.authorization,
+          cookie: req.headers.cookie,
         },
-        serializers: {
-          req: (req: { id: unknown; method: string; url: string; headers: Record<string, unknown> }) => ({
-            id: req.id,
-            method: req.method,
-            url: redactUrl(req.url),
-            headers: { 'user-agent': req.headers['user-agent'], authorization: req.headers.authorization, cookie: req.headers.cookie },
-          }),
-          res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-        },
-        customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) =>
-          err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
-        autoLogging: { ignore: (req: IncomingMessage) => req.url === '/health/live' },
+      }),
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+    },
+    customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) =>
+      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+    autoLogging: { ignore: (req: IncomingMessage) => req.url === '/health/live' },
   };
   return { pinoHttp: destination ? [options, destination] : options };
 }

@@ -82,7 +82,12 @@ export function securityHeaders(publicBaseUrl: string): Middleware {
   return (req, res, next) => {
     const path = (req.url ?? '/').split('?')[0];
     if (!DOCS_ASSET.test(path)) res.setHeader('Cache-Control', 'no-store');
-    const chosen = path === '/docs' || path.startsWith('/docs/') ? docs : path === '/sandbox' || path.startsWith('/sandbox/') ? sandbox : page;
+    const chosen =
+      path === '/docs' || path.startsWith('/docs/')
+        ? docs
+        : path === '/sandbox' || path.startsWith('/sandbox/')
+          ? sandbox
+          : page;
     chosen(req, res, next);
   };
 }

@@ -1,4 +1,8 @@
-import { type ValidationArguments, ValidatorConstraint, type ValidatorConstraintInterface } from 'class-validator';
+import {
+  type ValidationArguments,
+  ValidatorConstraint,
+  type ValidatorConstraintInterface,
+} from 'class-validator';
 
 /** An absolute http(s) URL that WHATWG `new URL()` accepts — what the callback will later redirect a browser to. */
 export function isBrowserUrl(value: unknown): boolean {

@@ -47,7 +47,11 @@ function reasonFor(message: string, property: string, field: string): string {
  * Flattens class-validator's tree into exactly one detail per bad field, named by its path
  * (`rewards[0].recipient.email`), with the most relevant of the field's failed constraints as the reason.
  */
-export function flattenValidationErrors(errors: ValidationError[], parent = '', seen = new Set<string>()): ErrorDetail[] {
+export function flattenValidationErrors(
+  errors: ValidationError[],
+  parent = '',
+  seen = new Set<string>(),
+): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   for (const error of errors) {
     const field = parent
@@ -59,7 +63,13 @@ export function flattenValidationErrors(errors: ValidationError[], parent = '', 
     if (chosen && !seen.has(field)) {
       seen.add(field);
       const [constraint, message] = chosen;
-      details.push({ field, reason: constraint === 'whitelistValidation' ? `property ${field} is not allowed` : reasonFor(message, error.property, field) });
+      details.push({
+        field,
+        reason:
+          constraint === 'whitelistValidation'
+            ? `property ${field} is not allowed`
+            : reasonFor(message, error.property, field),
+      });
     }
     if (error.children?.length) details.push(...flattenValidationErrors(error.children, field, seen));
   }

@@ -33,7 +33,16 @@ describe('parseConfig', () => {
     }
     expect(error).toBeInstanceOf(ConfigValidationError);
     const problems = (error as ConfigValidationError).problems.join('\n');
-    for (const name of ['PORT', 'PUBLIC_BASE_URL', 'DATABASE_URL', 'OPERATOR_API_KEY', 'VAULT_KEYS', 'REWARDS_PRODUCTION_CLIENT_ID', 'REWARDS_PRODUCTION_CLIENT_SECRET', 'LOG_LEVEL']) {
+    for (const name of [
+      'PORT',
+      'PUBLIC_BASE_URL',
+      'DATABASE_URL',
+      'OPERATOR_API_KEY',
+      'VAULT_KEYS',
+      'REWARDS_PRODUCTION_CLIENT_ID',
+      'REWARDS_PRODUCTION_CLIENT_SECRET',
+      'LOG_LEVEL',
+    ]) {
       expect(problems).toContain(name);
     }
   });
@@ -46,7 +55,9 @@ describe('parseConfig', () => {
   });
 
   it('uses a configured sandbox host instead of the built-in one, with its credentials required', () => {
-    expect(() => parseConfig({ REWARDS_SANDBOX_BASE_URL: 'https://sandbox.example.com' })).toThrow(/REWARDS_SANDBOX_CLIENT_ID/);
+    expect(() => parseConfig({ REWARDS_SANDBOX_BASE_URL: 'https://sandbox.example.com' })).toThrow(
+      /REWARDS_SANDBOX_CLIENT_ID/,
+    );
     const config = parseConfig({
       REWARDS_SANDBOX_BASE_URL: 'https://sandbox.example.com/',
       REWARDS_SANDBOX_CLIENT_ID: 'id',
@@ -57,15 +68,27 @@ describe('parseConfig', () => {
   });
 
   it('sends PKCE (S256) in every environment by default; each environment can opt out', () => {
-    const production = { REWARDS_PRODUCTION_BASE_URL: 'https://rewards.example.com', REWARDS_PRODUCTION_CLIENT_ID: 'id', REWARDS_PRODUCTION_CLIENT_SECRET: 'secret' };
-    const external = { REWARDS_SANDBOX_BASE_URL: 'https://sandbox.example.com', REWARDS_SANDBOX_CLIENT_ID: 'id', REWARDS_SANDBOX_CLIENT_SECRET: 'secret' };
+    const production = {
+      REWARDS_PRODUCTION_BASE_URL: 'https://rewards.example.com',
+      REWARDS_PRODUCTION_CLIENT_ID: 'id',
+      REWARDS_PRODUCTION_CLIENT_SECRET: 'secret',
+    };
+    const external = {
+      REWARDS_SANDBOX_BASE_URL: 'https://sandbox.example.com',
+      REWARDS_SANDBOX_CLIENT_ID: 'id',
+      REWARDS_SANDBOX_CLIENT_SECRET: 'secret',
+    };
     expect(parseConfig({}).rewards.sandbox?.pkce).toBe(true);
     expect(parseConfig(production).rewards.production?.pkce).toBe(true);
     expect(parseConfig(external).rewards.sandbox?.pkce).toBe(true);
-    expect(parseConfig({ ...production, REWARDS_PRODUCTION_PKCE: 'false' }).rewards.production?.pkce).toBe(false);
+    expect(parseConfig({ ...production, REWARDS_PRODUCTION_PKCE: 'false' }).rewards.production?.pkce).toBe(
+      false,
+    );
     expect(parseConfig({ ...external, REWARDS_SANDBOX_PKCE: 'off' }).rewards.sandbox?.pkce).toBe(false);
     expect(parseConfig({ REWARDS_SANDBOX_PKCE: 'false' }).rewards.sandbox?.pkce).toBe(false);
-    expect(() => parseConfig({ ...production, REWARDS_PRODUCTION_PKCE: 'maybe' })).toThrow(/REWARDS_PRODUCTION_PKCE must be true or false/);
+    expect(() => parseConfig({ ...production, REWARDS_PRODUCTION_PKCE: 'maybe' })).toThrow(
+      /REWARDS_PRODUCTION_PKCE must be true or false/,
+    );
   });
 
   it('defaults to production when production is configured', () => {

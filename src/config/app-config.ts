@@ -99,7 +99,10 @@ export interface DispatchConfig {
 }
 
 /** The built-in sandbox's pre-registered developer app. Not a secret: it only opens the local emulator. */
-export const EMBEDDED_SANDBOX_CLIENT = { clientId: 'rewards-gateway-demo', clientSecret: 'sandbox-demo-secret' };
+export const EMBEDDED_SANDBOX_CLIENT = {
+  clientId: 'rewards-gateway-demo',
+  clientSecret: 'sandbox-demo-secret',
+};
 
 export class ConfigValidationError extends Error {
   constructor(readonly problems: string[]) {
@@ -119,15 +122,29 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
   };
 
   const port = parseIntVar(get('PORT'), 3000, 'PORT', 0, 65535, problems);
-  const publicBaseUrl = parseUrlVar(get('PUBLIC_BASE_URL') ?? `http://localhost:${port}`, 'PUBLIC_BASE_URL', problems);
+  const publicBaseUrl = parseUrlVar(
+    get('PUBLIC_BASE_URL') ?? `http://localhost:${port}`,
+    'PUBLIC_BASE_URL',
+    problems,
+  );
 
   const databaseUrl = get('DATABASE_URL');
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
     problems.push('DATABASE_URL must be a postgres:// or postgresql:// connection URL');
   }
   // DATABASE_POOL_SIZE (older name) is read when DATABASE_MAX_CONNECTIONS is not set.
-  const budgetVar = get('DATABASE_MAX_CONNECTIONS') !== undefined || get('DATABASE_POOL_SIZE') === undefined ? 'DATABASE_MAX_CONNECTIONS' : 'DATABASE_POOL_SIZE';
-  const databaseMaxConnections = parseIntVar(get(budgetVar), DEFAULT_MAX_CONNECTIONS, budgetVar, 5, 500, problems);
+  const budgetVar =
+    get('DATABASE_MAX_CONNECTIONS') !== undefined || get('DATABASE_POOL_SIZE') === undefined
+      ? 'DATABASE_MAX_CONNECTIONS'
+      : 'DATABASE_POOL_SIZE';
+  const databaseMaxConnections = parseIntVar(
+    get(budgetVar),
+    DEFAULT_MAX_CONNECTIONS,
+    budgetVar,
+    5,
+    500,
+    problems,
+  );
   const dataDir = path.resolve(cwd, get('DATA_DIR') ?? './.data');
 
   const operatorApiKey = get('OPERATOR_API_KEY');
@@ -146,7 +163,10 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
 
   const sandboxBase = get('REWARDS_SANDBOX_BASE_URL');
   const productionOnly = sandboxBase === undefined && get('REWARDS_PRODUCTION_BASE_URL') !== undefined;
-  const sandboxEnabled = get('SANDBOX_ENABLED') === undefined ? undefined : parseBoolVar(get('SANDBOX_ENABLED'), false, 'SANDBOX_ENABLED', problems);
+  const sandboxEnabled =
+    get('SANDBOX_ENABLED') === undefined
+      ? undefined
+      : parseBoolVar(get('SANDBOX_ENABLED'), false, 'SANDBOX_ENABLED', problems);
   // The built-in sandbox is mounted only when a sandbox environment uses it — no sandbox host configured and not a
   // production-only gateway — or when asked for with SANDBOX_ENABLED=true (SANDBOX_ENABLED=false: never).
   const mountSandbox = sandboxBase === undefined && (sandboxEnabled ?? !productionOnly);
@@ -163,7 +183,11 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
       generatedCredentials: clientId === undefined && clientSecret === undefined,
       embedded: true,
       pkce: parseBoolVar(get('REWARDS_SANDBOX_PKCE'), true, 'REWARDS_SANDBOX_PKCE', problems),
-      orderShape: parseOrderShape(get('REWARDS_SANDBOX_ORDER_SHAPE'), 'REWARDS_SANDBOX_ORDER_SHAPE', problems),
+      orderShape: parseOrderShape(
+        get('REWARDS_SANDBOX_ORDER_SHAPE'),
+        'REWARDS_SANDBOX_ORDER_SHAPE',
+        problems,
+      ),
     };
   } else if (sandboxBase !== undefined) {
     rewards.sandbox = parseEnvironment('sandbox', 'SANDBOX', sandboxBase, get, problems);
@@ -176,7 +200,9 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
   }
 
   if (!rewards.sandbox && !rewards.production) {
-    problems.push('no rewards environment is configured: set REWARDS_SANDBOX_BASE_URL or REWARDS_PRODUCTION_BASE_URL, or leave SANDBOX_ENABLED unset for the built-in sandbox');
+    problems.push(
+      'no rewards environment is configured: set REWARDS_SANDBOX_BASE_URL or REWARDS_PRODUCTION_BASE_URL, or leave SANDBOX_ENABLED unset for the built-in sandbox',
+    );
   }
   const defaultEnvRaw = get('REWARDS_DEFAULT_ENVIRONMENT') ?? (rewards.production ? 'production' : 'sandbox');
   let defaultEnvironment: RewardsEnvironment = 'sandbox';
@@ -188,8 +214,20 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
     defaultEnvironment = defaultEnvRaw as RewardsEnvironment;
   }
 
-  const sandboxControl = parseBoolVar(get('SANDBOX_CONTROL_ENABLED'), false, 'SANDBOX_CONTROL_ENABLED', problems);
-  const sandboxRateLimitRps = parseIntVar(get('SANDBOX_RATE_LIMIT_RPS'), 10, 'SANDBOX_RATE_LIMIT_RPS', 0, 100_000, problems);
+  const sandboxControl = parseBoolVar(
+    get('SANDBOX_CONTROL_ENABLED'),
+    false,
+    'SANDBOX_CONTROL_ENABLED',
+    problems,
+  );
+  const sandboxRateLimitRps = parseIntVar(
+    get('SANDBOX_RATE_LIMIT_RPS'),
+    10,
+    'SANDBOX_RATE_LIMIT_RPS',
+    0,
+    100_000,
+    problems,
+  );
 
   const logLevelRaw = (get('LOG_LEVEL') ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevelRaw as LogLevel)) {
@@ -198,24 +236,69 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
 
   const dispatch: DispatchConfig = {
     maxAttempts: parseIntVar(get('DISPATCH_MAX_ATTEMPTS'), 10, 'DISPATCH_MAX_ATTEMPTS', 1, 100, problems),
-    retryBaseMs: parseIntVar(get('DISPATCH_RETRY_BASE_MS'), 2_000, 'DISPATCH_RETRY_BASE_MS', 10, 600_000, problems),
-    retryMaxMs: parseIntVar(get('DISPATCH_RETRY_MAX_MS'), 300_000, 'DISPATCH_RETRY_MAX_MS', 100, 3_600_000, problems),
+    retryBaseMs: parseIntVar(
+      get('DISPATCH_RETRY_BASE_MS'),
+      2_000,
+      'DISPATCH_RETRY_BASE_MS',
+      10,
+      600_000,
+      problems,
+    ),
+    retryMaxMs: parseIntVar(
+      get('DISPATCH_RETRY_MAX_MS'),
+      300_000,
+      'DISPATCH_RETRY_MAX_MS',
+      100,
+      3_600_000,
+      problems,
+    ),
     leaseMs: parseIntVar(get('DISPATCH_LEASE_MS'), 60_000, 'DISPATCH_LEASE_MS', 1_000, 3_600_000, problems),
     pollMs: parseIntVar(get('DISPATCH_POLL_MS'), 1_000, 'DISPATCH_POLL_MS', 50, 60_000, problems),
-    upstreamTimeoutMs: parseIntVar(get('DISPATCH_UPSTREAM_TIMEOUT_MS'), 15_000, 'DISPATCH_UPSTREAM_TIMEOUT_MS', 100, 120_000, problems),
-    approvalCheckMs: parseIntVar(get('DISPATCH_APPROVAL_CHECK_MS'), 60_000, 'DISPATCH_APPROVAL_CHECK_MS', 50, 86_400_000, problems),
+    upstreamTimeoutMs: parseIntVar(
+      get('DISPATCH_UPSTREAM_TIMEOUT_MS'),
+      15_000,
+      'DISPATCH_UPSTREAM_TIMEOUT_MS',
+      100,
+      120_000,
+      problems,
+    ),
+    approvalCheckMs: parseIntVar(
+      get('DISPATCH_APPROVAL_CHECK_MS'),
+      60_000,
+      'DISPATCH_APPROVAL_CHECK_MS',
+      50,
+      86_400_000,
+      problems,
+    ),
   };
-  if (dispatch.retryMaxMs < dispatch.retryBaseMs) problems.push('DISPATCH_RETRY_MAX_MS must not be below DISPATCH_RETRY_BASE_MS');
+  if (dispatch.retryMaxMs < dispatch.retryBaseMs)
+    problems.push('DISPATCH_RETRY_MAX_MS must not be below DISPATCH_RETRY_BASE_MS');
   if (dispatch.leaseMs <= dispatch.upstreamTimeoutMs) {
-    problems.push('DISPATCH_LEASE_MS must be longer than DISPATCH_UPSTREAM_TIMEOUT_MS (a live send must not look dead)');
+    problems.push(
+      'DISPATCH_LEASE_MS must be longer than DISPATCH_UPSTREAM_TIMEOUT_MS (a live send must not look dead)',
+    );
   }
 
   const webhookUrl = get('OPS_WEBHOOK_URL');
   const ops: OpsConfig = {
     webhookUrl: webhookUrl === undefined ? undefined : parseUrlVar(webhookUrl, 'OPS_WEBHOOK_URL', problems),
     webhookSecret: get('OPS_WEBHOOK_SECRET'),
-    idleAfterMs: parseIntVar(get('OPS_IDLE_AFTER_MS'), 6 * 3600_000, 'OPS_IDLE_AFTER_MS', 1_000, 365 * 86_400_000, problems),
-    probeIntervalMs: parseIntVar(get('OPS_PROBE_INTERVAL_MS'), 60_000, 'OPS_PROBE_INTERVAL_MS', 0, 86_400_000, problems),
+    idleAfterMs: parseIntVar(
+      get('OPS_IDLE_AFTER_MS'),
+      6 * 3600_000,
+      'OPS_IDLE_AFTER_MS',
+      1_000,
+      365 * 86_400_000,
+      problems,
+    ),
+    probeIntervalMs: parseIntVar(
+      get('OPS_PROBE_INTERVAL_MS'),
+      60_000,
+      'OPS_PROBE_INTERVAL_MS',
+      0,
+      86_400_000,
+      problems,
+    ),
   };
   if (ops.webhookUrl && (!ops.webhookSecret || ops.webhookSecret.length < 16)) {
     problems.push('OPS_WEBHOOK_SECRET (at least 16 characters) is required when OPS_WEBHOOK_URL is set');
@@ -250,7 +333,8 @@ function parseEnvironment(
 ): RewardsEnvironmentConfig {
   const clientId = get(`REWARDS_${prefix}_CLIENT_ID`);
   const clientSecret = get(`REWARDS_${prefix}_CLIENT_SECRET`);
-  if (!clientId) problems.push(`REWARDS_${prefix}_CLIENT_ID is required when REWARDS_${prefix}_BASE_URL is set`);
+  if (!clientId)
+    problems.push(`REWARDS_${prefix}_CLIENT_ID is required when REWARDS_${prefix}_BASE_URL is set`);
   if (!clientSecret) {
     problems.push(`REWARDS_${prefix}_CLIENT_SECRET is required when REWARDS_${prefix}_BASE_URL is set`);
   }
@@ -263,7 +347,11 @@ function parseEnvironment(
     clientSecret: clientSecret ?? '',
     embedded: false,
     pkce,
-    orderShape: parseOrderShape(get(`REWARDS_${prefix}_ORDER_SHAPE`), `REWARDS_${prefix}_ORDER_SHAPE`, problems),
+    orderShape: parseOrderShape(
+      get(`REWARDS_${prefix}_ORDER_SHAPE`),
+      `REWARDS_${prefix}_ORDER_SHAPE`,
+      problems,
+    ),
   };
 }
 
@@ -315,11 +403,16 @@ function parseUrlVar(raw: string, name: string, problems: string[]): string {
 /** `VAULT_KEYS=k2:<base64 32 bytes>,k1:<base64 32 bytes>` — the first encrypts, all decrypt. */
 export function parseVaultKeys(raw: string, problems: string[]): VaultKey[] {
   const keys: VaultKey[] = [];
-  for (const [index, entry] of raw.split(',').map((e) => e.trim()).entries()) {
+  for (const [index, entry] of raw
+    .split(',')
+    .map((e) => e.trim())
+    .entries()) {
     const sep = entry.indexOf(':');
     const id = sep > 0 ? entry.slice(0, sep) : '';
     if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) {
-      problems.push(`VAULT_KEYS entry ${index + 1} must look like <id>:<base64 key> with an id of [A-Za-z0-9_-]{1,32}`);
+      problems.push(
+        `VAULT_KEYS entry ${index + 1} must look like <id>:<base64 key> with an id of [A-Za-z0-9_-]{1,32}`,
+      );
       continue;
     }
     const key = Buffer.from(entry.slice(sep + 1), 'base64');

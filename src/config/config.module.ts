@@ -17,7 +17,9 @@ export class AppConfigModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppConfigModule,
-      imports: [ConfigModule.forRoot({ ignoreEnvFile: true, isGlobal: true, load: [() => ({ app: config })] })],
+      imports: [
+        ConfigModule.forRoot({ ignoreEnvFile: true, isGlobal: true, load: [() => ({ app: config })] }),
+      ],
       providers: [{ provide: APP_CONFIG, useValue: config }],
       exports: [APP_CONFIG],
     };

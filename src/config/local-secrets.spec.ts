@@ -15,19 +15,32 @@ describe('the built-in sandbox’s app credentials', () => {
     expect(statSync(outcome.sandboxClientFile as string).mode & 0o777).toBe(0o600);
     const again = parseConfig({ DATA_DIR: dataDir });
     ensureLocalSecrets(again);
-    expect(again.rewards.sandbox).toMatchObject({ clientId: first.rewards.sandbox?.clientId, clientSecret: first.rewards.sandbox?.clientSecret });
-    expect(readFileSync(outcome.sandboxClientFile as string, 'utf8')).toContain(first.rewards.sandbox?.clientId);
+    expect(again.rewards.sandbox).toMatchObject({
+      clientId: first.rewards.sandbox?.clientId,
+      clientSecret: first.rewards.sandbox?.clientSecret,
+    });
+    expect(readFileSync(outcome.sandboxClientFile as string, 'utf8')).toContain(
+      first.rewards.sandbox?.clientId,
+    );
   });
 
   it('are left alone when configured', () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'rg-secrets-'));
-    const config = parseConfig({ DATA_DIR: dataDir, REWARDS_SANDBOX_CLIENT_ID: 'mine', REWARDS_SANDBOX_CLIENT_SECRET: 'my-secret-value' });
+    const config = parseConfig({
+      DATA_DIR: dataDir,
+      REWARDS_SANDBOX_CLIENT_ID: 'mine',
+      REWARDS_SANDBOX_CLIENT_SECRET: 'my-secret-value',
+    });
     expect(ensureLocalSecrets(config).sandboxClientFile).toBeUndefined();
     expect(config.rewards.sandbox).toMatchObject({ clientId: 'mine', clientSecret: 'my-secret-value' });
   });
 
   it('no sandbox at all on a production-only gateway, unless SANDBOX_ENABLED=true', () => {
-    const production = { REWARDS_PRODUCTION_BASE_URL: 'https://rewards.example.com', REWARDS_PRODUCTION_CLIENT_ID: 'p', REWARDS_PRODUCTION_CLIENT_SECRET: 'p-secret' };
+    const production = {
+      REWARDS_PRODUCTION_BASE_URL: 'https://rewards.example.com',
+      REWARDS_PRODUCTION_CLIENT_ID: 'p',
+      REWARDS_PRODUCTION_CLIENT_SECRET: 'p-secret',
+    };
     expect(parseConfig(production)).toMatchObject({ mountSandbox: false, defaultEnvironment: 'production' });
     expect(parseConfig(production).rewards.sandbox).toBeUndefined();
     expect(parseConfig({ ...production, SANDBOX_ENABLED: 'true' }).mountSandbox).toBe(true);

@@ -28,7 +28,10 @@ export function ensureLocalSecrets(config: AppConfig): LocalSecretsOutcome {
   if (sandbox?.embedded && sandbox.generatedCredentials) {
     // The built-in sandbox's developer app: random per data dir, never the public demo values.
     const file = path.join(config.dataDir, 'sandbox-client');
-    const [clientId, clientSecret] = readOrCreate(file, () => `rg-sandbox-${randomBytes(6).toString('hex')}:${randomBytes(24).toString('base64url')}`).split(':');
+    const [clientId, clientSecret] = readOrCreate(
+      file,
+      () => `rg-sandbox-${randomBytes(6).toString('hex')}:${randomBytes(24).toString('base64url')}`,
+    ).split(':');
     sandbox.clientId = clientId;
     sandbox.clientSecret = clientSecret;
     outcome.sandboxClientFile = file;

@@ -19,14 +19,17 @@ import { strategyName } from './rewards-oauth.strategies';
 const TOKEN_EXCHANGE_TIMEOUT_MS = 15_000;
 
 const MESSAGES: Record<string, string> = {
-  access_denied: 'You did not approve the connection, so nothing was connected. You can try again at any time.',
+  access_denied:
+    'You did not approve the connection, so nothing was connected. You can try again at any time.',
   state_invalid: 'This sign-in response is not one we started. Start again from the platform.',
   state_missing: 'The sign-in response is incomplete. Start again from the platform.',
   state_expired: 'The sign-in took too long and expired. Start again from the platform.',
   state_replayed: 'This sign-in response was already used. Start again from the platform.',
-  browser_mismatch: 'The sign-in was finished in another browser than the one that started it. Start again in one browser.',
+  browser_mismatch:
+    'The sign-in was finished in another browser than the one that started it. Start again in one browser.',
   missing_code: 'The rewards service sent no authorization code. Start again from the platform.',
-  token_exchange_failed: 'The rewards service did not accept the sign-in. Start again; if it keeps failing, contact support.',
+  token_exchange_failed:
+    'The rewards service did not accept the sign-in. Start again; if it keeps failing, contact support.',
   token_exchange_timeout: 'The rewards service did not answer in time. Start again in a moment.',
   provider_error: 'The rewards service reported an error. Start again; if it keeps failing, contact support.',
   session_used: 'This connect link was already used. Ask the platform for a new one.',
@@ -48,12 +51,20 @@ export class ConnectFlowController {
   async page(@Param('token') token: string, @Res() res: Response): Promise<void> {
     const session = await this.connections.sessionByToken(token);
     if (typeof session === 'string') return this.linkProblem(res, session);
-    res.type('html').send(connectLandingPage(session.tenant_name, session.environment, session.scopes, `${token}/authorize`));
+    res
+      .type('html')
+      .send(
+        connectLandingPage(session.tenant_name, session.environment, session.scopes, `${token}/authorize`),
+      );
   }
 
   @Get('connect/:token/authorize')
   @Public()
-  async authorize(@Param('token') token: string, @Req() req: ConnectRequest, @Res() res: Response): Promise<void> {
+  async authorize(
+    @Param('token') token: string,
+    @Req() req: ConnectRequest,
+    @Res() res: Response,
+  ): Promise<void> {
     const session = await this.connections.sessionByToken(token);
     if (typeof session === 'string') return this.linkProblem(res, session);
     const binding = randomBytes(32).toString('base64url');
@@ -66,10 +77,14 @@ export class ConnectFlowController {
     });
     req.connectSessionId = session.id;
     req.browserBinding = binding;
-    passport.authenticate(strategyName(session.environment), { session: false, scope: session.scopes })(req, res, (error: unknown) => {
-      this.logger.error({ err: String(error) }, 'could not start the authorization');
-      this.result(res, null, 'provider_error');
-    });
+    passport.authenticate(strategyName(session.environment), { session: false, scope: session.scopes })(
+      req,
+      res,
+      (error: unknown) => {
+        this.logger.error({ err: String(error) }, 'could not start the authorization');
+        this.result(res, null, 'provider_error');
+      },
+    );
   }
 
   @Get('oauth/callback')
@@ -81,7 +96,14 @@ export class ConnectFlowController {
     if (!session) return this.result(res, null, 'state_invalid');
     if (req.query.error !== undefined || req.query.code === undefined) {
       const consumed = await this.states.consume(req, req.query.state);
-      const reason = 'failure' in consumed ? consumed.failure : req.query.error === 'access_denied' ? 'access_denied' : req.query.error ? 'provider_error' : 'missing_code';
+      const reason =
+        'failure' in consumed
+          ? consumed.failure
+          : req.query.error === 'access_denied'
+            ? 'access_denied'
+            : req.query.error
+              ? 'provider_error'
+              : 'missing_code';
       return this.finish(res, session, reason);
     }
     let outcome: { user: OAuthResult | false; info?: { message?: string } };
@@ -89,7 +111,10 @@ export class ConnectFlowController {
       outcome = await this.exchange(req, res, session);
     } catch (error) {
       const timedOut = error instanceof Error && error.message === 'timeout';
-      this.logger.warn({ sessionId: session.id, reason: timedOut ? 'timeout' : (error as { name?: string })?.name }, 'token exchange failed');
+      this.logger.warn(
+        { sessionId: session.id, reason: timedOut ? 'timeout' : (error as { name?: string })?.name },
+        'token exchange failed',
+      );
       return this.finish(res, session, timedOut ? 'token_exchange_timeout' : 'token_exchange_failed');
     }
     if (!outcome.user) return this.finish(res, session, outcome.info?.message ?? 'state_invalid');
@@ -99,14 +124,22 @@ export class ConnectFlowController {
   }
 
   /** Runs passport-oauth2 on the callback: state check (consumes it), code exchange with the PKCE verifier. */
-  private exchange(req: Request, res: Response, session: ConnectSession): Promise<{ user: OAuthResult | false; info?: { message?: string } }> {
+  private exchange(
+    req: Request,
+    res: Response,
+    session: ConnectSession,
+  ): Promise<{ user: OAuthResult | false; info?: { message?: string } }> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('timeout')), TOKEN_EXCHANGE_TIMEOUT_MS);
-      passport.authenticate(strategyName(session.environment), { session: false }, (error: unknown, user: OAuthResult | false, info?: { message?: string }) => {
-        clearTimeout(timer);
-        if (error) reject(error instanceof Error ? error : new Error('token_exchange_failed'));
-        else resolve({ user, info });
-      })(req, res, (error: unknown) => {
+      passport.authenticate(
+        strategyName(session.environment),
+        { session: false },
+        (error: unknown, user: OAuthResult | false, info?: { message?: string }) => {
+          clearTimeout(timer);
+          if (error) reject(error instanceof Error ? error : new Error('token_exchange_failed'));
+          else resolve({ user, info });
+        },
+      )(req, res, (error: unknown) => {
         clearTimeout(timer);
         reject(error instanceof Error ? error : new Error('token_exchange_failed'));
       });
@@ -128,14 +161,29 @@ export class ConnectFlowController {
 
   private result(res: Response, session: ConnectSession | null, outcome: string): void {
     if (outcome === 'connected' && session) {
-      res.type('html').send(
-        connectPage('Rewards account connected', `%TITLE%<p><strong>${escapeHtml(session.tenant_name)}</strong> can now send rewards through your rewards account (${escapeHtml(session.environment)}).</p><p class="muted">You can close this window.</p>`, 'ok'),
-      );
+      res
+        .type('html')
+        .send(
+          connectPage(
+            'Rewards account connected',
+            `%TITLE%<p><strong>${escapeHtml(session.tenant_name)}</strong> can now send rewards through your rewards account (${escapeHtml(session.environment)}).</p><p class="muted">You can close this window.</p>`,
+            'ok',
+          ),
+        );
       return;
     }
     const status = outcome === 'access_denied' ? 200 : 400;
     const title = outcome === 'access_denied' ? 'Connection not approved' : 'The connection did not complete';
-    res.status(status).type('html').send(connectPage(title, `%TITLE%<p id="reason" data-reason="${escapeHtml(outcome)}">${escapeHtml(MESSAGES[outcome] ?? MESSAGES.provider_error)}</p>`, 'error'));
+    res
+      .status(status)
+      .type('html')
+      .send(
+        connectPage(
+          title,
+          `%TITLE%<p id="reason" data-reason="${escapeHtml(outcome)}">${escapeHtml(MESSAGES[outcome] ?? MESSAGES.provider_error)}</p>`,
+          'error',
+        ),
+      );
   }
 
   private linkProblem(res: Response, problem: 'unknown' | 'expired' | 'used'): void {
@@ -144,7 +192,15 @@ export class ConnectFlowController {
       expired: 'This connect link has expired. Ask the platform for a new one.',
       used: 'This connect link was already used. Ask the platform for a new one.',
     }[problem];
-    res.status(problem === 'unknown' ? 404 : 410).type('html').send(connectPage('Connect link unavailable', `%TITLE%<p id="reason" data-reason="link_${problem}">${text}</p>`, 'error'));
+    res
+      .status(problem === 'unknown' ? 404 : 410)
+      .type('html')
+      .send(
+        connectPage(
+          'Connect link unavailable',
+          `%TITLE%<p id="reason" data-reason="link_${problem}">${text}</p>`,
+          'error',
+        ),
+      );
   }
 }
-

@@ -15,7 +15,12 @@ export function connectPage(title: string, body: string, status: 'info' | 'ok' |
 </style></head><body><main>${body.replace('%TITLE%', `<h1>${escapeHtml(title)}</h1>`)}</main></body></html>`;
 }
 
-export function connectLandingPage(tenantName: string, environment: string, scopes: string[], authorizeHref: string): string {
+export function connectLandingPage(
+  tenantName: string,
+  environment: string,
+  scopes: string[],
+  authorizeHref: string,
+): string {
   const scopeText: Record<string, string> = {
     default: 'send rewards and read fields, funding sources, orders and rewards',
     team_management: 'manage members, organizations and webhooks',

@@ -4,7 +4,17 @@ import type { Sql } from '../database/sql';
 /** Every statement that writes `connect_sessions`: one-time connect links and what became of them. */
 @Injectable()
 export class ConnectSessionStore {
-  async create(q: Sql, s: { tenantId: string; environment: string; tokenHash: string; scopes: string[]; returnUrl: string | null; ttlMs: number }): Promise<{ id: string; expires_at: Date }> {
+  async create(
+    q: Sql,
+    s: {
+      tenantId: string;
+      environment: string;
+      tokenHash: string;
+      scopes: string[];
+      returnUrl: string | null;
+      ttlMs: number;
+    },
+  ): Promise<{ id: string; expires_at: Date }> {
     const { rows } = await q.query<{ id: string; expires_at: Date }>(
       `INSERT INTO connect_sessions (tenant_id, environment, token_hash, scopes, return_url, expires_at)
        VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6::float8 / 1000)) RETURNING id, expires_at`,
@@ -14,17 +24,26 @@ export class ConnectSessionStore {
   }
 
   async recordOutcome(q: Sql, sessionId: string, outcome: string): Promise<void> {
-    await q.query(`UPDATE connect_sessions SET outcome = $2 WHERE id = $1 AND consumed_at IS NULL`, [sessionId, outcome]);
+    await q.query(`UPDATE connect_sessions SET outcome = $2 WHERE id = $1 AND consumed_at IS NULL`, [
+      sessionId,
+      outcome,
+    ]);
   }
 
   /** Marks the session used, once: false when another callback got there first. */
   async consume(q: Sql, sessionId: string): Promise<boolean> {
-    const { rowCount } = await q.query(`UPDATE connect_sessions SET consumed_at = now() WHERE id = $1 AND consumed_at IS NULL`, [sessionId]);
+    const { rowCount } = await q.query(
+      `UPDATE connect_sessions SET consumed_at = now() WHERE id = $1 AND consumed_at IS NULL`,
+      [sessionId],
+    );
     return rowCount === 1;
   }
 
   async markConnected(q: Sql, sessionId: string, connectionId: string): Promise<void> {
-    await q.query(`UPDATE connect_sessions SET outcome = 'connected', connection_id = $2 WHERE id = $1`, [sessionId, connectionId]);
+    await q.query(`UPDATE connect_sessions SET outcome = 'connected', connection_id = $2 WHERE id = $1`, [
+      sessionId,
+      connectionId,
+    ]);
   }
 
   /** Deletes up to `batch` sessions expired more than `graceMs` ago; returns how many. */

@@ -15,7 +15,11 @@ import { NotificationsService } from '../database/notifications.service';
 import { inTransaction, mainPool } from '../database/sql';
 import { ConnectSessionStore } from './connect-session.store';
 import { TenantsService } from '../tenants/tenants.service';
-import type { ConnectionResponse, ConnectSessionResponse, CreateConnectSessionDto } from './dto/connection.dto';
+import type {
+  ConnectionResponse,
+  ConnectSessionResponse,
+  CreateConnectSessionDto,
+} from './dto/connection.dto';
 import type { OAuthResult } from './rewards-oauth.strategies';
 
 export const CONNECT_SESSION_TTL_MS = 15 * 60_000;
@@ -38,7 +42,10 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 export class ConnectionsService {
   private readonly logger = new Logger(ConnectionsService.name);
   private readonly vault: VaultCipher;
-  private readonly liveCache = new Map<string, { value: { id: string; environment: RewardsEnvironment }; expiresAt: number }>();
+  private readonly liveCache = new Map<
+    string,
+    { value: { id: string; environment: RewardsEnvironment }; expiresAt: number }
+  >();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -53,16 +60,20 @@ export class ConnectionsService {
     this.vault = new VaultCipher(config.vaultKeys);
     notifications.onEviction((eviction) => {
       if (eviction === null) this.liveCache.clear();
-      else if (eviction.kind === 'connection') this.forget(eviction.id, eviction.tenant, eviction.environment);
+      else if (eviction.kind === 'connection')
+        this.forget(eviction.id, eviction.tenant, eviction.environment);
     });
   }
 
   resolveEnvironment(requested?: string): RewardsEnvironment {
     const environment = (requested ?? this.config.defaultEnvironment) as RewardsEnvironment;
     if (!this.config.rewards[environment]) {
-      throw new ConnectionsError(HttpStatus.UNPROCESSABLE_ENTITY, 'environment_not_configured', `The ${environment} environment is not configured on this gateway.`, [
-        { field: 'environment', reason: `configured: ${Object.keys(this.config.rewards).join(', ')}` },
-      ]);
+      throw new ConnectionsError(
+        HttpStatus.UNPROCESSABLE_ENTITY,
+        'environment_not_configured',
+        `The ${environment} environment is not configured on this gateway.`,
+        [{ field: 'environment', reason: `configured: ${Object.keys(this.config.rewards).join(', ')}` }],
+      );
     }
     return environment;
   }
@@ -71,14 +82,30 @@ export class ConnectionsService {
     const tenant = await this.tenants.require(tenantId);
     const environment = this.resolveEnvironment(dto.environment);
     if (dto.return_url !== undefined && !tenant.returnUrls.includes(dto.return_url)) {
-      throw new ConnectionsError(HttpStatus.UNPROCESSABLE_ENTITY, 'return_url_not_allowed', 'return_url is not on the tenant’s allow-list (return_urls).', [
-        { field: 'return_url', reason: `allowed: ${tenant.returnUrls.join(', ') || 'none configured'}` },
-      ]);
+      throw new ConnectionsError(
+        HttpStatus.UNPROCESSABLE_ENTITY,
+        'return_url_not_allowed',
+        'return_url is not on the tenant’s allow-list (return_urls).',
+        [{ field: 'return_url', reason: `allowed: ${tenant.returnUrls.join(', ') || 'none configured'}` }],
+      );
     }
     const token = randomBytes(32).toString('base64url');
     const scopes = [...new Set(dto.scopes ?? ['default'])];
-    const row = await this.sessions.create(mainPool(this.db), { tenantId, environment, tokenHash: sha256(token), scopes, returnUrl: dto.return_url ?? null, ttlMs: CONNECT_SESSION_TTL_MS });
-    return { id: row.id, connect_url: `${this.config.publicBaseUrl}/connect/${token}`, expires_at: row.expires_at.toISOString(), environment, scopes };
+    const row = await this.sessions.create(mainPool(this.db), {
+      tenantId,
+      environment,
+      tokenHash: sha256(token),
+      scopes,
+      returnUrl: dto.return_url ?? null,
+      ttlMs: CONNECT_SESSION_TTL_MS,
+    });
+    return {
+      id: row.id,
+      connect_url: `${this.config.publicBaseUrl}/connect/${token}`,
+      expires_at: row.expires_at.toISOString(),
+      environment,
+      scopes,
+    };
   }
 
   /** The session behind a connect link, or why it cannot be used. */
@@ -113,7 +140,11 @@ export class ConnectionsService {
    * Returns null when the session was already used (a second callback for it): nothing is stored then.
    */
   async completeConnection(session: ConnectSession, result: OAuthResult): Promise<string | null> {
-    const tokens = normaliseTokenResponse({ ...result.params, access_token: result.accessToken, refresh_token: result.refreshToken });
+    const tokens = normaliseTokenResponse({
+      ...result.params,
+      access_token: result.accessToken,
+      refresh_token: result.refreshToken,
+    });
     if (!tokens.refreshToken) throw new Error('the token response carried no refresh_token');
     const id = await inTransaction(mainPool(this.db), async (tx) => {
       if (!(await this.sessions.consume(tx, session.id))) return null;
@@ -121,9 +152,18 @@ export class ConnectionsService {
       for (const old of previous) {
         await this.grants.delete(tx, old.id);
         await this.state.event(tx, old.id, 'replaced');
-        await this.notifications.publish({ kind: 'connection', id: old.id, tenant: old.tenant_id, environment: old.environment }, tx);
+        await this.notifications.publish(
+          { kind: 'connection', id: old.id, tenant: old.tenant_id, environment: old.environment },
+          tx,
+        );
       }
-      const connectionId = await this.state.insertActive(tx, session.tenant_id, session.environment, tokens.scope ? tokens.scope.split(' ') : session.scopes, tokens.expiresAt);
+      const connectionId = await this.state.insertActive(
+        tx,
+        session.tenant_id,
+        session.environment,
+        tokens.scope ? tokens.scope.split(' ') : session.scopes,
+        tokens.expiresAt,
+      );
       await this.grants.insert(tx, connectionId, {
         accessTokenEnc: this.vault.encrypt(tokens.accessToken, `${connectionId}/access`),
         refreshTokenEnc: this.vault.encrypt(tokens.refreshToken as string, `${connectionId}/refresh`),
@@ -133,12 +173,22 @@ export class ConnectionsService {
         expiresAt: tokens.expiresAt,
       });
       await this.sessions.markConnected(tx, session.id, connectionId);
-      await this.state.event(tx, connectionId, 'connected', { scopes: tokens.scope, replaced: previous.map((p) => p.id) });
-      await this.notifications.publish({ kind: 'connection', id: connectionId, tenant: session.tenant_id, environment: session.environment }, tx);
+      await this.state.event(tx, connectionId, 'connected', {
+        scopes: tokens.scope,
+        replaced: previous.map((p) => p.id),
+      });
+      await this.notifications.publish(
+        { kind: 'connection', id: connectionId, tenant: session.tenant_id, environment: session.environment },
+        tx,
+      );
       return connectionId;
     });
     this.liveCache.delete(`${session.tenant_id}/${session.environment}`);
-    if (id) this.logger.log({ tenantId: session.tenant_id, connectionId: id, environment: session.environment }, 'connection active');
+    if (id)
+      this.logger.log(
+        { tenantId: session.tenant_id, connectionId: id, environment: session.environment },
+        'connection active',
+      );
     return id;
   }
 
@@ -146,7 +196,10 @@ export class ConnectionsService {
    * The live connection of a tenant in an environment, for the hot path: cached in memory for 5 s (an accelerator;
    * the vault re-checks the status whenever it reads the grant). Throws connection_not_found / not_active.
    */
-  async liveConnection(tenantId: string, environment?: string): Promise<{ id: string; environment: RewardsEnvironment }> {
+  async liveConnection(
+    tenantId: string,
+    environment?: string,
+  ): Promise<{ id: string; environment: RewardsEnvironment }> {
     const env = this.resolveEnvironment(environment);
     const key = `${tenantId}/${env}`;
     const cached = this.liveCache.get(key);
@@ -156,7 +209,8 @@ export class ConnectionsService {
       [tenantId, env],
     )) as { id: string; status: string }[];
     if (!rows[0]) throw new ConnectionNotFoundError(env);
-    if (rows[0].status !== 'active' && rows[0].status !== 'error') throw new ConnectionNotActiveError(rows[0].status);
+    if (rows[0].status !== 'active' && rows[0].status !== 'error')
+      throw new ConnectionNotActiveError(rows[0].status);
     const value = { id: rows[0].id, environment: env };
     this.liveCache.set(key, { value, expiresAt: Date.now() + LIVE_CACHE_TTL_MS });
     return value;
@@ -182,7 +236,10 @@ export class ConnectionsService {
       await this.grants.delete(tx, ended.id);
       await this.state.event(tx, ended.id, 'disconnected');
       // Every instance forgets the connection's token and caches when this commits; queued dispatches end cancelled.
-      await this.notifications.publish({ kind: 'connection', id: ended.id, tenant: tenantId, environment: env }, tx);
+      await this.notifications.publish(
+        { kind: 'connection', id: ended.id, tenant: tenantId, environment: env },
+        tx,
+      );
       return ended;
     });
     if (!row) throw new ConnectionNotFoundError(env);
@@ -213,7 +270,11 @@ export function toConnectionResponse(row: Record<string, unknown>): ConnectionRe
     access_expires_at: iso(row.access_expires_at),
     last_used_at: iso(row.last_used_at),
     last_error: row.last_error_code
-      ? { code: row.last_error_code as string, message: row.last_error_message as string, at: iso(row.last_error_at) as string }
+      ? {
+          code: row.last_error_code as string,
+          message: row.last_error_message as string,
+          at: iso(row.last_error_at) as string,
+        }
       : null,
     consecutive_failures: row.consecutive_failures as number,
     refresh_count: row.refresh_count as number,

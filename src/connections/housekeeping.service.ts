@@ -57,9 +57,15 @@ export class HousekeepingService implements OnApplicationBootstrap, OnModuleDest
   }
 
   /** One pass; null when another instance holds the pass, else what was deleted. */
-  async purge(): Promise<{ connect_sessions: number; oauth_states: number; connection_events: number } | null> {
+  async purge(): Promise<{
+    connect_sessions: number;
+    oauth_states: number;
+    connection_events: number;
+  } | null> {
     return inTransaction(mainPool(this.db), async (tx) => {
-      const { rows } = await tx.query<{ locked: boolean }>(`SELECT pg_try_advisory_xact_lock($1) AS locked`, [LOCK_ID]);
+      const { rows } = await tx.query<{ locked: boolean }>(`SELECT pg_try_advisory_xact_lock($1) AS locked`, [
+        LOCK_ID,
+      ]);
       if (!rows[0]?.locked) return null;
       const drain = async (batch: () => Promise<number>) => {
         let total = 0;
@@ -73,9 +79,12 @@ export class HousekeepingService implements OnApplicationBootstrap, OnModuleDest
       const result = {
         oauth_states: await drain(() => this.states.purgeExpired(tx, STATE_GRACE_MS, PURGE_BATCH)),
         connect_sessions: await drain(() => this.sessions.purgeExpired(tx, SESSION_GRACE_MS, PURGE_BATCH)),
-        connection_events: await drain(() => this.connections.purgeOldEvents(tx, EVENTS_KEPT_DAYS, PURGE_BATCH)),
+        connection_events: await drain(() =>
+          this.connections.purgeOldEvents(tx, EVENTS_KEPT_DAYS, PURGE_BATCH),
+        ),
       };
-      if (result.oauth_states || result.connect_sessions || result.connection_events) this.logger.log(result, 'housekeeping: purged');
+      if (result.oauth_states || result.connect_sessions || result.connection_events)
+        this.logger.log(result, 'housekeeping: purged');
       return result;
     });
   }

@@ -13,9 +13,14 @@ export const BROWSER_COOKIE = 'rg_connect';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-export type ConnectRequest = Request & { connectSessionId?: string; browserBinding?: string; oauthSessionId?: string };
+export type ConnectRequest = Request & {
+  connectSessionId?: string;
+  browserBinding?: string;
+  oauthSessionId?: string;
+};
 
-export type StateFailure = 'state_missing' | 'state_invalid' | 'state_expired' | 'state_replayed' | 'browser_mismatch';
+export type StateFailure =
+  'state_missing' | 'state_invalid' | 'state_expired' | 'state_replayed' | 'browser_mismatch';
 
 /**
  * passport-oauth2's state store, in Postgres (RFC 9700 §4.7): the state is 256 random bits, stored only as a hash,
@@ -27,7 +32,10 @@ export class PgStateStore {
   private readonly vault: VaultCipher;
 
   /** One per process (a provider of the connections module), shared by every strategy and the callback. */
-  constructor(@InjectDataSource() private readonly db: DataSource, @Inject(APP_CONFIG) config: AppConfig) {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
     this.vault = new VaultCipher(config.vaultKeys);
   }
 
@@ -40,7 +48,10 @@ export class PgStateStore {
     for (const r of rows) {
       if (VaultCipher.keyIdOf(r.code_verifier_enc) === vault.currentKeyId) continue;
       const aad = `state/${r.state_hash}`;
-      await q.query(`UPDATE oauth_states SET code_verifier_enc = $2 WHERE state_hash = $1 AND code_verifier_enc = $3`, [r.state_hash, vault.encrypt(vault.decrypt(r.code_verifier_enc, aad), aad), r.code_verifier_enc]);
+      await q.query(
+        `UPDATE oauth_states SET code_verifier_enc = $2 WHERE state_hash = $1 AND code_verifier_enc = $3`,
+        [r.state_hash, vault.encrypt(vault.decrypt(r.code_verifier_enc, aad), aad), r.code_verifier_enc],
+      );
       rewritten += 1;
     }
     return rewritten;
@@ -57,7 +68,13 @@ export class PgStateStore {
   }
 
   /** passport-oauth2 calls this (5 arguments: PKCE-aware) when it builds the authorization redirect. */
-  store(req: ConnectRequest, verifier: string | undefined, _state: unknown, _meta: unknown, cb: (err: Error | null, state?: string) => void): void {
+  store(
+    req: ConnectRequest,
+    verifier: string | undefined,
+    _state: unknown,
+    _meta: unknown,
+    cb: (err: Error | null, state?: string) => void,
+  ): void {
     const state = randomBytes(32).toString('base64url');
     const stateHash = sha256(state);
     if (!req.connectSessionId || !req.browserBinding) {
@@ -68,13 +85,27 @@ export class PgStateStore {
       .query(
         `INSERT INTO oauth_states (state_hash, session_id, browser_hash, code_verifier_enc, expires_at)
          VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5::float8 / 1000))`,
-        [stateHash, req.connectSessionId, sha256(req.browserBinding), verifier ? this.vault.encrypt(verifier, `state/${stateHash}`) : null, STATE_TTL_MS],
+        [
+          stateHash,
+          req.connectSessionId,
+          sha256(req.browserBinding),
+          verifier ? this.vault.encrypt(verifier, `state/${stateHash}`) : null,
+          STATE_TTL_MS,
+        ],
       )
-      .then(() => cb(null, state), (error: Error) => cb(error));
+      .then(
+        () => cb(null, state),
+        (error: Error) => cb(error),
+      );
   }
 
   /** passport-oauth2 calls this on the callback; consumes the state (single use) and returns the PKCE verifier. */
-  verify(req: ConnectRequest, providedState: string, _meta: unknown, cb: (err: Error | null, ok: string | boolean, info?: unknown) => void): void {
+  verify(
+    req: ConnectRequest,
+    providedState: string,
+    _meta: unknown,
+    cb: (err: Error | null, ok: string | boolean, info?: unknown) => void,
+  ): void {
     this.consume(req, providedState).then(
       (result) => {
         if ('failure' in result) cb(null, false, { message: result.failure });
@@ -85,34 +116,50 @@ export class PgStateStore {
   }
 
   /** Consumes a state: returns its session and PKCE verifier, or why it is not acceptable. */
-  async consume(req: ConnectRequest, providedState: unknown): Promise<{ sessionId: string; verifier?: string } | { failure: StateFailure; sessionId?: string }> {
-    if (typeof providedState !== 'string' || providedState.length < 20 || providedState.length > 200) return { failure: 'state_missing' };
+  async consume(
+    req: ConnectRequest,
+    providedState: unknown,
+  ): Promise<{ sessionId: string; verifier?: string } | { failure: StateFailure; sessionId?: string }> {
+    if (typeof providedState !== 'string' || providedState.length < 20 || providedState.length > 200)
+      return { failure: 'state_missing' };
     const stateHash = sha256(providedState);
     const [rows] = (await this.db.query(
       `UPDATE oauth_states SET consumed_at = now()
         WHERE state_hash = $1 AND consumed_at IS NULL
         RETURNING session_id, browser_hash, code_verifier_enc, expires_at < now() AS expired`,
       [stateHash],
-    )) as [{ session_id: string; browser_hash: string; code_verifier_enc: string | null; expired: boolean }[], number];
+    )) as [
+      { session_id: string; browser_hash: string; code_verifier_enc: string | null; expired: boolean }[],
+      number,
+    ];
     const row = rows[0];
     if (!row) {
-      const seen = (await this.db.query(`SELECT session_id FROM oauth_states WHERE state_hash = $1`, [stateHash])) as { session_id: string }[];
-      return seen.length ? { failure: 'state_replayed', sessionId: seen[0].session_id } : { failure: 'state_invalid' };
+      const seen = (await this.db.query(`SELECT session_id FROM oauth_states WHERE state_hash = $1`, [
+        stateHash,
+      ])) as { session_id: string }[];
+      return seen.length
+        ? { failure: 'state_replayed', sessionId: seen[0].session_id }
+        : { failure: 'state_invalid' };
     }
     if (row.expired) return { failure: 'state_expired', sessionId: row.session_id };
     const cookie = readCookie(req, BROWSER_COOKIE);
-    if (!cookie || sha256(cookie) !== row.browser_hash) return { failure: 'browser_mismatch', sessionId: row.session_id };
+    if (!cookie || sha256(cookie) !== row.browser_hash)
+      return { failure: 'browser_mismatch', sessionId: row.session_id };
     req.oauthSessionId = row.session_id;
     return {
       sessionId: row.session_id,
-      verifier: row.code_verifier_enc ? this.vault.decrypt(row.code_verifier_enc, `state/${stateHash}`) : undefined,
+      verifier: row.code_verifier_enc
+        ? this.vault.decrypt(row.code_verifier_enc, `state/${stateHash}`)
+        : undefined,
     };
   }
 
   /** The session a state belongs to, without consuming it (to pick the environment's strategy). */
   async peekSession(providedState: unknown): Promise<string | null> {
     if (typeof providedState !== 'string' || providedState.length > 200) return null;
-    const rows = (await this.db.query(`SELECT session_id FROM oauth_states WHERE state_hash = $1`, [sha256(providedState)])) as { session_id: string }[];
+    const rows = (await this.db.query(`SELECT session_id FROM oauth_states WHERE state_hash = $1`, [
+      sha256(providedState),
+    ])) as { session_id: string }[];
     return rows[0]?.session_id ?? null;
   }
 }

@@ -13,7 +13,11 @@ import { NotificationsService } from './notifications.service';
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => {
         if (!config.databaseUrl) throw new Error('databaseUrl must be resolved before the app starts');
-        return { ...appDataSourceOptions({ url: config.databaseUrl, maxConnections: config.databaseMaxConnections }), retryAttempts: 3, retryDelay: 1000 };
+        return {
+          ...appDataSourceOptions({ url: config.databaseUrl, maxConnections: config.databaseMaxConnections }),
+          retryAttempts: 3,
+          retryDelay: 1000,
+        };
       },
     }),
   ],

@@ -63,7 +63,14 @@ export async function startEmbeddedPostgres(
     password,
     persistent: true,
     createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', "unix_socket_directories=", '-c', 'max_connections=100'],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'max_connections=100',
+    ],
     onLog: (message: string) => log(message.trim()),
     onError: (error: unknown) => log(`embedded postgres: ${String(error)}`),
   });
@@ -106,7 +113,8 @@ async function runningPostmaster(
   if (Number.isInteger(pid) && pid > 0 && isPostgresProcess(pid) && port > 0) {
     const status = (lines[7] ?? '').trim();
     if (status === 'ready') return { pid, port };
-    if (attempts <= 0) throw new Error(`embedded Postgres (pid ${pid}) is stuck in state "${status}"; stop it and retry`);
+    if (attempts <= 0)
+      throw new Error(`embedded Postgres (pid ${pid}) is stuck in state "${status}"; stop it and retry`);
     // Starting up or shutting down: wait for it to finish, then decide again.
     await new Promise((r) => setTimeout(r, 500));
     return runningPostmaster(databaseDir, log, attempts - 1);
@@ -145,10 +153,14 @@ function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
 
 // TypeScript compiles `import()` to `require()` under CommonJS; keep a real dynamic import for the ESM package.
-const dynamicImport = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<unknown>;
+const dynamicImport = new Function('specifier', 'return import(specifier)') as (
+  s: string,
+) => Promise<unknown>;

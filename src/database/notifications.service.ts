@@ -1,4 +1,10 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
@@ -57,7 +63,10 @@ export class NotificationsService implements OnApplicationBootstrap, OnModuleDes
 
   private async listen(): Promise<void> {
     if (this.stopped) return;
-    const settings = { url: this.config.databaseUrl as string, maxConnections: this.config.databaseMaxConnections };
+    const settings = {
+      url: this.config.databaseUrl as string,
+      maxConnections: this.config.databaseMaxConnections,
+    };
     const client = new Client(poolConfig(settings, 'listen'));
     client.on('notification', (message) => {
       if (message.channel !== CHANNEL || !message.payload) return;
@@ -70,7 +79,9 @@ export class NotificationsService implements OnApplicationBootstrap, OnModuleDes
     const lost = (error?: Error) => {
       if (this.client !== client || this.stopped) return;
       this.client = null;
-      this.logger.warn(`eviction listener lost${error ? `: ${error.message}` : ''}; caches dropped, reconnecting`);
+      this.logger.warn(
+        `eviction listener lost${error ? `: ${error.message}` : ''}; caches dropped, reconnecting`,
+      );
       this.dispatch(null);
       setTimeout(() => void this.listen(), this.retryMs).unref();
       this.retryMs = Math.min(10_000, this.retryMs * 2);

@@ -40,13 +40,20 @@ export function splitBudget(maxConnections: number): Record<PoolRole, number> {
 
 /** Session options every connection gets; the relaxed pool also commits asynchronously. */
 function sessionOptions(role: PoolRole): string {
-  const options = [`-c statement_timeout=${STATEMENT_TIMEOUT_MS}`, `-c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`];
+  const options = [
+    `-c statement_timeout=${STATEMENT_TIMEOUT_MS}`,
+    `-c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
+  ];
   if (role === 'relaxed') options.push('-c synchronous_commit=off');
   return options.join(' ');
 }
 
 /** The pg configuration of one pool of the budget (TypeORM's main pool is built from this too). */
-export function poolConfig(settings: PoolSettings, role: PoolRole, overrides: Partial<PoolConfig> = {}): PoolConfig {
+export function poolConfig(
+  settings: PoolSettings,
+  role: PoolRole,
+  overrides: Partial<PoolConfig> = {},
+): PoolConfig {
   return {
     connectionString: settings.url,
     max: splitBudget(settings.maxConnections)[role],
@@ -65,8 +72,12 @@ function isRefused(error: unknown): boolean {
   return code === '53300' || code === '57P03';
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type ConnectCallback = (err: Error | undefined, client: PoolClient | undefined, done: (release?: any) => void) => void;
+type ConnectCallback = (
+  err: Error | undefined,
+  client: PoolClient | undefined,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  done: (release?: any) => void,
+) => void;
 
 /**
  * A pg Pool that treats a server refusing connections (`too_many_connections`, a server starting up) as a wait,
@@ -104,6 +115,10 @@ export class BudgetPool extends pg.Pool {
 export const budgetDriver = { ...pg, Pool: BudgetPool };
 
 /** A pool of the process's budget. */
-export function createPool(settings: PoolSettings, role: Exclude<PoolRole, 'main' | 'listen'>, overrides: Partial<PoolConfig> = {}): pg.Pool {
+export function createPool(
+  settings: PoolSettings,
+  role: Exclude<PoolRole, 'main' | 'listen'>,
+  overrides: Partial<PoolConfig> = {},
+): pg.Pool {
   return new BudgetPool(poolConfig(settings, role, overrides));
 }

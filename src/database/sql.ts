@@ -4,7 +4,10 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 
 /** What a store runs its statements on: a pool, or a client inside a transaction (pg's own types). */
 export interface Sql {
-  query<R extends QueryResultRow = QueryResultRow>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
+  query<R extends QueryResultRow = QueryResultRow>(
+    text: string,
+    values?: unknown[],
+  ): Promise<{ rows: R[]; rowCount: number | null }>;
 }
 
 /** TypeORM's own pg pool: the main pool of the connection budget (same connections as `DataSource.query`). */

@@ -1,4 +1,9 @@
-import { customFieldsError, customFieldsShapeProblem, fieldValue, resolveCustomFields } from './custom-fields';
+import {
+  customFieldsError,
+  customFieldsShapeProblem,
+  fieldValue,
+  resolveCustomFields,
+} from './custom-fields';
 import type { Field } from './fields-cache.service';
 
 const fields: Field[] = [
@@ -8,24 +13,49 @@ const fields: Field[] = [
 
 describe('custom fields', () => {
   it('resolves labels and ids to ids, keeping labels', () => {
-    const r = resolveCustomFields(fields, [{ custom_fields: { Department: 'Sales' } }, { custom_fields: [{ id: 'f1', value: 'Support' }, { label: 'Region', value: 'EMEA' }] }]);
+    const r = resolveCustomFields(fields, [
+      { custom_fields: { Department: 'Sales' } },
+      {
+        custom_fields: [
+          { id: 'f1', value: 'Support' },
+          { label: 'Region', value: 'EMEA' },
+        ],
+      },
+    ]);
     expect(r.unknown).toEqual([]);
     expect(r.problems).toEqual([]);
-    expect(r.resolved).toEqual([[{ id: 'f1', label: 'Department', value: 'Sales' }], [{ id: 'f1', label: 'Department', value: 'Support' }, { id: 'f2', label: 'Region', value: 'EMEA' }]]);
+    expect(r.resolved).toEqual([
+      [{ id: 'f1', label: 'Department', value: 'Sales' }],
+      [
+        { id: 'f1', label: 'Department', value: 'Support' },
+        { id: 'f2', label: 'Region', value: 'EMEA' },
+      ],
+    ]);
   });
 
   it('lists the known labels for an unknown one', () => {
     const r = resolveCustomFields(fields, [{ custom_fields: { Department: 'Sales', Team: 'Red' } }]);
-    expect(r.unknown).toEqual([{ field: 'rewards[0].custom_fields.Team', reason: expect.stringContaining('Team'), known_labels: ['Department', 'Region'] }]);
+    expect(r.unknown).toEqual([
+      {
+        field: 'rewards[0].custom_fields.Team',
+        reason: expect.stringContaining('Team'),
+        known_labels: ['Department', 'Region'],
+      },
+    ]);
     expect(customFieldsError(r)?.code).toBe('unknown_custom_field');
   });
 
   it('lists the options for a value that is not one, and names a missing required field', () => {
     const bad = resolveCustomFields(fields, [{ custom_fields: { Department: 'Legal' } }]);
-    expect(bad.problems[0]).toMatchObject({ field: 'rewards[0].custom_fields.Department', allowed_values: ['Sales', 'Support'] });
+    expect(bad.problems[0]).toMatchObject({
+      field: 'rewards[0].custom_fields.Department',
+      allowed_values: ['Sales', 'Support'],
+    });
     expect(customFieldsError(bad)?.code).toBe('invalid_custom_field_value');
     const missing = resolveCustomFields(fields, [{ custom_fields: { Region: 'EMEA' } }]);
-    expect(missing.problems).toEqual([{ field: 'rewards[0].custom_fields.Department', reason: 'custom field "Department" is required' }]);
+    expect(missing.problems).toEqual([
+      { field: 'rewards[0].custom_fields.Department', reason: 'custom field "Department" is required' },
+    ]);
     expect(customFieldsError(missing)?.code).toBe('missing_required_custom_field');
   });
 
@@ -40,7 +70,13 @@ describe('custom fields', () => {
   });
 
   describe('values by data type', () => {
-    const field = (data_type: string, options: string[] | null = null): Field => ({ id: 'F', label: 'L', data_type, options, required: false });
+    const field = (data_type: string, options: string[] | null = null): Field => ({
+      id: 'F',
+      label: 'L',
+      data_type,
+      options,
+      required: false,
+    });
     it.each([
       ['Checkbox', true, 'true'],
       ['Checkbox', 'FALSE', 'false'],
@@ -57,7 +93,9 @@ describe('custom fields', () => {
       ['List', 'Sales, Support', 'Sales,Support'],
       ['SomethingNew', 'anything', 'anything'],
     ])('accepts a %s value %p as %p', (type, input, sent) => {
-      expect(fieldValue(field(type, type === 'SomethingNew' ? null : ['Sales', 'Support']), input as never)).toEqual({ value: sent });
+      expect(
+        fieldValue(field(type, type === 'SomethingNew' ? null : ['Sales', 'Support']), input as never),
+      ).toEqual({ value: sent });
     });
     it.each([
       ['Checkbox', 'yes', /true or false/],
@@ -78,7 +116,10 @@ describe('custom fields', () => {
     });
     it('reports a typed problem as invalid_custom_field_value, naming the field', () => {
       const r = resolveCustomFields([field('Date')], [{ custom_fields: { L: 'soon' } }]);
-      expect(customFieldsError(r)).toMatchObject({ code: 'invalid_custom_field_value', details: [{ field: 'rewards[0].custom_fields.L' }] });
+      expect(customFieldsError(r)).toMatchObject({
+        code: 'invalid_custom_field_value',
+        details: [{ field: 'rewards[0].custom_fields.L' }],
+      });
     });
   });
 });

@@ -10,7 +10,8 @@ import type { Field } from './fields-cache.service';
 export type CustomFieldValue = string | number | boolean | string[];
 
 /** What a caller may send per reward: `{"<label>": <value>}` or `[{id|label, value}]`. */
-export type CustomFieldsInput = Record<string, CustomFieldValue> | { id?: string; label?: string; value: CustomFieldValue }[];
+export type CustomFieldsInput =
+  Record<string, CustomFieldValue> | { id?: string; label?: string; value: CustomFieldValue }[];
 
 export interface ResolvedCustomField {
   id: string;
@@ -29,13 +30,18 @@ export function customFieldsShapeProblem(value: unknown): string | null {
   if (Array.isArray(value)) {
     if (value.length > 100) return 'at most 100 custom fields';
     for (const entry of value) {
-      if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return 'each entry must be an object {id|label, value}';
+      if (!entry || typeof entry !== 'object' || Array.isArray(entry))
+        return 'each entry must be an object {id|label, value}';
       const e = entry as Record<string, unknown>;
       const keys = Object.keys(e);
-      if (keys.some((k) => !['id', 'label', 'value'].includes(k))) return 'entries take only id, label and value';
-      if ((e.id === undefined) === (e.label === undefined)) return 'each entry needs exactly one of id or label';
-      if (e.id !== undefined && (typeof e.id !== 'string' || !e.id || e.id.length > 255)) return 'id must be a string of 1–255 characters';
-      if (e.label !== undefined && (typeof e.label !== 'string' || !e.label || e.label.length > 255)) return 'label must be a string of 1–255 characters';
+      if (keys.some((k) => !['id', 'label', 'value'].includes(k)))
+        return 'entries take only id, label and value';
+      if ((e.id === undefined) === (e.label === undefined))
+        return 'each entry needs exactly one of id or label';
+      if (e.id !== undefined && (typeof e.id !== 'string' || !e.id || e.id.length > 255))
+        return 'id must be a string of 1–255 characters';
+      if (e.label !== undefined && (typeof e.label !== 'string' || !e.label || e.label.length > 255))
+        return 'label must be a string of 1–255 characters';
       const bad = valueShapeProblem(e.value);
       if (bad) return `value ${bad}`;
     }
@@ -57,7 +63,8 @@ export function customFieldsShapeProblem(value: unknown): string | null {
 const MAX_VALUE_LENGTH = 5000;
 
 function valueShapeProblem(v: unknown): string | null {
-  if (typeof v === 'string') return v.length > MAX_VALUE_LENGTH ? `must be at most ${MAX_VALUE_LENGTH} characters` : null;
+  if (typeof v === 'string')
+    return v.length > MAX_VALUE_LENGTH ? `must be at most ${MAX_VALUE_LENGTH} characters` : null;
   if (typeof v === 'boolean') return null;
   if (typeof v === 'number') return Number.isFinite(v) ? null : 'must be a finite number';
   if (Array.isArray(v)) {
@@ -78,44 +85,74 @@ const DECIMAL = /^-?\d{1,15}(\.\d+)?$/;
  * unknown type (the service adds some) passes a string through unchanged. List values go upstream comma-separated
  * (the service's encoding of several options is unconfirmed; the sandbox reads it so).
  */
-export function fieldValue(field: Field, value: CustomFieldValue): { value: string } | { reason: string; allowed_values?: string[] } {
+export function fieldValue(
+  field: Field,
+  value: CustomFieldValue,
+): { value: string } | { reason: string; allowed_values?: string[] } {
   const type = field.data_type.toLowerCase();
   if (type === 'list') {
-    const items = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').map((v) => v.trim()).filter(Boolean) : null;
+    const items = Array.isArray(value)
+      ? value
+      : typeof value === 'string'
+        ? value
+            .split(',')
+            .map((v) => v.trim())
+            .filter(Boolean)
+        : null;
     if (!items) return { reason: `"${field.label}" takes a list of options` };
     const options = field.options ?? [];
     const outside = items.filter((v) => !options.includes(v));
-    if (outside.length) return { reason: `${outside.map((v) => `"${v}"`).join(', ')} not an option of "${field.label}"`, allowed_values: options };
+    if (outside.length)
+      return {
+        reason: `${outside.map((v) => `"${v}"`).join(', ')} not an option of "${field.label}"`,
+        allowed_values: options,
+      };
     if (new Set(items).size !== items.length) return { reason: `"${field.label}" lists an option twice` };
-    if (items.some((v) => v.includes(','))) return { reason: `an option with a comma cannot be sent in the list "${field.label}"` };
+    if (items.some((v) => v.includes(',')))
+      return { reason: `an option with a comma cannot be sent in the list "${field.label}"` };
     return { value: items.join(',') };
   }
   if (Array.isArray(value)) return { reason: `"${field.label}" takes one value, not a list` };
   if (type === 'checkbox') {
     const v = typeof value === 'boolean' ? String(value) : String(value).toLowerCase();
-    return v === 'true' || v === 'false' ? { value: v } : { reason: `"${field.label}" is a checkbox: true or false` };
+    return v === 'true' || v === 'false'
+      ? { value: v }
+      : { reason: `"${field.label}" is a checkbox: true or false` };
   }
   const text = String(value);
   switch (type) {
     case 'number':
       return DECIMAL.test(text) ? { value: text } : { reason: `"${field.label}" takes a number` };
     case 'currency':
-      return DECIMAL.test(text) && !/\.\d{3,}$/.test(text) ? { value: text } : { reason: `"${field.label}" takes an amount with at most two decimals` };
+      return DECIMAL.test(text) && !/\.\d{3,}$/.test(text)
+        ? { value: text }
+        : { reason: `"${field.label}" takes an amount with at most two decimals` };
     case 'date': {
       const m = DATE.exec(text);
       const d = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : null;
-      return d && d.toISOString().slice(0, 10) === text ? { value: text } : { reason: `"${field.label}" takes a date as YYYY-MM-DD` };
+      return d && d.toISOString().slice(0, 10) === text
+        ? { value: text }
+        : { reason: `"${field.label}" takes a date as YYYY-MM-DD` };
     }
     case 'email':
-      return EMAIL.test(text) && text.length <= 254 ? { value: text } : { reason: `"${field.label}" takes an e-mail address` };
+      return EMAIL.test(text) && text.length <= 254
+        ? { value: text }
+        : { reason: `"${field.label}" takes an e-mail address` };
     case 'phone':
-      return PHONE.test(text) ? { value: text } : { reason: `"${field.label}" takes a phone number (digits, an optional leading +)` };
+      return PHONE.test(text)
+        ? { value: text }
+        : { reason: `"${field.label}" takes a phone number (digits, an optional leading +)` };
     case 'text':
-      return text.length <= 255 ? { value: text } : { reason: `"${field.label}" takes at most 255 characters` };
+      return text.length <= 255
+        ? { value: text }
+        : { reason: `"${field.label}" takes at most 255 characters` };
     case 'textarea':
-      return text.length <= MAX_VALUE_LENGTH ? { value: text } : { reason: `"${field.label}" takes at most ${MAX_VALUE_LENGTH} characters` };
+      return text.length <= MAX_VALUE_LENGTH
+        ? { value: text }
+        : { reason: `"${field.label}" takes at most ${MAX_VALUE_LENGTH} characters` };
     default:
-      if (field.options && !field.options.includes(text)) return { reason: `"${text}" is not an option of "${field.label}"`, allowed_values: field.options };
+      if (field.options && !field.options.includes(text))
+        return { reason: `"${text}" is not an option of "${field.label}"`, allowed_values: field.options };
       return { value: text };
   }
 }
@@ -124,7 +161,10 @@ export function fieldValue(field: Field, value: CustomFieldValue): { value: stri
  * Resolves labels (or ids) to the upstream field ids and validates values against the cached fields: unknown
  * fields, Dropdown values outside the options, required fields missing, a field given twice.
  */
-export function resolveCustomFields(fields: Field[], rewards: { custom_fields?: CustomFieldsInput }[]): Resolution {
+export function resolveCustomFields(
+  fields: Field[],
+  rewards: { custom_fields?: CustomFieldsInput }[],
+): Resolution {
   const byId = new Map(fields.map((f) => [f.id, f]));
   const byLabel = new Map(fields.map((f) => [f.label, f]));
   const unknown: ErrorDetail[] = [];
@@ -134,8 +174,18 @@ export function resolveCustomFields(fields: Field[], rewards: { custom_fields?: 
     const base = `rewards[${i}].custom_fields`;
     const input = reward.custom_fields ?? [];
     const entries = Array.isArray(input)
-      ? input.map((e, j) => ({ key: e.id ?? e.label ?? '', byId: e.id !== undefined, value: e.value, path: `${base}[${j}]` }))
-      : Object.entries(input).map(([label, value]) => ({ key: label, byId: false, value, path: `${base}.${label}` }));
+      ? input.map((e, j) => ({
+          key: e.id ?? e.label ?? '',
+          byId: e.id !== undefined,
+          value: e.value,
+          path: `${base}[${j}]`,
+        }))
+      : Object.entries(input).map(([label, value]) => ({
+          key: label,
+          byId: false,
+          value,
+          path: `${base}.${label}`,
+        }));
     const out: ResolvedCustomField[] = [];
     const seen = new Set<string>();
     for (const entry of entries) {
@@ -165,7 +215,11 @@ export function resolveCustomFields(fields: Field[], rewards: { custom_fields?: 
       out.push({ id: field.id, label: field.label, value: checked.value });
     }
     for (const field of fields) {
-      if (field.required && !seen.has(field.id)) problems.push({ field: `${base}.${field.label}`, reason: `custom field "${field.label}" is required` });
+      if (field.required && !seen.has(field.id))
+        problems.push({
+          field: `${base}.${field.label}`,
+          reason: `custom field "${field.label}" is required`,
+        });
     }
     return out;
   });
@@ -182,5 +236,10 @@ export function customFieldsError(resolution: Resolution): FieldsError | null {
       : details.some((d) => /is required/.test(d.reason))
         ? 'missing_required_custom_field'
         : 'invalid_custom_fields';
-  return new FieldsError(HttpStatus.UNPROCESSABLE_ENTITY, code, 'Custom fields do not match the rewards account’s fields; see details.', details);
+  return new FieldsError(
+    HttpStatus.UNPROCESSABLE_ENTITY,
+    code,
+    'Custom fields do not match the rewards account’s fields; see details.',
+    details,
+  );
 }

@@ -1,5 +1,12 @@
 import { Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBearerAuth,
+  ApiNoContentResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProperty,
+  ApiTags,
+} from '@nestjs/swagger';
 import { ConnectionsService } from '../connections/connections.service';
 import { ConnectionQueryDto } from '../connections/dto/connection.dto';
 import { OperatorOnly } from '../tenants/auth/auth.decorators';
@@ -17,7 +24,10 @@ class FieldsResponse {
   @ApiProperty({ enum: ['sandbox', 'production'] }) environment: string;
   @ApiProperty({ type: [FieldView] }) fields: FieldView[];
   @ApiProperty() fetched_at: string;
-  @ApiProperty({ description: 'True when the rewards service could not be reached and an older copy is served.' }) stale: boolean;
+  @ApiProperty({
+    description: 'True when the rewards service could not be reached and an older copy is served.',
+  })
+  stale: boolean;
 }
 
 @ApiTags('fields')
@@ -30,12 +40,19 @@ export class FieldsCacheController {
   ) {}
 
   @Get('v1/tenants/:tenant/fields')
-  @ApiOperation({ summary: 'The custom fields of the tenant’s rewards account (cached), with options and required flags.' })
+  @ApiOperation({
+    summary: 'The custom fields of the tenant’s rewards account (cached), with options and required flags.',
+  })
   @ApiOkResponse({ type: FieldsResponse })
   async list(@Param('tenant') tenant: string, @Query() query: ConnectionQueryDto): Promise<FieldsResponse> {
     const connection = await this.connections.liveConnection(tenant, query.environment);
     const snapshot = await this.fields.get(connection.id);
-    return { environment: connection.environment, fields: snapshot.fields, fetched_at: snapshot.fetchedAt.toISOString(), stale: snapshot.stale };
+    return {
+      environment: connection.environment,
+      fields: snapshot.fields,
+      fetched_at: snapshot.fetchedAt.toISOString(),
+      stale: snapshot.stale,
+    };
   }
 
   @Delete('v1/ops/connections/:id/fields-cache')

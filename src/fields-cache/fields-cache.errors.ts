@@ -1,11 +1,23 @@
 import type { HttpStatus } from '@nestjs/common';
 import { AppError, type ErrorDetail } from '../common/app-error';
 
-export const FIELDS_ERROR_CODES = ['fields_unavailable', 'unknown_custom_field', 'invalid_custom_field_value', 'missing_required_custom_field', 'invalid_custom_fields'] as const;
+export const FIELDS_ERROR_CODES = [
+  'fields_unavailable',
+  'unknown_custom_field',
+  'invalid_custom_field_value',
+  'missing_required_custom_field',
+  'invalid_custom_fields',
+] as const;
 export type FieldsErrorCode = (typeof FIELDS_ERROR_CODES)[number];
 
 export class FieldsError extends AppError {
-  constructor(status: HttpStatus, code: FieldsErrorCode, message: string, details: ErrorDetail[] = [], headers: Record<string, string> = {}) {
+  constructor(
+    status: HttpStatus,
+    code: FieldsErrorCode,
+    message: string,
+    details: ErrorDetail[] = [],
+    headers: Record<string, string> = {},
+  ) {
     super(status, code, message, details, headers);
   }
 }

@@ -35,9 +35,15 @@ export const FORCED_RELOAD_INTERVAL_MS = 30_000;
 
 export class FieldsUnavailableError extends FieldsError {
   constructor() {
-    super(HttpStatus.SERVICE_UNAVAILABLE, 'fields_unavailable', 'The rewards service’s custom fields cannot be read right now and no copy is cached; retry shortly.', [], {
-      'Retry-After': '5',
-    });
+    super(
+      HttpStatus.SERVICE_UNAVAILABLE,
+      'fields_unavailable',
+      'The rewards service’s custom fields cannot be read right now and no copy is cached; retry shortly.',
+      [],
+      {
+        'Retry-After': '5',
+      },
+    );
   }
 }
 
@@ -118,12 +124,16 @@ export class FieldsCacheService {
   }
 
   private async load(connectionId: string, skipShared: boolean): Promise<FieldsSnapshot> {
-    const rows = (await this.db.query(`SELECT fields, fetched_at FROM fields_cache WHERE connection_id = $1`, [connectionId])) as {
+    const rows = (await this.db.query(
+      `SELECT fields, fetched_at FROM fields_cache WHERE connection_id = $1`,
+      [connectionId],
+    )) as {
       fields: Field[];
       fetched_at: Date;
     }[];
     const shared = rows[0] ? { fields: rows[0].fields, fetchedAt: rows[0].fetched_at, stale: false } : null;
-    if (shared && !skipShared && shared.fetchedAt.getTime() + SHARED_TTL_MS > Date.now()) return this.remember(connectionId, shared);
+    if (shared && !skipShared && shared.fetchedAt.getTime() + SHARED_TTL_MS > Date.now())
+      return this.remember(connectionId, shared);
     try {
       const fields = await this.fetchUpstream(connectionId);
       const fetchedAt = new Date();
@@ -135,7 +145,10 @@ export class FieldsCacheService {
       return this.remember(connectionId, { fields, fetchedAt, stale: false });
     } catch (error) {
       if (error instanceof RewardsApiError && error.kind === 'transient') {
-        this.logger.warn({ connectionId, status: error.status }, 'fields unavailable upstream; serving the cached copy');
+        this.logger.warn(
+          { connectionId, status: error.status },
+          'fields unavailable upstream; serving the cached copy',
+        );
         if (shared) return this.remember(connectionId, { ...shared, stale: true }, 5_000);
         throw new FieldsUnavailableError();
       }

@@ -60,7 +60,12 @@ export class MetricsService {
    * on I/O and costs no query; values that need one come from a snapshot refreshed in the background (see
    * `OpsMetricsService`).
    */
-  gauge(name: string, help: string, labelNames: string[], read: (set: (labels: Record<string, string>, value: number) => void) => undefined): Gauge {
+  gauge(
+    name: string,
+    help: string,
+    labelNames: string[],
+    read: (set: (labels: Record<string, string>, value: number) => void) => undefined,
+  ): Gauge {
     return new Gauge({
       name,
       help,

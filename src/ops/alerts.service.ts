@@ -48,17 +48,39 @@ export class AlertsService {
         ...connections.map((c) => ({
           connectionId: c.id as string | null,
           kind: c.kind as string,
-          payload: { event: c.kind, connection_id: c.id, tenant_id: c.tenant_id, environment: c.environment, status: c.status, last_error: c.last_error_code, message: c.last_error_message } as Record<string, unknown>,
+          payload: {
+            event: c.kind,
+            connection_id: c.id,
+            tenant_id: c.tenant_id,
+            environment: c.environment,
+            status: c.status,
+            last_error: c.last_error_code,
+            message: c.last_error_message,
+          } as Record<string, unknown>,
         })),
-        ...environments.map((e) => ({ connectionId: null, kind: e.kind as string, payload: { event: e.kind, environment: e.environment, message: e.message, since: e.since } as Record<string, unknown> })),
+        ...environments.map((e) => ({
+          connectionId: null,
+          kind: e.kind as string,
+          payload: {
+            event: e.kind,
+            environment: e.environment,
+            message: e.message,
+            since: e.since,
+          } as Record<string, unknown>,
+        })),
       ];
       for (const alert of rows) {
-        await tx.query(`INSERT INTO ops_alerts (connection_id, kind, payload) VALUES ($1, $2, $3)`, [alert.connectionId, alert.kind, { ...alert.payload, at: new Date().toISOString() }]);
+        await tx.query(`INSERT INTO ops_alerts (connection_id, kind, payload) VALUES ($1, $2, $3)`, [
+          alert.connectionId,
+          alert.kind,
+          { ...alert.payload, at: new Date().toISOString() },
+        ]);
       }
       return rows;
     });
     for (const alert of alerts) {
-      if (alert.connectionId) this.logger.warn({ alert: alert.kind, ...alert.payload }, `connection alert: ${alert.kind}`);
+      if (alert.connectionId)
+        this.logger.warn({ alert: alert.kind, ...alert.payload }, `connection alert: ${alert.kind}`);
       else this.logger.error({ alert: alert.kind, ...alert.payload }, `environment alert: ${alert.kind}`);
     }
     return alerts.length;
@@ -82,7 +104,10 @@ export class AlertsService {
       try {
         const res = await fetch(webhookUrl, {
           method: 'POST',
-          headers: { 'Content-Type': 'application/json', [SIGNATURE_HEADER]: signAlert(webhookSecret, body, timestamp) },
+          headers: {
+            'Content-Type': 'application/json',
+            [SIGNATURE_HEADER]: signAlert(webhookSecret, body, timestamp),
+          },
           body,
           signal: AbortSignal.timeout(5_000),
           // Never follow a redirect: the signed alert goes to OPS_WEBHOOK_URL and nowhere else (a 3xx from a
@@ -90,17 +115,19 @@ export class AlertsService {
           redirect: 'manual',
         });
         await res.body?.cancel().catch(() => undefined);
-        if (res.status >= 300 && res.status < 400) throw new Error(`receiver answered ${res.status} (a redirect; redirects are not followed)`);
+        if (res.status >= 300 && res.status < 400)
+          throw new Error(`receiver answered ${res.status} (a redirect; redirects are not followed)`);
         if (!res.ok) throw new Error(`receiver answered ${res.status}`);
-        await this.db.query(`UPDATE ops_alerts SET delivered_at = now(), last_error = NULL WHERE id = $1`, [alert.id]);
+        await this.db.query(`UPDATE ops_alerts SET delivered_at = now(), last_error = NULL WHERE id = $1`, [
+          alert.id,
+        ]);
         delivered += 1;
       } catch (error) {
         const delay = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (alert.attempts - 1));
-        await this.db.query(`UPDATE ops_alerts SET last_error = $2, next_attempt_at = now() + make_interval(secs => $3::float8 / 1000) WHERE id = $1`, [
-          alert.id,
-          error instanceof Error ? error.message : String(error),
-          delay,
-        ]);
+        await this.db.query(
+          `UPDATE ops_alerts SET last_error = $2, next_attempt_at = now() + make_interval(secs => $3::float8 / 1000) WHERE id = $1`,
+          [alert.id, error instanceof Error ? error.message : String(error), delay],
+        );
       }
     }
     return delivered;

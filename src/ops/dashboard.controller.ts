@@ -1,4 +1,16 @@
-import { Body, Controller, Get, HttpStatus, Inject, Param, ParseUUIDPipe, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  HttpStatus,
+  Inject,
+  Param,
+  ParseUUIDPipe,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Request, Response } from 'express';
@@ -14,15 +26,18 @@ import { Transform, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
 import { OpsService } from './ops.service';
 
-
-const blankToUndefined = () => Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
+const blankToUndefined = () =>
+  Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
 
 /**
  * The dashboard's filter form sends empty strings for "all". After a button, `done` (the action) and `connection` (its
  * id) say what was done; the message is built from the connection as stored — the page never echoes text from the URL.
  */
 class DashboardQueryDto {
-  @blankToUndefined() @IsOptional() @IsIn(['active', 'needs_reauth', 'error', 'disconnected']) status?: string;
+  @blankToUndefined()
+  @IsOptional()
+  @IsIn(['active', 'needs_reauth', 'error', 'disconnected'])
+  status?: string;
   @blankToUndefined() @IsOptional() @IsIn(['healthy', 'degraded', 'broken', 'idle']) health?: string;
   @blankToUndefined() @IsOptional() @IsIn(['sandbox', 'production']) environment?: string;
   @blankToUndefined() @IsOptional() @IsString() @MaxLength(63) tenant?: string;
@@ -47,13 +62,19 @@ export class DashboardController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
   ) {
-    this.csrf = createHmac('sha256', `${config.operatorApiKey ?? ''}/${config.vaultKeys[0]?.id ?? ''}`).update('ops-dashboard-csrf').digest('hex');
+    this.csrf = createHmac('sha256', `${config.operatorApiKey ?? ''}/${config.vaultKeys[0]?.id ?? ''}`)
+      .update('ops-dashboard-csrf')
+      .digest('hex');
   }
 
   @Get()
   @OperatorPage()
   async page(@Query() query: DashboardQueryDto, @Res() res: Response): Promise<void> {
-    const { connections, next_offset } = await this.ops.list({ ...query, limit: PAGE, offset: query.offset ?? 0 });
+    const { connections, next_offset } = await this.ops.list({
+      ...query,
+      limit: PAGE,
+      offset: query.offset ?? 0,
+    });
     // Each row's last 8 events, read from the index on (connection_id, at DESC): never a connection's whole history.
     const events = (await this.db.query(
       `SELECT ids.id AS connection_id, e.type, e.detail, e.at
@@ -64,9 +85,14 @@ export class DashboardController {
       [connections.map((c) => c.id)],
     )) as DashboardEvent[];
     const { done: _done, connection: _connection, offset, ...filters } = query;
-    const done = query.done && query.connection ? await this.outcome(query.done, query.connection) : undefined;
+    const done =
+      query.done && query.connection ? await this.outcome(query.done, query.connection) : undefined;
     res.type('html').send(
-      dashboardPage(connections, events, { ...filters }, this.csrf, done, { offset: offset ?? 0, next: next_offset, pageSize: PAGE }),
+      dashboardPage(connections, events, { ...filters }, this.csrf, done, {
+        offset: offset ?? 0,
+        next: next_offset,
+        pageSize: PAGE,
+      }),
     );
   }
 
@@ -74,7 +100,12 @@ export class DashboardController {
   private async outcome(action: 'check' | 'refresh', id: string): Promise<string | undefined> {
     const result = await this.ops.detail(id).catch(() => null);
     if (!result) return undefined;
-    const outcome = action === 'check' ? (result.last_probe?.ok ? 'probe ok' : `probe failed: ${result.last_probe?.error ?? ''}`) : `status ${result.status}`;
+    const outcome =
+      action === 'check'
+        ? result.last_probe?.ok
+          ? 'probe ok'
+          : `probe failed: ${result.last_probe?.error ?? ''}`
+        : `status ${result.status}`;
     return `${action} of ${result.tenant_id} (${result.environment}): ${outcome}`;
   }
 
@@ -88,7 +119,8 @@ export class DashboardController {
     @Res() res: Response,
   ): Promise<void> {
     this.verifyCsrf(req, body);
-    if (action !== 'check' && action !== 'refresh') throw new CommonError(HttpStatus.NOT_FOUND, 'not_found', 'Unknown action.');
+    if (action !== 'check' && action !== 'refresh')
+      throw new CommonError(HttpStatus.NOT_FOUND, 'not_found', 'Unknown action.');
     if (action === 'check') await this.ops.check(id);
     else await this.ops.refresh(id);
     res.redirect(303, `/ops?done=${action}&connection=${id}`);
@@ -97,12 +129,19 @@ export class DashboardController {
   private verifyCsrf(req: Request, body: Record<string, unknown>): void {
     const origin = req.headers.origin;
     // `Origin: null` (a sandboxed frame, a data: URL, some redirects) is no origin of ours: refused like any other.
-    if (origin !== undefined && (origin === 'null' || (origin !== new URL(this.config.publicBaseUrl).origin && !sameHost(origin, req)))) {
+    if (
+      origin !== undefined &&
+      (origin === 'null' || (origin !== new URL(this.config.publicBaseUrl).origin && !sameHost(origin, req)))
+    ) {
       throw new OpsError(HttpStatus.FORBIDDEN, 'csrf_failed', 'Cross-origin form posts are refused.');
     }
     const token = typeof body?.csrf === 'string' ? body.csrf : '';
     if (token.length !== this.csrf.length || !timingSafeEqual(Buffer.from(token), Buffer.from(this.csrf))) {
-      throw new OpsError(HttpStatus.FORBIDDEN, 'csrf_failed', 'The form is missing its CSRF token; reload the page.');
+      throw new OpsError(
+        HttpStatus.FORBIDDEN,
+        'csrf_failed',
+        'The form is missing its CSRF token; reload the page.',
+      );
     }
   }
 }

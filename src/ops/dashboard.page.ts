@@ -8,9 +8,15 @@ export interface DashboardEvent {
   at: Date;
 }
 
-const HEALTH_COLOURS: Record<string, string> = { healthy: '#15803d', degraded: '#b45309', broken: '#b91c1c', idle: '#6b7280' };
+const HEALTH_COLOURS: Record<string, string> = {
+  healthy: '#15803d',
+  degraded: '#b45309',
+  broken: '#b91c1c',
+  idle: '#6b7280',
+};
 
-const when = (iso: string | null) => (iso ? `<time datetime="${e(iso)}">${e(iso.replace('T', ' ').slice(0, 19))}</time>` : '—');
+const when = (iso: string | null) =>
+  iso ? `<time datetime="${e(iso)}">${e(iso.replace('T', ' ').slice(0, 19))}</time>` : '—';
 
 function select(name: string, values: string[], current?: string): string {
   return `<label>${name} <select name="${name}"><option value="">all</option>${values
@@ -25,10 +31,16 @@ export function dashboardPage(
   filters: Record<string, string | undefined>,
   csrf: string,
   flash?: string,
-  paging: { offset: number; next: number | null; pageSize: number } = { offset: 0, next: null, pageSize: 100 },
+  paging: { offset: number; next: number | null; pageSize: number } = {
+    offset: 0,
+    next: null,
+    pageSize: 100,
+  },
 ): string {
   const link = (offset: number, label: string, rel: string) => {
-    const params = new URLSearchParams(Object.entries(filters).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''));
+    const params = new URLSearchParams(
+      Object.entries(filters).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''),
+    );
     params.set('offset', String(offset));
     return `<a rel="${rel}" href="/ops?${e(params.toString())}">${label}</a>`;
   };
@@ -36,12 +48,16 @@ export function dashboardPage(
     <span class="muted">rows ${paging.offset + 1}–${paging.offset + connections.length}</span>
     ${paging.next !== null ? link(paging.next, 'next →', 'next') : ''}</p>`;
   const byConnection = new Map<string, DashboardEvent[]>();
-  for (const ev of events) byConnection.set(ev.connection_id, [...(byConnection.get(ev.connection_id) ?? []), ev]);
+  for (const ev of events)
+    byConnection.set(ev.connection_id, [...(byConnection.get(ev.connection_id) ?? []), ev]);
   const rows = connections
     .map((c) => {
       const colour = HEALTH_COLOURS[c.health ?? ''] ?? '#6b7280';
       const evs = (byConnection.get(c.id) ?? [])
-        .map((ev) => `<li>${when(ev.at.toISOString())} <strong>${e(ev.type)}</strong> <code>${e(JSON.stringify(ev.detail)).slice(0, 300)}</code></li>`)
+        .map(
+          (ev) =>
+            `<li>${when(ev.at.toISOString())} <strong>${e(ev.type)}</strong> <code>${e(JSON.stringify(ev.detail)).slice(0, 300)}</code></li>`,
+        )
         .join('');
       const action = (name: string, label: string) =>
         `<form method="post" action="/ops/connections/${e(c.id)}/${name}"><input type="hidden" name="csrf" value="${e(csrf)}"><button type="submit" data-action="${name}">${label}</button></form>`;
@@ -53,7 +69,9 @@ export function dashboardPage(
         <td>${when(c.last_refreshed_at)}<br><span class="muted">expires ${when(c.access_expires_at)}</span></td>
         <td>${when(c.last_used_at)}</td>
         <td>${c.last_error ? `<strong>${e(c.last_error.code)}</strong><br><span class="muted">${e(c.last_error.message ?? '')}</span>` : '—'}${
-          c.last_probe ? `<br><span class="muted">probe ${c.last_probe.ok ? 'ok' : `failed: ${e(c.last_probe.error ?? '')}`}</span>` : ''
+          c.last_probe
+            ? `<br><span class="muted">probe ${c.last_probe.ok ? 'ok' : `failed: ${e(c.last_probe.error ?? '')}`}</span>`
+            : ''
         }</td>
         <td>${c.consecutive_failures} / ${c.refresh_count}</td>
         <td>${c.dispatches_24h.sent} / ${c.dispatches_24h.failed} / ${c.dispatches_24h.queued}</td>

@@ -1,7 +1,12 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { HealthCheckResult, HealthIndicatorResult } from '@nestjs/terminus';
-import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import {
+  HealthCheck,
+  HealthCheckService,
+  HealthIndicatorService,
+  TypeOrmHealthIndicator,
+} from '@nestjs/terminus';
 import { Public } from '../tenants/auth/auth.decorators';
 import { VaultCanary } from '../token-vault/vault-canary';
 
@@ -26,7 +31,8 @@ export class HealthController {
   @Public()
   @HealthCheck()
   @ApiOperation({
-    summary: 'Readiness: the database answers within 1.5 s and the vault keys decrypt the vault canary (503 otherwise).',
+    summary:
+      'Readiness: the database answers within 1.5 s and the vault keys decrypt the vault canary (503 otherwise).',
   })
   ready(): Promise<HealthCheckResult> {
     return this.health.check([() => this.db.pingCheck('database', { timeout: 1500 }), () => this.vault()]);
@@ -38,11 +44,17 @@ export class HealthController {
     try {
       const state = await this.canary.check();
       if (state.state === 'current') return indicator.up({ key_id: state.keyId, rotation_pending: false });
-      if (state.state === 'rotation_pending') return indicator.up({ key_id: state.keyId, rotation_pending: true });
-      if (state.state === 'missing') return indicator.down({ message: 'the vault canary is missing (it is written when a gateway starts)' });
+      if (state.state === 'rotation_pending')
+        return indicator.up({ key_id: state.keyId, rotation_pending: true });
+      if (state.state === 'missing')
+        return indicator.down({
+          message: 'the vault canary is missing (it is written when a gateway starts)',
+        });
       return indicator.down({ message: state.message, key_id: state.keyId });
     } catch (error) {
-      return indicator.down({ message: `the vault canary cannot be read: ${error instanceof Error ? error.message : String(error)}` });
+      return indicator.down({
+        message: `the vault canary cannot be read: ${error instanceof Error ? error.message : String(error)}`,
+      });
     }
   }
 }

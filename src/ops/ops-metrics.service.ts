@@ -60,12 +60,23 @@ export class OpsMetricsService {
       for (const status of DISPATCH_STATUSES) set({ status }, 0);
       for (const r of this.snapshot.dispatches) set({ status: r.status }, r.n);
     });
-    metrics.gauge('rg_rewards_pending_approval', 'Rewards whose order is held for approval upstream.', [], (set) => {
-      set({}, this.snapshot?.pendingApproval ?? 0);
-    });
-    metrics.gauge('rg_app_credentials_invalid', '1 while the rewards service refuses the gateway’s app credentials for an environment.', ['environment'], (set) => {
-      for (const r of this.snapshot?.appCredentials ?? []) set({ environment: r.environment }, r.invalid ? 1 : 0);
-    });
+    metrics.gauge(
+      'rg_rewards_pending_approval',
+      'Rewards whose order is held for approval upstream.',
+      [],
+      (set) => {
+        set({}, this.snapshot?.pendingApproval ?? 0);
+      },
+    );
+    metrics.gauge(
+      'rg_app_credentials_invalid',
+      '1 while the rewards service refuses the gateway’s app credentials for an environment.',
+      ['environment'],
+      (set) => {
+        for (const r of this.snapshot?.appCredentials ?? [])
+          set({ environment: r.environment }, r.invalid ? 1 : 0);
+      },
+    );
     metrics.gauge(
       'rg_metrics_snapshot_age_seconds',
       `Age of the snapshot this instance serves rg_connections, rg_dispatches, rg_rewards_pending_approval and rg_app_credentials_invalid from (refreshed every ${refreshMs / 1000} s).`,
@@ -106,12 +117,17 @@ export class OpsMetricsService {
     this.stopped = true;
     if (scheduler.doesExist('interval', OPS_METRICS_INTERVAL)) scheduler.deleteInterval(OPS_METRICS_INTERVAL);
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.last.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, 5_000).unref()))]);
+    await Promise.race([
+      this.last.catch(() => undefined),
+      new Promise((resolve) => (timer = setTimeout(resolve, 5_000).unref())),
+    ]);
     clearTimeout(timer);
   }
 
   private tick(): void {
     if (this.stopped || this.running > 0) return;
-    this.refresh().catch((e: unknown) => this.logger.warn(`metrics snapshot refresh failed: ${e instanceof Error ? e.message : String(e)}`));
+    this.refresh().catch((e: unknown) =>
+      this.logger.warn(`metrics snapshot refresh failed: ${e instanceof Error ? e.message : String(e)}`),
+    );
   }
 }

@@ -1,6 +1,16 @@
 import { Controller, Get, Param, ParseUUIDPipe, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { ConnectionHealthDetailResponse, ConnectionHealthListResponse } from './dto/connection-health.response';
+import {
+  ApiBearerAuth,
+  ApiCreatedResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiPropertyOptional,
+  ApiTags,
+} from '@nestjs/swagger';
+import {
+  ConnectionHealthDetailResponse,
+  ConnectionHealthListResponse,
+} from './dto/connection-health.response';
 import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
 import { PageQueryDto } from '../common/page-query.dto';
 import type { Response } from 'express';
@@ -21,7 +31,10 @@ export class ConnectionListQueryDto extends PageQueryDto {
 
   @ApiPropertyOptional() @IsOptional() @IsString() tenant?: string;
 
-  @ApiPropertyOptional({ enum: ['sandbox', 'production'] }) @IsOptional() @IsIn(['sandbox', 'production']) environment?: string;
+  @ApiPropertyOptional({ enum: ['sandbox', 'production'] })
+  @IsOptional()
+  @IsIn(['sandbox', 'production'])
+  environment?: string;
 
   @ApiPropertyOptional({
     description:
@@ -47,7 +60,8 @@ export class OpsController {
   @Get('v1/ops/connections')
   @OperatorOnly()
   @ApiOperation({
-    summary: 'Every connection’s health, most urgent first (needs_reauth, error, active; then most failures, latest error, tenant).',
+    summary:
+      'Every connection’s health, most urgent first (needs_reauth, error, active; then most failures, latest error, tenant).',
     description: 'Page with `cursor`: pass the `next_cursor` of each answer until it is null.',
   })
   @ApiOkResponse({ type: ConnectionHealthListResponse })
@@ -65,7 +79,9 @@ export class OpsController {
 
   @Post('v1/ops/connections/:id/check')
   @OperatorOnly()
-  @ApiOperation({ summary: 'Probe GET /api/v2/organizations with the connection’s token and record the outcome.' })
+  @ApiOperation({
+    summary: 'Probe GET /api/v2/organizations with the connection’s token and record the outcome.',
+  })
   @ApiCreatedResponse({ type: ConnectionHealthDetailResponse })
   check(@Param('id', uuid) id: string) {
     return this.ops.check(id);

@@ -12,7 +12,12 @@ import { OpsService } from './ops.service';
 
 /** Ops: health endpoints, metrics, the connection health API, alerts, the background probe and the dashboard. */
 @Module({
-  imports: [TerminusModule.forRoot({ logger: false, errorLogStyle: 'json' }), ScheduleModule.forRoot(), MetricsModule, TokenVaultModule],
+  imports: [
+    TerminusModule.forRoot({ logger: false, errorLogStyle: 'json' }),
+    ScheduleModule.forRoot(),
+    MetricsModule,
+    TokenVaultModule,
+  ],
   controllers: [HealthController, OpsController, DashboardController],
   providers: [OpsService, AlertsService, OpsScheduler],
   exports: [OpsService, AlertsService],

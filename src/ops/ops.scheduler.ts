@@ -1,4 +1,10 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
@@ -31,7 +37,10 @@ export class OpsScheduler implements OnApplicationBootstrap, OnModuleDestroy {
     if (this.config.ops.probeIntervalMs > 0) {
       // Spread instances out: each starts at a random offset within the interval.
       const start = setTimeout(() => {
-        const probes = setInterval(() => void this.ops.probeIdle().catch((e: unknown) => this.logger.warn(`probe pass: ${String(e)}`)), this.config.ops.probeIntervalMs);
+        const probes = setInterval(
+          () => void this.ops.probeIdle().catch((e: unknown) => this.logger.warn(`probe pass: ${String(e)}`)),
+          this.config.ops.probeIntervalMs,
+        );
         probes.unref();
         this.scheduler.addInterval('ops-probes', probes);
       }, Math.random() * this.config.ops.probeIntervalMs);

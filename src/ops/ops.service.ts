@@ -39,8 +39,24 @@ const URGENCY: Record<string, number> = { needs_reauth: 0, error: 1, active: 2, 
  * parses each column of up to 201 rows. `test/ops.e2e-spec.ts` checks a list row against the detail view (`c.*`).
  */
 const LIST_COLUMNS_SQL = [
-  'id', 'tenant_id', 'environment', 'status', 'scopes', 'connected_at', 'disconnected_at', 'last_refreshed_at', 'access_expires_at', 'last_used_at',
-  'last_error_code', 'last_error_message', 'last_error_at', 'consecutive_failures', 'refresh_count', 'last_probe_at', 'last_probe_ok', 'last_probe_error',
+  'id',
+  'tenant_id',
+  'environment',
+  'status',
+  'scopes',
+  'connected_at',
+  'disconnected_at',
+  'last_refreshed_at',
+  'access_expires_at',
+  'last_used_at',
+  'last_error_code',
+  'last_error_message',
+  'last_error_at',
+  'consecutive_failures',
+  'refresh_count',
+  'last_probe_at',
+  'last_probe_ok',
+  'last_probe_error',
 ]
   .map((column) => `c.${column}`)
   .join(', ');
@@ -72,7 +88,9 @@ const ERROR_KEY = /^(-?\d{1,15}(\.\d{1,6})?|Infinity)$/;
 
 /** Opaque to clients: base64url of a small JSON array. A cursor is only a position in the order, so any valid one is harmless. */
 export function encodeListCursor(c: ListCursor): string {
-  return Buffer.from(JSON.stringify([CURSOR_VERSION, c.rank, c.negFailures, c.errorKey, c.tenantId, c.id, c.position])).toString('base64url');
+  return Buffer.from(
+    JSON.stringify([CURSOR_VERSION, c.rank, c.negFailures, c.errorKey, c.tenantId, c.id, c.position]),
+  ).toString('base64url');
 }
 
 export function decodeListCursor(cursor: string): ListCursor {
@@ -82,7 +100,8 @@ export function decodeListCursor(cursor: string): ListCursor {
   } catch {
     // not JSON: refused below
   }
-  const int = (x: unknown, min: number, max: number) => Number.isSafeInteger(x) && (x as number) >= min && (x as number) <= max;
+  const int = (x: unknown, min: number, max: number) =>
+    Number.isSafeInteger(x) && (x as number) >= min && (x as number) <= max;
   if (
     !Array.isArray(v) ||
     v.length !== 7 ||
@@ -97,7 +116,10 @@ export function decodeListCursor(cursor: string): ListCursor {
     !UUID.test(v[5]) ||
     !int(v[6], 0, Number.MAX_SAFE_INTEGER)
   ) {
-    throw new ValidationFailedError([{ field: 'cursor', reason: 'cursor must be a next_cursor returned by this API' }], 'The query is invalid; see details.');
+    throw new ValidationFailedError(
+      [{ field: 'cursor', reason: 'cursor must be a next_cursor returned by this API' }],
+      'The query is invalid; see details.',
+    );
   }
   return { rank: v[1], negFailures: v[2], errorKey: v[3], tenantId: v[4], id: v[5], position: v[6] };
 }
@@ -145,7 +167,8 @@ export class OpsService {
     )) as { metric: string; label: string | null; health: string | null; n: number }[];
     const counts: GaugeCounts = { connections: [], dispatches: [], pendingApproval: 0, appCredentials: [] };
     for (const r of rows) {
-      if (r.metric === 'connections') counts.connections.push({ status: r.label as string, health: r.health as string, n: r.n });
+      if (r.metric === 'connections')
+        counts.connections.push({ status: r.label as string, health: r.health as string, n: r.n });
       else if (r.metric === 'dispatches') counts.dispatches.push({ status: r.label as string, n: r.n });
       else if (r.metric === 'pending_approval') counts.pendingApproval = r.n;
       else counts.appCredentials.push({ environment: r.label as string, invalid: r.n === 1 });
@@ -161,7 +184,10 @@ export class OpsService {
     const limit = query.limit ?? 50;
     const after = query.cursor !== undefined ? decodeListCursor(query.cursor) : null;
     if (after && query.offset) {
-      throw new ValidationFailedError([{ field: 'offset', reason: 'offset cannot be combined with cursor' }], 'The query is invalid; see details.');
+      throw new ValidationFailedError(
+        [{ field: 'offset', reason: 'offset cannot be combined with cursor' }],
+        'The query is invalid; see details.',
+      );
     }
     const offset = after ? 0 : (query.offset ?? 0);
     const params: unknown[] = [this.config.ops.idleAfterMs];
@@ -206,7 +232,13 @@ export class OpsService {
     const position = (after?.position ?? offset) + page.length;
     const last = page.at(-1);
     return {
-      connections: page.map((r) => view(r, { sent: (r.dispatches_sent as number) ?? 0, failed: (r.dispatches_failed as number) ?? 0, queued: (r.dispatches_queued as number) ?? 0 })),
+      connections: page.map((r) =>
+        view(r, {
+          sent: (r.dispatches_sent as number) ?? 0,
+          failed: (r.dispatches_failed as number) ?? 0,
+          queued: (r.dispatches_queued as number) ?? 0,
+        }),
+      ),
       next_cursor:
         more && last
           ? encodeListCursor({
@@ -229,13 +261,19 @@ export class OpsService {
     )) as Record<string, unknown>[];
     if (!rows[0]) throw new VaultError(HttpStatus.NOT_FOUND, 'connection_not_found', `No connection ${id}.`);
     // Newest first, read from the index on (connection_id, at DESC): a long history is never sorted whole.
-    const events = (await this.db.query(`SELECT type, detail, at FROM connection_events WHERE connection_id = $1 ORDER BY at DESC, id DESC LIMIT 50`, [id])) as {
+    const events = (await this.db.query(
+      `SELECT type, detail, at FROM connection_events WHERE connection_id = $1 ORDER BY at DESC, id DESC LIMIT 50`,
+      [id],
+    )) as {
       type: string;
       detail: unknown;
       at: Date;
     }[];
     const counts = await this.dispatchCounts([id]);
-    return { ...view(rows[0], counts.get(id)), events: events.map((e) => ({ type: e.type, detail: e.detail, at: e.at.toISOString() })) };
+    return {
+      ...view(rows[0], counts.get(id)),
+      events: events.map((e) => ({ type: e.type, detail: e.detail, at: e.at.toISOString() })),
+    };
   }
 
   /** Probes `GET /api/v2/organizations` with the connection's token and records the outcome. */
@@ -267,16 +305,24 @@ export class OpsService {
 
   /** Background probe: claims up to `batch` idle connections (one instance each, SKIP LOCKED) and probes them. */
   async probeIdle(batch = 10): Promise<number> {
-    const ids = await this.connectionState.claimIdleForProbe(mainPool(this.db), batch, this.config.ops.idleAfterMs);
+    const ids = await this.connectionState.claimIdleForProbe(
+      mainPool(this.db),
+      batch,
+      this.config.ops.idleAfterMs,
+    );
     const rows = ids.map((id) => ({ id }));
-    for (const { id } of rows) await this.check(id).catch((e: unknown) => this.logger.warn(`probe of ${id} failed: ${String(e)}`));
+    for (const { id } of rows)
+      await this.check(id).catch((e: unknown) => this.logger.warn(`probe of ${id} failed: ${String(e)}`));
     return rows.length;
   }
 
   private async requireLive(id: string): Promise<void> {
-    const rows = (await this.db.query(`SELECT status FROM connections WHERE id = $1`, [id])) as { status: string }[];
+    const rows = (await this.db.query(`SELECT status FROM connections WHERE id = $1`, [id])) as {
+      status: string;
+    }[];
     if (!rows[0]) throw new VaultError(HttpStatus.NOT_FOUND, 'connection_not_found', `No connection ${id}.`);
-    if (rows[0].status === 'disconnected') throw new VaultError(HttpStatus.CONFLICT, 'connection_not_active', 'The connection is disconnected.');
+    if (rows[0].status === 'disconnected')
+      throw new VaultError(HttpStatus.CONFLICT, 'connection_not_active', 'The connection is disconnected.');
   }
 
   /** Dispatches of the last 24 h by status, from `reward_dispatches_connection_idx` (connection_id, created_at DESC). */
@@ -305,8 +351,18 @@ function view(r: Record<string, unknown>, counts: Record<string, number> = {}) {
   return Object.assign(toConnectionResponse(r), {
     tenant_name: r.tenant_name as string,
     health: r.health as Health | null,
-    last_probe: r.last_probe_at ? { at: iso(r.last_probe_at), ok: r.last_probe_ok as boolean | null, error: (r.last_probe_error as string | null) ?? null } : null,
-    dispatches_24h: { sent: counts.sent ?? 0, failed: counts.failed ?? 0, queued: (counts.queued ?? 0) + (counts.sending ?? 0) },
+    last_probe: r.last_probe_at
+      ? {
+          at: iso(r.last_probe_at),
+          ok: r.last_probe_ok as boolean | null,
+          error: (r.last_probe_error as string | null) ?? null,
+        }
+      : null,
+    dispatches_24h: {
+      sent: counts.sent ?? 0,
+      failed: counts.failed ?? 0,
+      queued: (counts.queued ?? 0) + (counts.sending ?? 0),
+    },
   });
 }
 

@@ -1,4 +1,10 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
@@ -35,7 +41,10 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
   ) {}
 
   onApplicationBootstrap(): void {
-    const every = Math.max(50, Math.min(this.config.dispatch.approvalCheckMs, this.config.dispatch.pollMs * 5));
+    const every = Math.max(
+      50,
+      Math.min(this.config.dispatch.approvalCheckMs, this.config.dispatch.pollMs * 5),
+    );
     const timer = setInterval(() => void this.tick(), every);
     timer.unref();
     this.scheduler.addInterval('approval-reconciler', timer);
@@ -55,26 +64,56 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
         const reward = await this.store.claimApprovalCheck();
         if (!reward) break;
         checked += 1;
-        await this.store.settleApproval(reward.dispatch_id, await this.check(reward.connection_id, reward.upstream_order_id ?? reward.external_id, reward.position, reward.attempts));
+        await this.store.settleApproval(
+          reward.dispatch_id,
+          await this.check(
+            reward.connection_id,
+            reward.upstream_order_id ?? reward.external_id,
+            reward.position,
+            reward.attempts,
+          ),
+        );
       }
     } catch (error) {
-      this.logger.warn(`approval reconciliation pass failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.logger.warn(
+        `approval reconciliation pass failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
     } finally {
       this.running = false;
     }
     return checked;
   }
 
-  private async check(connectionId: string | null, orderId: string, position: number, attempts: number): Promise<RewardUpdate> {
-    const later = (ms = this.config.dispatch.approvalCheckMs): RewardUpdate => ({ position, status: 'pending_approval', last_error: null, next_check_at: new Date(Date.now() + ms) });
+  private async check(
+    connectionId: string | null,
+    orderId: string,
+    position: number,
+    attempts: number,
+  ): Promise<RewardUpdate> {
+    const later = (ms = this.config.dispatch.approvalCheckMs): RewardUpdate => ({
+      position,
+      status: 'pending_approval',
+      last_error: null,
+      next_check_at: new Date(Date.now() + ms),
+    });
     if (!connectionId) return later(60 * 60_000);
     try {
       const order = await this.rewardsApi.forConnection(connectionId).getOrder(orderId);
       const outcome = orderOutcome(order.status);
       const delivery = order.rewards[0]?.delivery?.status ?? null;
-      if (outcome === 'held') return { ...later(), upstream_order_status: order.status, delivery_status: delivery };
+      if (outcome === 'held')
+        return { ...later(), upstream_order_status: order.status, delivery_status: delivery };
       this.metrics.dispatchAttempts.inc({ outcome: outcome === 'executed' ? 'approved' : 'rejected' });
-      if (outcome === 'executed') return { position, status: 'sent', upstream_order_status: order.status, delivery_status: delivery, last_error: null, sent_at: new Date(), next_check_at: null };
+      if (outcome === 'executed')
+        return {
+          position,
+          status: 'sent',
+          upstream_order_status: order.status,
+          delivery_status: delivery,
+          last_error: null,
+          sent_at: new Date(),
+          next_check_at: null,
+        };
       const rejected = order.status.toUpperCase().startsWith('CANCEL');
       return {
         position,
@@ -84,14 +123,22 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
         next_check_at: null,
         last_error: {
           code: rejected ? 'order_rejected' : 'order_failed',
-          message: rejected ? 'The order was rejected while held for approval (the service canceled it).' : `The order held for approval ended ${order.status}.`,
+          message: rejected
+            ? 'The order was rejected while held for approval (the service canceled it).'
+            : `The order held for approval ended ${order.status}.`,
         },
       };
     } catch (error) {
-      if (error instanceof ConnectionNotActiveError || error instanceof ConnectionNotFoundError) return later(60 * 60_000);
+      if (error instanceof ConnectionNotActiveError || error instanceof ConnectionNotFoundError)
+        return later(60 * 60_000);
       const transient = !(error instanceof RewardsApiError) || mapUpstreamError(error).retryable;
-      this.logger.warn({ orderId, err: error instanceof Error ? error.message : String(error) }, 'could not check an order held for approval');
-      return later(transient ? backoffMs(this.config.dispatch.approvalCheckMs, Math.min(attempts, 6)) : 60 * 60_000);
+      this.logger.warn(
+        { orderId, err: error instanceof Error ? error.message : String(error) },
+        'could not check an order held for approval',
+      );
+      return later(
+        transient ? backoffMs(this.config.dispatch.approvalCheckMs, Math.min(attempts, 6)) : 60 * 60_000,
+      );
     }
   }
 }

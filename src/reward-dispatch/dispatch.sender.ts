@@ -6,10 +6,23 @@ import { MetricsService } from '../metrics/metrics.service';
 import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.errors';
 import { type OrderRequest, type UpstreamOrder, orderOutcome } from '../rewards-api/rewards-api.types';
 import { RewardsApi } from '../token-vault/rewards-api.service';
-import { AppCredentialsInvalidError, ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
+import {
+  AppCredentialsInvalidError,
+  ConnectionNotActiveError,
+  ConnectionNotFoundError,
+} from '../token-vault/token-vault.errors';
 import { VaultCipher } from '../token-vault/vault-cipher';
 import { DispatchStore, type DispatchUpdate, type RewardUpdate } from './dispatch.store';
-import { type DispatchRow, type RewardError, type RewardRow, deriveStatus, failureBody, httpStatusOf, isSettled, toView } from './dispatch.view';
+import {
+  type DispatchRow,
+  type RewardError,
+  type RewardRow,
+  deriveStatus,
+  failureBody,
+  httpStatusOf,
+  isSettled,
+  toView,
+} from './dispatch.view';
 
 export interface HttpOutcome {
   status: number;
@@ -52,7 +65,11 @@ export class DispatchSender {
   }
 
   /** `marked`: positions already written as `sending` by the insert (the request's own first attempt). */
-  async run(row: DispatchRow, rewards: RewardRow[], marked: ReadonlySet<number> = new Set()): Promise<HttpOutcome> {
+  async run(
+    row: DispatchRow,
+    rewards: RewardRow[],
+    marked: ReadonlySet<number> = new Set(),
+  ): Promise<HttpOutcome> {
     const inline = marked.size > 0;
     const open = rewards.filter((r) => !isSettled(r.status));
     const units = row.order_shape === 'array' ? (open.length ? [open] : []) : open.map((r) => [r]);
@@ -60,7 +77,14 @@ export class DispatchSender {
     let interruption: Interruption | null = null;
     const client = row.connection_id ? this.rewardsApi.forConnection(row.connection_id) : null;
     for (const [index, unit] of units.entries()) {
-      const starts = unit.filter((r) => !marked.has(r.position)).map((r): RewardUpdate => ({ position: r.position, status: 'sending', bump: 1, last_error: r.last_error }));
+      const starts = unit
+        .filter((r) => !marked.has(r.position))
+        .map((r): RewardUpdate => ({
+          position: r.position,
+          status: 'sending',
+          bump: 1,
+          last_error: r.last_error,
+        }));
       if (carry.length || starts.length) {
         const { connectionStatus } = await this.store.write(row.id, [...carry, ...starts], null);
         apply(rewards, carry);
@@ -74,8 +98,15 @@ export class DispatchSender {
       for (const r of unit) r.status = 'sending';
       try {
         if (!client) throw new ConnectionNotFoundError();
-        const { status, order } = await client.createOrder(this.orderFor(row, unit), this.config.dispatch.upstreamTimeoutMs);
-        if (status === 201) this.logger.log({ dispatchId: row.id, orderId: order.id }, 'order already existed upstream (a retry); not sent twice');
+        const { status, order } = await client.createOrder(
+          this.orderFor(row, unit),
+          this.config.dispatch.upstreamTimeoutMs,
+        );
+        if (status === 201)
+          this.logger.log(
+            { dispatchId: row.id, orderId: order.id },
+            'order already existed upstream (a retry); not sent twice',
+          );
         carry = this.settled(row, unit, order);
       } catch (error) {
         if (error instanceof AppCredentialsInvalidError && inline && index === 0) {
@@ -96,7 +127,11 @@ export class DispatchSender {
           if (affected !== unit) break;
         } else {
           interruption = this.interruption(row, error);
-          carry = unit.map((r) => ({ position: r.position, status: interruption?.error.outcome_unknown ? 'sending' : 'pending', last_error: interruption?.error ?? null }));
+          carry = unit.map((r) => ({
+            position: r.position,
+            status: interruption?.error.outcome_unknown ? 'sending' : 'pending',
+            last_error: interruption?.error ?? null,
+          }));
           this.metrics.dispatchAttempts.inc({ outcome: 'queued' }, unit.length);
           break;
         }
@@ -109,7 +144,15 @@ export class DispatchSender {
       const reason = interruption.error;
       const gaveUp: RewardUpdate[] = rewards
         .filter((r) => !isSettled(r.status))
-        .map((r) => ({ position: r.position, status: 'failed', last_error: { ...reason, message: `Gave up after ${row.attempts} attempts: ${reason.message}`, outcome_unknown: r.status === 'sending' } }));
+        .map((r) => ({
+          position: r.position,
+          status: 'failed',
+          last_error: {
+            ...reason,
+            message: `Gave up after ${row.attempts} attempts: ${reason.message}`,
+            outcome_unknown: r.status === 'sending',
+          },
+        }));
       carry = [...carry.filter((u) => !gaveUp.some((g) => g.position === u.position)), ...gaveUp];
       apply(rewards, gaveUp);
       interruption = null;
@@ -117,26 +160,57 @@ export class DispatchSender {
     return this.finish(row, rewards, carry, interruption);
   }
 
-  private async finish(row: DispatchRow, rewards: RewardRow[], carry: RewardUpdate[], interruption: Interruption | null): Promise<HttpOutcome> {
+  private async finish(
+    row: DispatchRow,
+    rewards: RewardRow[],
+    carry: RewardUpdate[],
+    interruption: Interruption | null,
+  ): Promise<HttpOutcome> {
     const derived = interruption ? null : deriveStatus(rewards);
     const now = new Date();
     let update: DispatchUpdate;
     let outcome: HttpOutcome;
     if (!derived) {
-      const delay = Math.max(interruption?.retryAfterMs ?? 0, backoffMs(this.config.dispatch.retryBaseMs, row.attempts, this.config.dispatch.retryMaxMs));
+      const delay = Math.max(
+        interruption?.retryAfterMs ?? 0,
+        backoffMs(this.config.dispatch.retryBaseMs, row.attempts, this.config.dispatch.retryMaxMs),
+      );
       const nextAttemptAt = new Date(now.getTime() + delay);
-      update = { status: 'queued', responseStatus: 202, lastError: interruption?.error as unknown as Record<string, unknown>, nextAttemptAt, sentAt: null };
+      update = {
+        status: 'queued',
+        responseStatus: 202,
+        lastError: interruption?.error as unknown as Record<string, unknown>,
+        nextAttemptAt,
+        sentAt: null,
+      };
       outcome = { status: 202, body: null, headers: { 'Retry-After': String(Math.ceil(delay / 1000)) } };
     } else {
       const sentAt = rewards.some((r) => r.status === 'sent') ? now : null;
       const failure = derived === 'failed' || derived === 'cancelled' ? failureBody(row, rewards) : null;
-      const lastError = failure ? { code: failure.body.error.code, message: failure.body.error.message } : null;
-      update = { status: derived, responseStatus: failure ? failure.status : httpStatusOf(derived), lastError, nextAttemptAt: null, sentAt };
+      const lastError = failure
+        ? { code: failure.body.error.code, message: failure.body.error.message }
+        : null;
+      update = {
+        status: derived,
+        responseStatus: failure ? failure.status : httpStatusOf(derived),
+        lastError,
+        nextAttemptAt: null,
+        sentAt,
+      };
       outcome = { status: update.responseStatus, body: null };
     }
     await this.store.write(row.id, carry, update);
-    Object.assign(row, { status: update.status, last_error: update.lastError, next_attempt_at: update.nextAttemptAt, sent_at: row.sent_at ?? update.sentAt, lease_until: null });
-    outcome.body = derived === 'failed' || derived === 'cancelled' ? failureBody(row, rewards).body : this.view(row, rewards);
+    Object.assign(row, {
+      status: update.status,
+      last_error: update.lastError,
+      next_attempt_at: update.nextAttemptAt,
+      sent_at: row.sent_at ?? update.sentAt,
+      lease_until: null,
+    });
+    outcome.body =
+      derived === 'failed' || derived === 'cancelled'
+        ? failureBody(row, rewards).body
+        : this.view(row, rewards);
     return outcome;
   }
 
@@ -147,7 +221,8 @@ export class DispatchSender {
   /** The exact order for these rewards, rebuilt from what was stored at insert: the same bytes on every retry. */
   private orderFor(row: DispatchRow, unit: RewardRow[]): OrderRequest {
     const payment = { funding_source_id: row.upstream_payload.payment.funding_source_id };
-    if (row.order_shape === 'array') return { external_id: row.id, payment, rewards: unit.map((r) => r.upstream_payload) };
+    if (row.order_shape === 'array')
+      return { external_id: row.id, payment, rewards: unit.map((r) => r.upstream_payload) };
     return { external_id: unit[0].external_id, payment, reward: unit[0].upstream_payload };
   }
 
@@ -166,10 +241,25 @@ export class DispatchSender {
         delivery_status: upstream?.delivery?.status ?? null,
         link_enc: link ? this.vault.encrypt(link, linkAad(r)) : null,
       };
-      this.metrics.dispatchAttempts.inc({ outcome: outcome === 'executed' ? 'sent' : outcome === 'held' ? 'pending_approval' : 'failed' });
+      this.metrics.dispatchAttempts.inc({
+        outcome: outcome === 'executed' ? 'sent' : outcome === 'held' ? 'pending_approval' : 'failed',
+      });
       if (outcome === 'executed') return { ...base, status: 'sent', last_error: null, sent_at: now };
-      if (outcome === 'held') return { ...base, status: 'pending_approval', last_error: null, next_check_at: new Date(now.getTime() + this.config.dispatch.approvalCheckMs) };
-      return { ...base, status: 'failed', last_error: { code: 'order_failed', message: `The rewards service created the order with status ${order.status}.` } };
+      if (outcome === 'held')
+        return {
+          ...base,
+          status: 'pending_approval',
+          last_error: null,
+          next_check_at: new Date(now.getTime() + this.config.dispatch.approvalCheckMs),
+        };
+      return {
+        ...base,
+        status: 'failed',
+        last_error: {
+          code: 'order_failed',
+          message: `The rewards service created the order with status ${order.status}.`,
+        },
+      };
     });
   }
 
@@ -180,35 +270,63 @@ export class DispatchSender {
     return open.map((r) => ({
       position: r.position,
       status: 'cancelled',
-      last_error: { code: 'dispatch_cancelled', message: 'The rewards connection was disconnected before this reward was sent; it was not sent.' },
+      last_error: {
+        code: 'dispatch_cancelled',
+        message: 'The rewards connection was disconnected before this reward was sent; it was not sent.',
+      },
     }));
   }
 
   /** A failure no retry can fix, as the reward's error; null for transient ones. */
   private definitive(error: unknown): RewardError | null {
-    if (error instanceof ConnectionNotActiveError) return { code: 'connection_not_active', message: error.message };
+    if (error instanceof ConnectionNotActiveError)
+      return { code: 'connection_not_active', message: error.message };
     if (!(error instanceof RewardsApiError)) return null;
     const failure = mapUpstreamError(error, 'the order');
     if (failure.retryable) return null;
-    if (failure.code === 'external_id_conflict') this.logger.error('BUG SIGNAL: the rewards service holds another order with this external_id');
-    return { code: failure.code, message: failure.message, upstream_status: failure.upstreamStatus, upstream_payload: failure.upstreamPayload };
+    if (failure.code === 'external_id_conflict')
+      this.logger.error('BUG SIGNAL: the rewards service holds another order with this external_id');
+    return {
+      code: failure.code,
+      message: failure.message,
+      upstream_status: failure.upstreamStatus,
+      upstream_payload: failure.upstreamPayload,
+    };
   }
 
   private interruption(row: DispatchRow, error: unknown): Interruption {
     if (error instanceof RewardsApiError) {
       const f = mapUpstreamError(error, 'the order');
       return {
-        error: { code: f.code, message: f.message, upstream_status: f.upstreamStatus, outcome_unknown: f.outcomeUnknown },
+        error: {
+          code: f.code,
+          message: f.message,
+          upstream_status: f.upstreamStatus,
+          outcome_unknown: f.outcomeUnknown,
+        },
         // The service documents no Retry-After on its 429s: pause at least a second, as its docs advise.
         retryAfterMs: (f.retryAfterSeconds ?? (f.code === 'upstream_rate_limited' ? 1 : 0)) * 1000,
       };
     }
     if (error instanceof AppError) {
       // The vault could not give a token now (refresh cooldown, lock timeout, app credentials refused).
-      return { error: { code: error.code as RewardError['code'], message: error.message, outcome_unknown: false }, retryAfterMs: Number(error.headers['Retry-After'] ?? 0) * 1000 };
+      return {
+        error: { code: error.code as RewardError['code'], message: error.message, outcome_unknown: false },
+        retryAfterMs: Number(error.headers['Retry-After'] ?? 0) * 1000,
+      };
     }
-    this.logger.error({ dispatchId: row.id, err: error instanceof Error ? error.message : String(error) }, 'unexpected error while sending');
-    return { error: { code: 'upstream_unavailable', message: error instanceof Error ? error.message : String(error), outcome_unknown: true }, retryAfterMs: 0 };
+    this.logger.error(
+      { dispatchId: row.id, err: error instanceof Error ? error.message : String(error) },
+      'unexpected error while sending',
+    );
+    return {
+      error: {
+        code: 'upstream_unavailable',
+        message: error instanceof Error ? error.message : String(error),
+        outcome_unknown: true,
+      },
+      retryAfterMs: 0,
+    };
   }
 }
 
@@ -216,7 +334,10 @@ const linkAad = (r: RewardRow) => `${r.dispatch_id}/${r.position}/link`;
 
 /** The connection was disconnected (its grant is gone with it): what is not sent yet must not be sent. */
 function isGone(error: unknown): boolean {
-  return error instanceof ConnectionNotFoundError || (error instanceof ConnectionNotActiveError && error.connectionStatus === 'disconnected');
+  return (
+    error instanceof ConnectionNotFoundError ||
+    (error instanceof ConnectionNotActiveError && error.connectionStatus === 'disconnected')
+  );
 }
 
 /** Applies updates to the in-memory rows, so the derived status and the answer match what was written. */

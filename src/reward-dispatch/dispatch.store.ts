@@ -22,7 +22,10 @@ export async function reencryptLinks(pool: Pool, vault: VaultCipher): Promise<nu
   for (const r of rows) {
     if (VaultCipher.keyIdOf(r.link_enc) === vault.currentKeyId) continue;
     const aad = `${r.dispatch_id}/${r.position}/link`;
-    await pool.query(`UPDATE dispatch_rewards SET link_enc = $3 WHERE dispatch_id = $1 AND position = $2 AND link_enc = $4`, [r.dispatch_id, r.position, vault.encrypt(vault.decrypt(r.link_enc, aad), aad), r.link_enc]);
+    await pool.query(
+      `UPDATE dispatch_rewards SET link_enc = $3 WHERE dispatch_id = $1 AND position = $2 AND link_enc = $4`,
+      [r.dispatch_id, r.position, vault.encrypt(vault.decrypt(r.link_enc, aad), aad), r.link_enc],
+    );
     rewritten += 1;
   }
   return rewritten;
@@ -80,7 +83,10 @@ export class DispatchStore implements OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
   ) {
-    this.relaxed = createPool({ url: config.databaseUrl as string, maxConnections: config.databaseMaxConnections }, 'relaxed');
+    this.relaxed = createPool(
+      { url: config.databaseUrl as string, maxConnections: config.databaseMaxConnections },
+      'relaxed',
+    );
     this.relaxed.on('error', (error) => this.logger.warn(`dispatch pool: ${error.message}`));
   }
 
@@ -97,7 +103,10 @@ export class DispatchStore implements OnModuleDestroy {
    * The dispatch and its rewards in one statement (one round-trip), keyed by tenant + Idempotency-Key. Returns null
    * when the key is taken (nothing written).
    */
-  async insert(row: Omit<DispatchRow, 'created_at' | 'updated_at' | 'lease_until'>, rewards: NewReward[]): Promise<{ created_at: Date; lease_until: Date } | null> {
+  async insert(
+    row: Omit<DispatchRow, 'created_at' | 'updated_at' | 'lease_until'>,
+    rewards: NewReward[],
+  ): Promise<{ created_at: Date; lease_until: Date } | null> {
     const { rows } = await this.pool().query<{ created_at: Date; lease_until: Date }>({
       name: 'rg_dispatch_insert_v2',
       text: `WITH d AS (
@@ -112,7 +121,19 @@ export class DispatchStore implements OnModuleDestroy {
                  FROM d, jsonb_to_recordset($11::jsonb) AS x(position int, external_id text, status text, payload jsonb, attempts int)
              )
              SELECT created_at, lease_until FROM d`,
-      values: [row.id, row.tenant_id, row.connection_id, row.environment, row.order_shape, row.idempotency_key, row.request_hash, row.request, row.upstream_payload, this.config.dispatch.leaseMs, JSON.stringify(rewards)],
+      values: [
+        row.id,
+        row.tenant_id,
+        row.connection_id,
+        row.environment,
+        row.order_shape,
+        row.idempotency_key,
+        row.request_hash,
+        row.request,
+        row.upstream_payload,
+        this.config.dispatch.leaseMs,
+        JSON.stringify(rewards),
+      ],
     });
     return rows[0] ?? null;
   }
@@ -123,8 +144,15 @@ export class DispatchStore implements OnModuleDestroy {
    * and the connection's status as of this statement (null: the dispatch has no connection any more), so a sender
    * learns of a disconnect on any instance before its next call, at no extra round-trip.
    */
-  async write(dispatchId: string, rewards: RewardUpdate[], dispatch: DispatchUpdate | null): Promise<{ changed: number; connectionStatus: string | null }> {
-    const durable = rewards.some((r) => r.status === 'failed' || r.status === 'cancelled') || dispatch?.status === 'failed' || dispatch?.status === 'cancelled';
+  async write(
+    dispatchId: string,
+    rewards: RewardUpdate[],
+    dispatch: DispatchUpdate | null,
+  ): Promise<{ changed: number; connectionStatus: string | null }> {
+    const durable =
+      rewards.some((r) => r.status === 'failed' || r.status === 'cancelled') ||
+      dispatch?.status === 'failed' ||
+      dispatch?.status === 'cancelled';
     const pool = durable ? this.pool() : this.relaxed;
     const { rows } = await pool.query<{ changed: number; connection_status: string | null }>({
       name: durable ? 'rg_dispatch_write_sync_v2' : 'rg_dispatch_write_v2',
@@ -169,20 +197,34 @@ export class DispatchStore implements OnModuleDestroy {
    * may retry the same Idempotency-Key later. Only while this process still holds it.
    */
   async discard(dispatchId: string): Promise<void> {
-    await this.pool().query(`DELETE FROM reward_dispatches WHERE id = $1 AND status = 'sending' AND attempts = 1`, [dispatchId]);
+    await this.pool().query(
+      `DELETE FROM reward_dispatches WHERE id = $1 AND status = 'sending' AND attempts = 1`,
+      [dispatchId],
+    );
   }
 
   async findByKey(tenantId: string, key: string): Promise<DispatchRow | null> {
-    const rows = (await this.db.query(`SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND idempotency_key = $2`, [tenantId, key])) as DispatchRow[];
+    const rows = (await this.db.query(
+      `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND idempotency_key = $2`,
+      [tenantId, key],
+    )) as DispatchRow[];
     return rows[0] ?? null;
   }
 
   async find(tenantId: string, id: string): Promise<DispatchRow | null> {
-    const rows = (await this.db.query(`SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND id = $2`, [tenantId, id])) as DispatchRow[];
+    const rows = (await this.db.query(`SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND id = $2`, [
+      tenantId,
+      id,
+    ])) as DispatchRow[];
     return rows[0] ?? null;
   }
 
-  async list(tenantId: string, status: string | undefined, limit: number, offset: number): Promise<DispatchRow[]> {
+  async list(
+    tenantId: string,
+    status: string | undefined,
+    limit: number,
+    offset: number,
+  ): Promise<DispatchRow[]> {
     return (await this.db.query(
       `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)
         ORDER BY created_at DESC, id LIMIT $3 OFFSET $4`,
@@ -192,9 +234,10 @@ export class DispatchStore implements OnModuleDestroy {
 
   /** The rewards of the given dispatches, by dispatch, in position order. */
   async rewardsOf(dispatchIds: string[]): Promise<Map<string, RewardRow[]>> {
-    const rows = (await this.db.query(`SELECT ${REWARD_COLUMNS} FROM dispatch_rewards WHERE dispatch_id = ANY($1::uuid[]) ORDER BY dispatch_id, position`, [
-      dispatchIds,
-    ])) as RewardRow[];
+    const rows = (await this.db.query(
+      `SELECT ${REWARD_COLUMNS} FROM dispatch_rewards WHERE dispatch_id = ANY($1::uuid[]) ORDER BY dispatch_id, position`,
+      [dispatchIds],
+    )) as RewardRow[];
     const byDispatch = new Map<string, RewardRow[]>(dispatchIds.map((id) => [id, []]));
     for (const r of rows) byDispatch.get(r.dispatch_id)?.push(r);
     return byDispatch;
@@ -248,7 +291,9 @@ export class DispatchStore implements OnModuleDestroy {
                 WHERE status = 'pending_approval' AND next_check_at <= now()
                 ORDER BY next_check_at LIMIT 1 FOR UPDATE SKIP LOCKED) due, reward_dispatches d
         WHERE r.dispatch_id = due.dispatch_id AND r.position = due.position AND d.id = r.dispatch_id
-        RETURNING ${REWARD_COLUMNS.split(',').map((c) => `r.${c.trim()}`).join(', ')}, d.connection_id`,
+        RETURNING ${REWARD_COLUMNS.split(',')
+          .map((c) => `r.${c.trim()}`)
+          .join(', ')}, d.connection_id`,
       [this.config.dispatch.leaseMs],
     )) as [(RewardRow & { connection_id: string | null })[], number];
     return rows[0] ?? null;

@@ -11,7 +11,15 @@ import type { DispatchErrorCode } from './reward-dispatch.errors';
  * them: `sent`, `pending_approval` (some held for approval upstream, none failed), `partially_failed`, `failed`,
  * `cancelled` (nothing went out: the connection was disconnected before).
  */
-export const DISPATCH_STATUSES = ['sending', 'queued', 'sent', 'pending_approval', 'partially_failed', 'failed', 'cancelled'] as const;
+export const DISPATCH_STATUSES = [
+  'sending',
+  'queued',
+  'sent',
+  'pending_approval',
+  'partially_failed',
+  'failed',
+  'cancelled',
+] as const;
 export type DispatchStatus = (typeof DISPATCH_STATUSES)[number];
 
 /**
@@ -19,7 +27,14 @@ export type DispatchStatus = (typeof DISPATCH_STATUSES)[number];
  * `sent`, `pending_approval` (the order exists upstream, held for approval), `failed` (with the reason), `cancelled`
  * (never sent: its connection was disconnected first).
  */
-export const REWARD_STATUSES = ['pending', 'sending', 'sent', 'pending_approval', 'failed', 'cancelled'] as const;
+export const REWARD_STATUSES = [
+  'pending',
+  'sending',
+  'sent',
+  'pending_approval',
+  'failed',
+  'cancelled',
+] as const;
 export type RewardStatus = (typeof REWARD_STATUSES)[number];
 
 export const isSettled = (status: RewardStatus) => status !== 'pending' && status !== 'sending';
@@ -32,7 +47,11 @@ export interface DispatchRow {
   order_shape: OrderShape;
   idempotency_key: string;
   request_hash: string;
-  request: { external_reference: string | null; funding_source_id: string; custom_fields: ResolvedCustomField[][] };
+  request: {
+    external_reference: string | null;
+    funding_source_id: string;
+    custom_fields: ResolvedCustomField[][];
+  };
   /** `{payment}`: what every order of the dispatch shares (older rows also hold the whole array-form order). */
   upstream_payload: { payment: { funding_source_id: string } };
   status: DispatchStatus;
@@ -101,7 +120,11 @@ export function countsOf(rewards: { status: RewardStatus }[]): Record<RewardStat
  * The dispatch as the API shows it: every reward with its external_id, status, upstream order and reward ids and,
  * for LINK delivery, the redemption link (decrypted by `link`). Custom fields always carry their labels.
  */
-export function toView(row: DispatchRow, rewards: RewardRow[], link: (r: RewardRow) => string | null = () => null) {
+export function toView(
+  row: DispatchRow,
+  rewards: RewardRow[],
+  link: (r: RewardRow) => string | null = () => null,
+) {
   const orderIds = new Set(rewards.map((r) => r.upstream_order_id));
   return {
     id: row.id,
@@ -130,7 +153,11 @@ export function toView(row: DispatchRow, rewards: RewardRow[], link: (r: RewardR
       value: r.upstream_payload.value,
       products: r.upstream_payload.products ?? null,
       campaign_id: r.upstream_payload.campaign_id ?? null,
-      delivery: { method: r.delivery_method ?? r.upstream_payload.delivery.method, status: r.delivery_status, ...(r.link_enc ? { link: link(r) } : {}) },
+      delivery: {
+        method: r.delivery_method ?? r.upstream_payload.delivery.method,
+        status: r.delivery_status,
+        ...(r.link_enc ? { link: link(r) } : {}),
+      },
       custom_fields: row.request.custom_fields[r.position] ?? [],
       error: r.status === 'failed' || r.status === 'cancelled' ? r.last_error : null,
       sent_at: iso(r.sent_at),
@@ -142,13 +169,19 @@ export function toView(row: DispatchRow, rewards: RewardRow[], link: (r: RewardR
  * A dispatch whose every reward failed answers with our error shape: 503 when every failure was a give-up on an
  * unavailable upstream, else 422; one detail per reward. The code is the rewards' common code, or `upstream_rejected`.
  */
-export function failureBody(row: DispatchRow, rewards: RewardRow[]): { status: number; body: { error: { code: string; message: string; details: unknown[] } } } {
-  const errors = rewards.map((r): RewardError => r.last_error ?? { code: 'upstream_rejected', message: 'failed' });
+export function failureBody(
+  row: DispatchRow,
+  rewards: RewardRow[],
+): { status: number; body: { error: { code: string; message: string; details: unknown[] } } } {
+  const errors = rewards.map(
+    (r): RewardError => r.last_error ?? { code: 'upstream_rejected', message: 'failed' },
+  );
   const codes = new Set(errors.map((e) => e.code));
   const code = codes.size === 1 ? [...codes][0] : 'upstream_rejected';
   const gaveUp = errors.every((e) => e.code === 'upstream_unavailable' || e.code === 'upstream_rate_limited');
   const status = gaveUp ? 503 : code === 'connection_not_active' || code === 'dispatch_cancelled' ? 409 : 422;
-  const message = rewards.length === 1 ? errors[0].message : `All ${rewards.length} rewards failed; see details.`;
+  const message =
+    rewards.length === 1 ? errors[0].message : `All ${rewards.length} rewards failed; see details.`;
   const details = rewards.map((r, i) => ({
     field: `rewards[${r.position}]`,
     reason: errors[i].message,

@@ -1,4 +1,10 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
@@ -56,7 +62,10 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
         for (const row of claimed) {
           const attempt: Promise<void> = this.sender
             .run(row, rewards.get(row.id) ?? [])
-            .then(() => undefined, (error: unknown) => this.logger.warn(`dispatch ${row.id}: ${String(error)}`))
+            .then(
+              () => undefined,
+              (error: unknown) => this.logger.warn(`dispatch ${row.id}: ${String(error)}`),
+            )
             .finally(() => this.inFlight.delete(attempt));
           this.inFlight.add(attempt);
         }
@@ -64,7 +73,9 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
         if (claimed.length < BATCH) break;
       }
     } catch (error) {
-      this.logger.warn(`dispatch worker pass failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.logger.warn(
+        `dispatch worker pass failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
     } finally {
       this.running = false;
     }

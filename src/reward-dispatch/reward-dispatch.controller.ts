@@ -1,5 +1,14 @@
 import { Body, Controller, Get, Headers, Param, ParseUUIDPipe, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import {
+  ApiAcceptedResponse,
+  ApiBearerAuth,
+  ApiCreatedResponse,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { DispatchListResponse, DispatchResponse, RewardListResponse } from './dto/dispatch.response';
 import { ListDispatchesDto, SendRewardsDto } from './dto/send-rewards.dto';
@@ -17,16 +26,29 @@ export class RewardDispatchController {
 
   @Post('rewards')
   @ApiOperation({
-    summary: 'Send one or more rewards, exactly once per Idempotency-Key (one upstream order per reward in the single shape).',
+    summary:
+      'Send one or more rewards, exactly once per Idempotency-Key (one upstream order per reward in the single shape).',
     description:
       '201: sent, or partially_failed (see each reward). 202: queued (the rewards service was unavailable; poll the dispatch) or ' +
       'pending_approval (held upstream). When every reward failed: 422 (refused), 409 (connection not active) or 503 (gave up). A repeated request ' +
       'with the same key and body replays the stored outcome; another body → 422 idempotency_key_reused; while the first ' +
       'is in flight → 409 idempotency_request_in_progress.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: true, description: 'Unique per reward request, at most 255 characters; kept at least 24 h.' })
-  @ApiCreatedResponse({ type: DispatchResponse, description: 'The dispatch, status sent or partially_failed, every reward with its upstream order and reward ids.' })
-  @ApiAcceptedResponse({ type: DispatchResponse, description: 'The dispatch, status queued (a worker retries it) or pending_approval (reconciled in the background).' })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: true,
+    description: 'Unique per reward request, at most 255 characters; kept at least 24 h.',
+  })
+  @ApiCreatedResponse({
+    type: DispatchResponse,
+    description:
+      'The dispatch, status sent or partially_failed, every reward with its upstream order and reward ids.',
+  })
+  @ApiAcceptedResponse({
+    type: DispatchResponse,
+    description:
+      'The dispatch, status queued (a worker retries it) or pending_approval (reconciled in the background).',
+  })
   async send(
     @Param('tenant') tenant: string,
     @Headers('idempotency-key') key: string | undefined,
@@ -42,9 +64,12 @@ export class RewardDispatchController {
   }
 
   @Get('rewards')
-  @ApiOperation({ summary: 'List rewards, filtered by custom field labels: `?Department=Sales&offset=0&limit=50`.' })
+  @ApiOperation({
+    summary: 'List rewards, filtered by custom field labels: `?Department=Sales&offset=0&limit=50`.',
+  })
   @ApiQuery({ name: 'environment', required: false, enum: ['sandbox', 'production'] })
-  @ApiQuery({ name: 'offset', required: false }) @ApiQuery({ name: 'limit', required: false })
+  @ApiQuery({ name: 'offset', required: false })
+  @ApiQuery({ name: 'limit', required: false })
   @ApiOkResponse({ type: RewardListResponse })
   listRewards(@Param('tenant') tenant: string, @Query() query: Record<string, unknown>): Promise<unknown> {
     return this.listing.list(tenant, query);
@@ -53,7 +78,10 @@ export class RewardDispatchController {
   @Get('dispatches/:id')
   @ApiOperation({ summary: 'A dispatch: status, attempts, upstream order and reward ids, last error.' })
   @ApiOkResponse({ type: DispatchResponse })
-  get(@Param('tenant') tenant: string, @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string): Promise<unknown> {
+  get(
+    @Param('tenant') tenant: string,
+    @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string,
+  ): Promise<unknown> {
     return this.dispatches.get(tenant, id);
   }
 

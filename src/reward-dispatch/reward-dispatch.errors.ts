@@ -15,7 +15,13 @@ export const DISPATCH_ERROR_CODES = [
 export type DispatchErrorCode = (typeof DISPATCH_ERROR_CODES)[number];
 
 export class DispatchError extends AppError {
-  constructor(status: HttpStatus, code: DispatchErrorCode, message: string, details: ErrorDetail[] = [], headers: Record<string, string> = {}) {
+  constructor(
+    status: HttpStatus,
+    code: DispatchErrorCode,
+    message: string,
+    details: ErrorDetail[] = [],
+    headers: Record<string, string> = {},
+  ) {
     super(status, code, message, details, headers);
   }
 }

@@ -15,9 +15,23 @@ import { RewardListingService } from './reward-listing.service';
 
 /** The send API, idempotency, dispatch records, the retry worker, the approval reconciliation and reward listing. */
 @Module({
-  imports: [ScheduleModule.forRoot(), MetricsModule, TenantsModule, TokenVaultModule, ConnectionsModule, FieldsCacheModule],
+  imports: [
+    ScheduleModule.forRoot(),
+    MetricsModule,
+    TenantsModule,
+    TokenVaultModule,
+    ConnectionsModule,
+    FieldsCacheModule,
+  ],
   controllers: [RewardDispatchController],
-  providers: [DispatchStore, DispatchSender, RewardDispatchService, RewardListingService, DispatchWorker, ApprovalReconciler],
+  providers: [
+    DispatchStore,
+    DispatchSender,
+    RewardDispatchService,
+    RewardListingService,
+    DispatchWorker,
+    ApprovalReconciler,
+  ],
   exports: [RewardDispatchService, DispatchWorker, ApprovalReconciler],
 })
 export class RewardDispatchModule {}

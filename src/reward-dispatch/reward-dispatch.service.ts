@@ -5,7 +5,11 @@ import { canonicalJson } from '../common/canonical-json';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig, RewardsEnvironmentConfig } from '../config/app-config';
 import { ConnectionsService } from '../connections/connections.service';
-import { customFieldsError, resolveCustomFields, type ResolvedCustomField } from '../fields-cache/custom-fields';
+import {
+  customFieldsError,
+  resolveCustomFields,
+  type ResolvedCustomField,
+} from '../fields-cache/custom-fields';
 import { FieldsCacheService } from '../fields-cache/fields-cache.service';
 import type { UpstreamRewardSpec } from '../rewards-api/rewards-api.types';
 import { TenantsService } from '../tenants/tenants.service';
@@ -40,7 +44,12 @@ export class RewardDispatchService {
     private readonly tokens: AccessTokenProvider,
   ) {}
 
-  async send(tenantId: string, idempotencyKey: string | undefined, dto: SendRewardsDto, rawBody: unknown): Promise<HttpOutcome> {
+  async send(
+    tenantId: string,
+    idempotencyKey: string | undefined,
+    dto: SendRewardsDto,
+    rawBody: unknown,
+  ): Promise<HttpOutcome> {
     const key = validateKey(idempotencyKey);
     const requestHash = createHash('sha256').update(canonicalJson(rawBody)).digest('hex');
     let prepared: Awaited<ReturnType<RewardDispatchService['prepare']>>;
@@ -85,7 +94,14 @@ export class RewardDispatchService {
     const stamp = await this.store.insert(row, newRewards);
     if (!stamp) {
       const existing = await this.store.findByKey(tenantId, key);
-      if (!existing) throw new DispatchError(HttpStatus.CONFLICT, 'idempotency_request_in_progress', 'Retry shortly.', [], { 'Retry-After': '1' });
+      if (!existing)
+        throw new DispatchError(
+          HttpStatus.CONFLICT,
+          'idempotency_request_in_progress',
+          'Retry shortly.',
+          [],
+          { 'Retry-After': '1' },
+        );
       return this.replay(existing, requestHash);
     }
     // The rows as written, built here rather than read back.
@@ -106,7 +122,11 @@ export class RewardDispatchService {
       sent_at: null,
     }));
     const marked = new Set(newRewards.filter((r) => r.status === 'sending').map((r) => r.position));
-    return this.sender.run({ ...row, created_at: stamp.created_at, updated_at: stamp.created_at, lease_until: stamp.lease_until }, rewards, marked);
+    return this.sender.run(
+      { ...row, created_at: stamp.created_at, updated_at: stamp.created_at, lease_until: stamp.lease_until },
+      rewards,
+      marked,
+    );
   }
 
   /** Everything resolved before the first write: connection, funding source, custom fields (all from caches). */
@@ -115,7 +135,10 @@ export class RewardDispatchService {
     const connection = await this.connections.liveConnection(tenantId, dto.environment);
     const environment = this.config.rewards[connection.environment] as RewardsEnvironmentConfig;
     await this.checkAppCredentials(connection.id);
-    const fundingSourceId = dto.funding_source_id ?? (await this.tenants.cached(tenantId)).defaultFundingSourceId ?? DEFAULT_FUNDING_SOURCE;
+    const fundingSourceId =
+      dto.funding_source_id ??
+      (await this.tenants.cached(tenantId)).defaultFundingSourceId ??
+      DEFAULT_FUNDING_SOURCE;
     let snapshot = await this.fields.get(connection.id);
     let resolution = resolveCustomFields(snapshot.fields, dto.rewards);
     if (resolution.unknown.length) {
@@ -127,7 +150,11 @@ export class RewardDispatchService {
     const rewards: UpstreamRewardSpec[] = dto.rewards.map((r, i) => ({
       value: { denomination: r.value.denomination, currency_code: r.value.currency_code },
       delivery: { method: r.delivery?.method ?? 'EMAIL' },
-      recipient: { name: r.recipient.name, ...(r.recipient.email ? { email: r.recipient.email } : {}), ...(r.recipient.phone ? { phone: r.recipient.phone } : {}) },
+      recipient: {
+        name: r.recipient.name,
+        ...(r.recipient.email ? { email: r.recipient.email } : {}),
+        ...(r.recipient.phone ? { phone: r.recipient.phone } : {}),
+      },
       ...(r.products ? { products: r.products } : {}),
       ...(r.campaign_id ? { campaign_id: r.campaign_id } : {}),
       custom_fields: resolution.resolved[i].map((c) => ({ id: c.id, value: c.value })),
@@ -136,7 +163,11 @@ export class RewardDispatchService {
       connectionId: connection.id,
       environment,
       rewards,
-      request: { external_reference: dto.external_reference ?? null, funding_source_id: fundingSourceId, custom_fields: resolution.resolved as ResolvedCustomField[][] },
+      request: {
+        external_reference: dto.external_reference ?? null,
+        funding_source_id: fundingSourceId,
+        custom_fields: resolution.resolved as ResolvedCustomField[][],
+      },
     };
   }
 
@@ -155,14 +186,21 @@ export class RewardDispatchService {
 
   private async replay(existing: DispatchRow, requestHash: string): Promise<HttpOutcome> {
     if (existing.request_hash !== requestHash) {
-      throw new DispatchError(HttpStatus.UNPROCESSABLE_ENTITY, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request body.', [
-        { field: 'Idempotency-Key', reason: 'already used with another body', dispatch_id: existing.id },
-      ]);
+      throw new DispatchError(
+        HttpStatus.UNPROCESSABLE_ENTITY,
+        'idempotency_key_reused',
+        'This Idempotency-Key was used with a different request body.',
+        [{ field: 'Idempotency-Key', reason: 'already used with another body', dispatch_id: existing.id }],
+      );
     }
     if (existing.response_status === null) {
-      throw new DispatchError(HttpStatus.CONFLICT, 'idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed; retry shortly.', [
-        { field: 'Idempotency-Key', reason: 'in progress', dispatch_id: existing.id },
-      ], { 'Retry-After': '1' });
+      throw new DispatchError(
+        HttpStatus.CONFLICT,
+        'idempotency_request_in_progress',
+        'A request with this Idempotency-Key is still being processed; retry shortly.',
+        [{ field: 'Idempotency-Key', reason: 'in progress', dispatch_id: existing.id }],
+        { 'Retry-After': '1' },
+      );
     }
     return { ...(await this.outcomeOf(existing)), replayed: true };
   }
@@ -172,7 +210,8 @@ export class RewardDispatchService {
     const rewards = (await this.store.rewardsOf([row.id])).get(row.id) ?? [];
     if (row.status === 'failed' || row.status === 'cancelled') {
       // Rows from before per-reward orders kept their answer.
-      if (row.response_body && row.response_status) return { status: row.response_status, body: row.response_body };
+      if (row.response_body && row.response_status)
+        return { status: row.response_status, body: row.response_body };
       return failureBody(row, rewards);
     }
     return { status: httpStatusOf(row.status), body: this.sender.view(row, rewards) };
@@ -180,7 +219,12 @@ export class RewardDispatchService {
 
   async get(tenantId: string, id: string): Promise<unknown> {
     const row = await this.store.find(tenantId, id);
-    if (!row) throw new DispatchError(HttpStatus.NOT_FOUND, 'dispatch_not_found', `No dispatch ${id} for this tenant.`);
+    if (!row)
+      throw new DispatchError(
+        HttpStatus.NOT_FOUND,
+        'dispatch_not_found',
+        `No dispatch ${id} for this tenant.`,
+      );
     const rewards = (await this.store.rewardsOf([row.id])).get(row.id) ?? [];
     return this.sender.view(row, rewards);
   }
@@ -190,7 +234,10 @@ export class RewardDispatchService {
     const rows = await this.store.list(tenantId, status, limit + 1, offset);
     const page = rows.slice(0, limit);
     const rewards = await this.store.rewardsOf(page.map((r) => r.id));
-    return { dispatches: page.map((r) => this.sender.view(r, rewards.get(r.id) ?? [])), next_offset: rows.length > limit ? offset + limit : null };
+    return {
+      dispatches: page.map((r) => this.sender.view(r, rewards.get(r.id) ?? [])),
+      next_offset: rows.length > limit ? offset + limit : null,
+    };
   }
 }
 
@@ -203,24 +250,37 @@ function checkRecipients(rewards: RewardSpecDto[]): void {
       return;
     }
     const method = r.delivery?.method ?? 'EMAIL';
-    if (method === 'EMAIL' && !r.recipient.email) problems.push({ field: `rewards[${i}].recipient.email`, reason: 'required for EMAIL delivery' });
-    if (method === 'PHONE' && !r.recipient.phone) problems.push({ field: `rewards[${i}].recipient.phone`, reason: 'required for PHONE delivery' });
-    if (!r.products && !r.campaign_id) problems.push({ field: `rewards[${i}].products`, reason: 'name products, or a campaign_id' });
+    if (method === 'EMAIL' && !r.recipient.email)
+      problems.push({ field: `rewards[${i}].recipient.email`, reason: 'required for EMAIL delivery' });
+    if (method === 'PHONE' && !r.recipient.phone)
+      problems.push({ field: `rewards[${i}].recipient.phone`, reason: 'required for PHONE delivery' });
+    if (!r.products && !r.campaign_id)
+      problems.push({ field: `rewards[${i}].products`, reason: 'name products, or a campaign_id' });
   });
   if (problems.length) throw new ValidationFailedError(problems);
 }
 
 function validateKey(key: string | undefined): string {
   if (key === undefined || key.trim() === '') {
-    throw new DispatchError(HttpStatus.BAD_REQUEST, 'idempotency_key_missing', 'Send an Idempotency-Key header (a unique string per reward request, at most 255 characters).', [
-      { field: 'Idempotency-Key', reason: 'required' },
-    ]);
+    throw new DispatchError(
+      HttpStatus.BAD_REQUEST,
+      'idempotency_key_missing',
+      'Send an Idempotency-Key header (a unique string per reward request, at most 255 characters).',
+      [{ field: 'Idempotency-Key', reason: 'required' }],
+    );
   }
   if (key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
-    throw new DispatchError(HttpStatus.BAD_REQUEST, 'idempotency_key_invalid', 'The Idempotency-Key must be 1–255 visible ASCII characters.', [
-      { field: 'Idempotency-Key', reason: key.length > 255 ? 'longer than 255 characters' : 'contains spaces or non-ASCII characters' },
-    ]);
+    throw new DispatchError(
+      HttpStatus.BAD_REQUEST,
+      'idempotency_key_invalid',
+      'The Idempotency-Key must be 1–255 visible ASCII characters.',
+      [
+        {
+          field: 'Idempotency-Key',
+          reason: key.length > 255 ? 'longer than 255 characters' : 'contains spaces or non-ASCII characters',
+        },
+      ],
+    );
   }
   return key;
 }
-

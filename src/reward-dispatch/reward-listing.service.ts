@@ -30,11 +30,14 @@ export class RewardListingService {
       return v;
     };
     const environment = single('environment');
-    if (environment !== undefined && environment !== 'sandbox' && environment !== 'production') problems.push({ field: 'environment', reason: 'must be sandbox or production' });
+    if (environment !== undefined && environment !== 'sandbox' && environment !== 'production')
+      problems.push({ field: 'environment', reason: 'must be sandbox or production' });
     const offset = single('offset') ?? '0';
     const limit = single('limit') ?? '50';
-    if (!/^\d{1,7}$/.test(offset)) problems.push({ field: 'offset', reason: 'must be a whole number from 0' });
-    if (!/^\d{1,3}$/.test(limit) || Number(limit) < 1 || Number(limit) > 100) problems.push({ field: 'limit', reason: 'must be a whole number from 1 to 100' });
+    if (!/^\d{1,7}$/.test(offset))
+      problems.push({ field: 'offset', reason: 'must be a whole number from 0' });
+    if (!/^\d{1,3}$/.test(limit) || Number(limit) < 1 || Number(limit) > 100)
+      problems.push({ field: 'limit', reason: 'must be a whole number from 1 to 100' });
     const filters: [string, string][] = [];
     for (const name of Object.keys(query)) {
       if (RESERVED.has(name)) continue;
@@ -49,18 +52,24 @@ export class RewardListingService {
     if (unknown().length) snapshot = await this.fields.forceReload(connection.id);
     const stillUnknown = unknown();
     if (stillUnknown.length) {
-      throw new FieldsError(HttpStatus.UNPROCESSABLE_ENTITY, 'unknown_custom_field', 'Filter by custom field labels of the rewards account; see details.', stillUnknown.map(([label]) => ({
-        field: label,
-        reason: `unknown custom field label "${label}"`,
-        known_labels: snapshot.fields.map((f) => f.label),
-      })));
+      throw new FieldsError(
+        HttpStatus.UNPROCESSABLE_ENTITY,
+        'unknown_custom_field',
+        'Filter by custom field labels of the rewards account; see details.',
+        stillUnknown.map(([label]) => ({
+          field: label,
+          reason: `unknown custom field label "${label}"`,
+          known_labels: snapshot.fields.map((f) => f.label),
+        })),
+      );
     }
     const params = new URLSearchParams([...filters, ['offset', offset], ['limit', limit]]);
     try {
       const page = await this.rewardsApi.forConnection(connection.id).listRewards(params);
       return { ...page, offset: Number(offset), limit: Number(limit) };
     } catch (error) {
-      if (error instanceof RewardsApiError) throw upstreamAppError(error, 'the listing', HttpStatus.BAD_GATEWAY);
+      if (error instanceof RewardsApiError)
+        throw upstreamAppError(error, 'the listing', HttpStatus.BAD_GATEWAY);
       throw error;
     }
   }

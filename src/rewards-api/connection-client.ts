@@ -39,25 +39,42 @@ export class ConnectionClient {
   ) {}
 
   /** `POST /orders`. 200 = a new order, 201 = the existing order for this external_id (same payload). */
-  async createOrder(order: OrderRequest, timeoutMs = API_CALL_TIMEOUT_MS): Promise<{ status: number; order: UpstreamOrder }> {
+  async createOrder(
+    order: OrderRequest,
+    timeoutMs = API_CALL_TIMEOUT_MS,
+  ): Promise<{ status: number; order: UpstreamOrder }> {
     const res = await this.call<{ order?: UpstreamOrder }>('POST', '/orders', order, timeoutMs);
     return { status: res.status, order: requireOrder(res.body.order, res.status) };
   }
 
   /** `GET /orders/{id}`; `id` may also be the order's external_id. */
   async getOrder(id: string, timeoutMs = API_CALL_TIMEOUT_MS): Promise<UpstreamOrder> {
-    const res = await this.call<{ order?: UpstreamOrder }>('GET', `/orders/${encodeURIComponent(id)}`, undefined, timeoutMs);
+    const res = await this.call<{ order?: UpstreamOrder }>(
+      'GET',
+      `/orders/${encodeURIComponent(id)}`,
+      undefined,
+      timeoutMs,
+    );
     return requireOrder(res.body.order, res.status);
   }
 
-  async listRewards(params: URLSearchParams): Promise<{ rewards: UpstreamReward[]; total_count: number | null }> {
-    const res = await this.call<{ rewards?: UpstreamReward[]; total_count?: number }>('GET', `/rewards?${params.toString()}`);
-    return { rewards: Array.isArray(res.body.rewards) ? res.body.rewards : [], total_count: typeof res.body.total_count === 'number' ? res.body.total_count : null };
+  async listRewards(
+    params: URLSearchParams,
+  ): Promise<{ rewards: UpstreamReward[]; total_count: number | null }> {
+    const res = await this.call<{ rewards?: UpstreamReward[]; total_count?: number }>(
+      'GET',
+      `/rewards?${params.toString()}`,
+    );
+    return {
+      rewards: Array.isArray(res.body.rewards) ? res.body.rewards : [],
+      total_count: typeof res.body.total_count === 'number' ? res.body.total_count : null,
+    };
   }
 
   async listFields(): Promise<UpstreamField[]> {
     const res = await this.call<{ fields?: UpstreamField[] }>('GET', '/fields');
-    if (!Array.isArray(res.body.fields)) throw new RewardsApiError('transient', 'fields response without a fields list', res.status);
+    if (!Array.isArray(res.body.fields))
+      throw new RewardsApiError('transient', 'fields response without a fields list', res.status);
     return res.body.fields;
   }
 
@@ -66,13 +83,21 @@ export class ConnectionClient {
     await this.call('GET', '/organizations', undefined, timeoutMs);
   }
 
-  private call<T>(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = API_CALL_TIMEOUT_MS): Promise<ApiResponse<T>> {
-    return this.tokens.withToken(this.connectionId, (token) => this.http.call<T>(this.environment(token.environment), token.token, method, path, body, timeoutMs));
+  private call<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    timeoutMs = API_CALL_TIMEOUT_MS,
+  ): Promise<ApiResponse<T>> {
+    return this.tokens.withToken(this.connectionId, (token) =>
+      this.http.call<T>(this.environment(token.environment), token.token, method, path, body, timeoutMs),
+    );
   }
 
   private environment(name: RewardsEnvironment): RewardsEnvironmentConfig {
     const env = this.environments[name];
-    if (!env) throw new RewardsApiError('rejected', `the ${name} environment is not configured on this gateway`);
+    if (!env)
+      throw new RewardsApiError('rejected', `the ${name} environment is not configured on this gateway`);
     return env;
   }
 }
@@ -80,7 +105,14 @@ export class ConnectionClient {
 /** A 2xx without a usable order cannot be trusted: treat it as an unknown outcome (a retry is deduplicated). */
 function requireOrder(order: UpstreamOrder | undefined, status: number): UpstreamOrder {
   if (!order || typeof order.id !== 'string' || !Array.isArray(order.rewards)) {
-    throw new RewardsApiError('transient', `the rewards service answered ${status} without an order`, status, null, null, true);
+    throw new RewardsApiError(
+      'transient',
+      `the rewards service answered ${status} without an order`,
+      status,
+      null,
+      null,
+      true,
+    );
   }
   return order;
 }

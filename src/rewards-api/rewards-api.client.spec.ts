@@ -22,7 +22,11 @@ describe('RewardsApiClient against a hostile upstream', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    env = { baseUrl: `http://127.0.0.1:${port}`, clientId: 'id', clientSecret: 'secret' } as RewardsEnvironmentConfig;
+    env = {
+      baseUrl: `http://127.0.0.1:${port}`,
+      clientId: 'id',
+      clientSecret: 'secret',
+    } as RewardsEnvironmentConfig;
   });
   afterAll(async () => {
     await client.onModuleDestroy();
@@ -40,7 +44,8 @@ describe('RewardsApiClient against a hostile upstream', () => {
   };
 
   it('returns a 2xx answer with its JSON body and sends the bearer token', async () => {
-    handler = (_req, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"order":{"id":"o1"}}');
+    handler = (_req, res) =>
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"order":{"id":"o1"}}');
     const res = await client.call<{ order: { id: string } }>(env, 'tok', 'POST', '/orders', { a: 1 }, 2_000);
     expect(res.status).toBe(200);
     expect(res.body.order.id).toBe('o1');
@@ -81,11 +86,13 @@ describe('RewardsApiClient against a hostile upstream', () => {
   });
 
   it('classifies an HTML 502 as transient and keeps the start of the page, and reads Retry-After on 429', async () => {
-    handler = (_req, res) => res.writeHead(502, { 'Content-Type': 'text/html' }).end('<html>bad gateway</html>');
+    handler = (_req, res) =>
+      res.writeHead(502, { 'Content-Type': 'text/html' }).end('<html>bad gateway</html>');
     const bad = await failure(client.call(env, 'tok', 'GET', '/fields', undefined, 2_000));
     expect(bad.kind).toBe('transient');
     expect(bad.body).toEqual({ raw: '<html>bad gateway</html>' });
-    handler = (_req, res) => res.writeHead(429, { 'Retry-After': '7', 'Content-Type': 'application/json' }).end('{}');
+    handler = (_req, res) =>
+      res.writeHead(429, { 'Retry-After': '7', 'Content-Type': 'application/json' }).end('{}');
     const limited = await failure(client.call(env, 'tok', 'GET', '/fields', undefined, 2_000));
     expect(limited.retryAfterSeconds).toBe(7);
   });
@@ -95,7 +102,9 @@ describe('RewardsApiClient against a hostile upstream', () => {
     handler = (req, res) => {
       req.setEncoding('utf8');
       req.on('data', (d: string) => (form += d));
-      req.on('end', () => res.writeHead(400, { 'Content-Type': 'application/json' }).end('{"error":"invalid_grant"}'));
+      req.on('end', () =>
+        res.writeHead(400, { 'Content-Type': 'application/json' }).end('{"error":"invalid_grant"}'),
+      );
     };
     const error = await failure(client.refreshToken(env, 'rt-1', 2_000));
     expect(error.kind).toBe('invalid_grant');

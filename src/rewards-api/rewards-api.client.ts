@@ -38,7 +38,8 @@ export function normaliseTokenResponse(raw: Record<string, unknown>, receivedAt 
   const expiresIn = typeof raw.expires_in === 'number' && raw.expires_in > 0 ? raw.expires_in : 3600;
   const createdAtMs = typeof raw.created_at === 'number' ? raw.created_at * 1000 : NaN;
   // A created_at in the future (clock skew) or missing: trust our own clock instead.
-  const issuedMs = Number.isFinite(createdAtMs) && createdAtMs <= receivedAt + 1000 ? createdAtMs : receivedAt;
+  const issuedMs =
+    Number.isFinite(createdAtMs) && createdAtMs <= receivedAt + 1000 ? createdAtMs : receivedAt;
   return {
     accessToken: raw.access_token,
     refreshToken: typeof raw.refresh_token === 'string' && raw.refresh_token ? raw.refresh_token : undefined,
@@ -59,7 +60,12 @@ export class RewardsApiClient implements OnModuleDestroy {
    * One keep-alive connection pool per upstream origin (undici's `request`: about a third of the CPU of `fetch` per
    * call, measured in the bench). Idle sockets are dropped after 4 s, below the usual 5 s server keep-alive.
    */
-  private readonly agent: Dispatcher = new Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 30_000, connections: 64, maxResponseSize: 16 * 1024 * 1024 });
+  private readonly agent: Dispatcher = new Agent({
+    keepAliveTimeout: 4_000,
+    keepAliveMaxTimeout: 30_000,
+    connections: 64,
+    maxResponseSize: 16 * 1024 * 1024,
+  });
 
   constructor(@Optional() private readonly metrics?: MetricsService) {}
 
@@ -67,31 +73,58 @@ export class RewardsApiClient implements OnModuleDestroy {
     await this.agent.close();
   }
 
-  async refreshToken(env: RewardsEnvironmentConfig, refreshToken: string, timeoutMs = TOKEN_CALL_TIMEOUT_MS): Promise<TokenSet> {
+  async refreshToken(
+    env: RewardsEnvironmentConfig,
+    refreshToken: string,
+    timeoutMs = TOKEN_CALL_TIMEOUT_MS,
+  ): Promise<TokenSet> {
     const body = new URLSearchParams({
       grant_type: 'refresh_token',
       refresh_token: refreshToken,
       client_id: env.clientId,
       client_secret: env.clientSecret,
     });
-    const res = await this.send('token', `${env.baseUrl}/oauth/token`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
-      body: body.toString(),
-    }, timeoutMs);
+    const res = await this.send(
+      'token',
+      `${env.baseUrl}/oauth/token`,
+      {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
+        body: body.toString(),
+      },
+      timeoutMs,
+    );
     const json = parseJson(res) as Record<string, unknown>;
     if (res.status === 200) return normaliseTokenResponse(json);
     const error = typeof json.error === 'string' ? json.error : `http_${res.status}`;
     if (res.status === 400 && error === 'invalid_grant') {
-      throw new RewardsApiError('invalid_grant', 'the rewards service rejected the refresh token (used or revoked)', 400, { error });
+      throw new RewardsApiError(
+        'invalid_grant',
+        'the rewards service rejected the refresh token (used or revoked)',
+        400,
+        { error },
+      );
     }
     if (error === 'invalid_client' || res.status === 401) {
-      throw new RewardsApiError('invalid_client', 'the rewards service rejected the client credentials', res.status, { error });
+      throw new RewardsApiError(
+        'invalid_client',
+        'the rewards service rejected the client credentials',
+        res.status,
+        { error },
+      );
     }
     if (res.status === 429 || res.status >= 500) {
-      throw new RewardsApiError('transient', `token endpoint answered ${res.status}`, res.status, { error }, retryAfter(res));
+      throw new RewardsApiError(
+        'transient',
+        `token endpoint answered ${res.status}`,
+        res.status,
+        { error },
+        retryAfter(res),
+      );
     }
-    throw new RewardsApiError('rejected', `token endpoint answered ${res.status} ${error}`, res.status, { error });
+    throw new RewardsApiError('rejected', `token endpoint answered ${res.status} ${error}`, res.status, {
+      error,
+    });
   }
 
   /** An `/api/v2` call with a bearer token. Returns 2xx answers; throws a classified RewardsApiError otherwise. */
@@ -103,14 +136,24 @@ export class RewardsApiClient implements OnModuleDestroy {
     body?: unknown,
     timeoutMs = API_CALL_TIMEOUT_MS,
   ): Promise<ApiResponse<T>> {
-    const headers: Record<string, string> = { Authorization: `Bearer ${accessToken}`, Accept: 'application/json' };
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${accessToken}`,
+      Accept: 'application/json',
+    };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const res = await this.send(routeOf(method, path), `${env.baseUrl}/api/v2${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, timeoutMs);
+    const res = await this.send(
+      routeOf(method, path),
+      `${env.baseUrl}/api/v2${path}`,
+      { method, headers, body: body === undefined ? undefined : JSON.stringify(body) },
+      timeoutMs,
+    );
     const json = parseJson(res);
-    if (res.status >= 200 && res.status < 300) return { status: res.status, body: json as T, headers: res.headers };
+    if (res.status >= 200 && res.status < 300)
+      return { status: res.status, body: json as T, headers: res.headers };
     const message = upstreamMessage(json) ?? `rewards service answered ${res.status}`;
     if (res.status === 401) throw new RewardsApiError('unauthorized', message, 401, json);
-    if (res.status === 429 || res.status >= 500) throw new RewardsApiError('transient', message, res.status, json, retryAfter(res));
+    if (res.status === 429 || res.status >= 500)
+      throw new RewardsApiError('transient', message, res.status, json, retryAfter(res));
     throw new RewardsApiError('rejected', message, res.status, json);
   }
 
@@ -120,7 +163,12 @@ export class RewardsApiClient implements OnModuleDestroy {
    * are not followed (the API has none, and a token must not travel to another host). A response over 16 MiB is cut
    * off and treated as a network error.
    */
-  private async send(route: string, url: string, init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string }, timeoutMs: number): Promise<RawResponse> {
+  private async send(
+    route: string,
+    url: string,
+    init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string },
+    timeoutMs: number,
+  ): Promise<RawResponse> {
     const stop = this.metrics?.upstreamLatency.startTimer({ route });
     try {
       const res = await request(url, {
@@ -139,7 +187,14 @@ export class RewardsApiClient implements OnModuleDestroy {
       const code = (error as { code?: string }).code;
       const timedOut = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
       // Either way the request may have reached the service: its outcome is unknown.
-      throw new RewardsApiError('transient', timedOut ? `no answer within ${timeoutMs} ms` : 'network error reaching the rewards service', null, null, null, true);
+      throw new RewardsApiError(
+        'transient',
+        timedOut ? `no answer within ${timeoutMs} ms` : 'network error reaching the rewards service',
+        null,
+        null,
+        null,
+        true,
+      );
     }
   }
 }

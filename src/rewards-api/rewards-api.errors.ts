@@ -10,7 +10,8 @@ import { AppError } from '../common/app-error';
  * - `transient`: 429, 5xx, a timeout or a network error — worth retrying later. `outcomeUnknown` is true when the
  *   request may have reached the service (a timeout or a dropped connection after sending).
  */
-export type RewardsApiErrorKind = 'invalid_grant' | 'invalid_client' | 'rejected' | 'unauthorized' | 'transient';
+export type RewardsApiErrorKind =
+  'invalid_grant' | 'invalid_client' | 'rejected' | 'unauthorized' | 'transient';
 
 export class RewardsApiError extends Error {
   constructor(
@@ -74,45 +75,114 @@ function upstreamPayloadOf(body: unknown): unknown {
  * in messages ("the order", "the listing").
  */
 export function mapUpstreamError(error: RewardsApiError, what = 'the request'): UpstreamFailure {
-  const base = { upstreamStatus: error.status, upstreamPayload: upstreamPayloadOf(error.body), retryAfterSeconds: error.retryAfterSeconds, outcomeUnknown: error.outcomeUnknown };
+  const base = {
+    upstreamStatus: error.status,
+    upstreamPayload: upstreamPayloadOf(error.body),
+    retryAfterSeconds: error.retryAfterSeconds,
+    outcomeUnknown: error.outcomeUnknown,
+  };
   if (error.kind === 'invalid_client') {
-    return { ...base, code: 'upstream_app_credentials_invalid', retryable: true, httpStatus: HttpStatus.SERVICE_UNAVAILABLE, message: 'The rewards service rejected the gateway’s own app credentials for this environment (invalid_client); an operator must fix them.' };
+    return {
+      ...base,
+      code: 'upstream_app_credentials_invalid',
+      retryable: true,
+      httpStatus: HttpStatus.SERVICE_UNAVAILABLE,
+      message:
+        'The rewards service rejected the gateway’s own app credentials for this environment (invalid_client); an operator must fix them.',
+    };
   }
   if (error.kind === 'transient') {
     if (error.status === 429) {
-      return { ...base, code: 'upstream_rate_limited', retryable: true, httpStatus: HttpStatus.SERVICE_UNAVAILABLE, message: `The rewards service is rate-limiting this account (429) for ${what}; retried later.` };
+      return {
+        ...base,
+        code: 'upstream_rate_limited',
+        retryable: true,
+        httpStatus: HttpStatus.SERVICE_UNAVAILABLE,
+        message: `The rewards service is rate-limiting this account (429) for ${what}; retried later.`,
+      };
     }
-    return { ...base, code: 'upstream_unavailable', retryable: true, httpStatus: HttpStatus.SERVICE_UNAVAILABLE, message: `The rewards service did not complete ${what}: ${error.message}` };
+    return {
+      ...base,
+      code: 'upstream_unavailable',
+      retryable: true,
+      httpStatus: HttpStatus.SERVICE_UNAVAILABLE,
+      message: `The rewards service did not complete ${what}: ${error.message}`,
+    };
   }
   if (error.status === 402) {
-    return { ...base, code: 'insufficient_funds', retryable: false, httpStatus: HttpStatus.UNPROCESSABLE_ENTITY, message: 'The funding source does not hold enough funds for this order.' };
+    return {
+      ...base,
+      code: 'insufficient_funds',
+      retryable: false,
+      httpStatus: HttpStatus.UNPROCESSABLE_ENTITY,
+      message: 'The funding source does not hold enough funds for this order.',
+    };
   }
   if (error.status === 409) {
-    return { ...base, code: 'external_id_conflict', retryable: false, httpStatus: HttpStatus.UNPROCESSABLE_ENTITY, message: 'The rewards service holds a different order with this external_id.' };
+    return {
+      ...base,
+      code: 'external_id_conflict',
+      retryable: false,
+      httpStatus: HttpStatus.UNPROCESSABLE_ENTITY,
+      message: 'The rewards service holds a different order with this external_id.',
+    };
   }
   if (error.status === 404) {
-    return { ...base, code: 'upstream_not_found', retryable: false, httpStatus: HttpStatus.NOT_FOUND, message: `The rewards service does not know ${what}: ${error.message}` };
+    return {
+      ...base,
+      code: 'upstream_not_found',
+      retryable: false,
+      httpStatus: HttpStatus.NOT_FOUND,
+      message: `The rewards service does not know ${what}: ${error.message}`,
+    };
   }
-  return { ...base, code: 'upstream_rejected', retryable: false, httpStatus: HttpStatus.UNPROCESSABLE_ENTITY, message: `The rewards service rejected ${what}: ${error.message}` };
+  return {
+    ...base,
+    code: 'upstream_rejected',
+    retryable: false,
+    httpStatus: HttpStatus.UNPROCESSABLE_ENTITY,
+    message: `The rewards service rejected ${what}: ${error.message}`,
+  };
 }
 
 /** An upstream failure surfaced directly to our caller, with our error shape. */
 export class UpstreamError extends AppError {
-  constructor(readonly failure: UpstreamFailure, httpStatus = failure.httpStatus) {
+  constructor(
+    readonly failure: UpstreamFailure,
+    httpStatus = failure.httpStatus,
+  ) {
     super(
       httpStatus,
       failure.code,
       failure.message,
       failure.upstreamStatus !== null || failure.upstreamPayload !== null
-        ? [{ field: 'upstream', reason: failure.message, upstream_status: failure.upstreamStatus, upstream_payload: failure.upstreamPayload }]
+        ? [
+            {
+              field: 'upstream',
+              reason: failure.message,
+              upstream_status: failure.upstreamStatus,
+              upstream_payload: failure.upstreamPayload,
+            },
+          ]
         : [],
-      failure.retryable ? { 'Retry-After': String(Math.max(1, Math.ceil(failure.retryAfterSeconds ?? 2))) } : {},
+      failure.retryable
+        ? { 'Retry-After': String(Math.max(1, Math.ceil(failure.retryAfterSeconds ?? 2))) }
+        : {},
     );
   }
 }
 
 /** `error` as our AppError. A definitive rejection answers `rejectedStatus` (422 for sends, 502 for reads). */
-export function upstreamAppError(error: RewardsApiError, what: string, rejectedStatus?: number): UpstreamError {
+export function upstreamAppError(
+  error: RewardsApiError,
+  what: string,
+  rejectedStatus?: number,
+): UpstreamError {
   const failure = mapUpstreamError(error, what);
-  return new UpstreamError(failure, !failure.retryable && failure.code === 'upstream_rejected' && rejectedStatus ? rejectedStatus : failure.httpStatus);
+  return new UpstreamError(
+    failure,
+    !failure.retryable && failure.code === 'upstream_rejected' && rejectedStatus
+      ? rejectedStatus
+      : failure.httpStatus,
+  );
 }

@@ -14,15 +14,19 @@ const env = process.env;
 const port = Number(env.SANDBOX_PORT ?? 4010);
 const flag = (v: string | undefined) => ['1', 'true', 'yes', 'on'].includes((v ?? '').toLowerCase());
 const rateLimitRps = Number(env.SANDBOX_RATE_LIMIT_RPS ?? 10);
-if (!Number.isInteger(rateLimitRps) || rateLimitRps < 0) throw new Error('SANDBOX_RATE_LIMIT_RPS must be a whole number >= 0');
+if (!Number.isInteger(rateLimitRps) || rateLimitRps < 0)
+  throw new Error('SANDBOX_RATE_LIMIT_RPS must be a whole number >= 0');
 const orderShape = (env.SANDBOX_ORDER_SHAPE ?? 'single').toLowerCase();
-if (orderShape !== 'single' && orderShape !== 'array') throw new Error('SANDBOX_ORDER_SHAPE must be single or array');
+if (orderShape !== 'single' && orderShape !== 'array')
+  throw new Error('SANDBOX_ORDER_SHAPE must be single or array');
 const sandbox = createSandbox({
   clients: [
     {
       clientId: env.SANDBOX_CLIENT_ID ?? EMBEDDED_SANDBOX_CLIENT.clientId,
       clientSecret: env.SANDBOX_CLIENT_SECRET ?? EMBEDDED_SANDBOX_CLIENT.clientSecret,
-      redirectUris: (env.SANDBOX_REDIRECT_URIS ?? 'http://localhost:3000/oauth/callback').split(',').map((u) => u.trim()),
+      redirectUris: (env.SANDBOX_REDIRECT_URIS ?? 'http://localhost:3000/oauth/callback')
+        .split(',')
+        .map((u) => u.trim()),
       name: 'Rewards Gateway',
     },
   ],
@@ -35,8 +39,10 @@ const sandbox = createSandbox({
   },
 });
 const server = sandbox.app.listen(port, env.SANDBOX_HOST ?? '127.0.0.1', () => {
-  process.stdout.write(`Rewards sandbox listening on http://${env.SANDBOX_HOST ?? '127.0.0.1'}:${port}` +
-    `${flag(env.SANDBOX_CONTROL_ENABLED) ? ' (control API on /__control)' : ''}\n`);
+  process.stdout.write(
+    `Rewards sandbox listening on http://${env.SANDBOX_HOST ?? '127.0.0.1'}:${port}` +
+      `${flag(env.SANDBOX_CONTROL_ENABLED) ? ' (control API on /__control)' : ''}\n`,
+  );
 });
 server.keepAliveTimeout = 65_000;
 const stop = () => {

@@ -22,11 +22,14 @@ export function apiRouter(state: SandboxState, guard: RouteGuard): Router {
   router.use(catalogRouter(guard));
   router.use(ordersRouter(state, guard));
   router.use((req, res) => apiError(res, 404, `No such endpoint: ${req.method} /api/v2${req.path}`));
-  router.use((error: { type?: string; status?: number }, _req: Request, res: Response, next: NextFunction) => {
-    if (error?.type === 'entity.parse.failed') return apiError(res, 400, 'The request body is not valid JSON');
-    if (error?.type === 'entity.too.large') return apiError(res, 413, 'The request body is too large');
-    next(error);
-  });
+  router.use(
+    (error: { type?: string; status?: number }, _req: Request, res: Response, next: NextFunction) => {
+      if (error?.type === 'entity.parse.failed')
+        return apiError(res, 400, 'The request body is not valid JSON');
+      if (error?.type === 'entity.too.large') return apiError(res, 413, 'The request body is too large');
+      next(error);
+    },
+  );
   return router;
 }
 
@@ -36,13 +39,17 @@ function authenticate(state: SandboxState, req: Request, res: Response, next: Ne
   const presented = match[1];
   const accountId = state.apiKeys.get(presented);
   if (accountId) {
-    (req as ApiRequest).caller = { account: state.accounts.get(accountId) as SandboxAccount, scopes: ['default', 'team_management'] };
+    (req as ApiRequest).caller = {
+      account: state.accounts.get(accountId) as SandboxAccount,
+      scopes: ['default', 'team_management'],
+    };
     return next();
   }
   const token = state.accessTokens.get(tokenKey(presented));
   const grant = token ? state.grants.get(token.grantId) : undefined;
   if (!token || !grant || grant.revoked) return apiError(res, 401, 'The API key you provided is invalid.');
-  if (state.now() >= token.expiresAtMs) return apiError(res, 401, 'The API key you provided is no longer valid.');
+  if (state.now() >= token.expiresAtMs)
+    return apiError(res, 401, 'The API key you provided is no longer valid.');
   const account = state.accounts.get(grant.accountId);
   if (!account) return apiError(res, 401, 'The API key you provided is invalid.');
   (req as ApiRequest).caller = { account, scopes: grant.scopes };
@@ -56,6 +63,7 @@ function authenticate(state: SandboxState, req: Request, res: Response, next: Ne
 function rateLimit(state: SandboxState, req: Request, res: Response, next: NextFunction): void {
   const { account } = (req as ApiRequest).caller;
   if (state.rateLimiter.admit(account.id, state.settings.rateLimitRps)) return next();
-  if (state.settings.rateLimitRetryAfter !== undefined) res.setHeader('Retry-After', String(state.settings.rateLimitRetryAfter));
+  if (state.settings.rateLimitRetryAfter !== undefined)
+    res.setHeader('Retry-After', String(state.settings.rateLimitRetryAfter));
   res.status(429).json({ error: { message: 'Too many requests', payload: {} } });
 }

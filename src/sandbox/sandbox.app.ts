@@ -49,7 +49,9 @@ export function createSandbox(options: SandboxOptions): Sandbox {
   const state = new SandboxState(options.clients, options.settings, options.limits);
   const faults = new FaultInjector();
   const guard = (route: string) => faults.middleware(state, route);
-  const persister = options.persistence ? new SandboxPersister(state, options.persistence, options.logger ?? stderrLog) : undefined;
+  const persister = options.persistence
+    ? new SandboxPersister(state, options.persistence, options.logger ?? stderrLog)
+    : undefined;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -58,12 +60,21 @@ export function createSandbox(options: SandboxOptions): Sandbox {
   app.use('/api/v2', apiRouter(state, guard));
   if (options.control) app.use('/__control', controlRouter(state, faults));
   app.get('/', (_req, res) => {
-    res.type('html').send(page('Rewards service sandbox', '<p>An emulator of the rewards service: <code>/oauth/authorize</code>, <code>/oauth/token</code> and <code>/api/v2/...</code>.</p>'));
+    res
+      .type('html')
+      .send(
+        page(
+          'Rewards service sandbox',
+          '<p>An emulator of the rewards service: <code>/oauth/authorize</code>, <code>/oauth/token</code> and <code>/api/v2/...</code>.</p>',
+        ),
+      );
   });
   app.use((_req, res) => res.status(404).json({ errors: { message: 'Not found', payload: {} } }));
   app.use((error: { status?: number; type?: string }, _req: Request, res: Response, _next: NextFunction) => {
     const status = error?.status && error.status >= 400 && error.status < 500 ? error.status : 500;
-    res.status(status).json({ errors: { message: status === 500 ? 'Internal server error' : 'Bad request', payload: {} } });
+    res
+      .status(status)
+      .json({ errors: { message: status === 500 ? 'Internal server error' : 'Bad request', payload: {} } });
   });
   // Expired tokens, codes and consents go on a timer too (not only when tokens are issued).
   const sweeper = setInterval(() => {

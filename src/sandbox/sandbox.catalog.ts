@@ -57,7 +57,13 @@ export function catalogRouter(guard: RouteGuard): Router {
 }
 
 export function organizationView(account: SandboxAccount) {
-  return { id: account.organizationId, name: account.name, website: null, currency_code: 'USD', status: 'APPROVED' };
+  return {
+    id: account.organizationId,
+    name: account.name,
+    website: null,
+    currency_code: 'USD',
+    status: 'APPROVED',
+  };
 }
 
 /** `available_*` are null for a source without a limit (invoice, or a balance seeded as unlimited). */
@@ -68,7 +74,12 @@ export function fundingSourceView(source: SandboxFundingSource) {
     method: source.method,
     usage_permissions: ['api_orders', 'dashboard_orders', 'balance_funding'],
     status: 'active',
-    meta: { available_cents: cents, available_amount: source.balance, currency_code: 'USD', pending_cents: 0 },
+    meta: {
+      available_cents: cents,
+      available_amount: source.balance,
+      currency_code: 'USD',
+      pending_cents: 0,
+    },
   };
 }
 
@@ -86,5 +97,10 @@ export function productView(product: SandboxProduct) {
 }
 
 export function campaignView(campaign: SandboxCampaign) {
-  return { id: campaign.id, name: campaign.name, description: campaign.description, products: [...campaign.products] };
+  return {
+    id: campaign.id,
+    name: campaign.name,
+    description: campaign.description,
+    products: [...campaign.products],
+  };
 }

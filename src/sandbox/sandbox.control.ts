@@ -2,7 +2,13 @@ import express from 'express';
 import type { Request, Response, Router } from 'express';
 import type { FaultInjector } from './sandbox.faults';
 import { validateFault } from './sandbox.faults';
-import type { SandboxAccount, SandboxOrder, SandboxSettings, SandboxState, SeedAccount } from './sandbox.state';
+import type {
+  SandboxAccount,
+  SandboxOrder,
+  SandboxSettings,
+  SandboxState,
+  SeedAccount,
+} from './sandbox.state';
 import { demoSeed } from './sandbox.state';
 import { checkFields, checkSeedAccount, normalizeFields } from './sandbox.seed';
 import { approveOrder, findOrder, orderView, rejectOrder } from './sandbox.orders';
@@ -21,9 +27,14 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
     const accounts = (req.body as { accounts?: unknown } | undefined)?.accounts;
     if (accounts !== undefined) {
       if (!Array.isArray(accounts)) return bad(res, 'accounts must be an array');
-      if (accounts.length > state.limits.accounts) return bad(res, `at most ${state.limits.accounts} accounts`);
+      if (accounts.length > state.limits.accounts)
+        return bad(res, `at most ${state.limits.accounts} accounts`);
       for (const seed of accounts as unknown[]) {
-        const problem = checkSeedAccount(seed) ?? (typeof (seed as SeedAccount).id === 'string' && (seed as SeedAccount).id ? null : 'each account needs an id');
+        const problem =
+          checkSeedAccount(seed) ??
+          (typeof (seed as SeedAccount).id === 'string' && (seed as SeedAccount).id
+            ? null
+            : 'each account needs an id');
         if (problem) return bad(res, problem);
       }
     }
@@ -69,7 +80,8 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
     const source = state.accounts.get(String(req.params.id))?.fundingSources.get(String(req.params.fs));
     const balance = (req.body as { balance?: unknown } | undefined)?.balance;
     if (!source) return bad(res, 'unknown account or funding source');
-    if (balance !== null && (typeof balance !== 'number' || balance < 0)) return bad(res, 'balance must be a number >= 0, or null for unlimited');
+    if (balance !== null && (typeof balance !== 'number' || balance < 0))
+      return bad(res, 'balance must be a number >= 0, or null for unlimited');
     source.balance = balance as number | null;
     res.json(source);
   });
@@ -92,7 +104,8 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
   router.post('/faults', (req, res) => {
     const { rule, error } = validateFault(req.body);
     if (!rule) return bad(res, error as string);
-    if (faults.rules.length >= state.limits.faultRules) return bad(res, `at most ${state.limits.faultRules} fault rules`);
+    if (faults.rules.length >= state.limits.faultRules)
+      return bad(res, `at most ${state.limits.faultRules} fault rules`);
     faults.rules.push(rule);
     res.status(201).json({ faults: faults.rules });
   });
@@ -140,11 +153,17 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
     router.post(`/orders/:id/${decision}`, (req, res) => {
       const key = String(req.params.id);
       const accountId = typeof req.query.account_id === 'string' ? req.query.account_id : undefined;
-      const account = [...state.accounts.values()].find((a) => (!accountId || a.id === accountId) && findOrder(a, key));
+      const account = [...state.accounts.values()].find(
+        (a) => (!accountId || a.id === accountId) && findOrder(a, key),
+      );
       const order = account && findOrder(account, key);
-      if (!account || !order) return res.status(404).json({ errors: { message: 'Order not found', payload: {} } });
+      if (!account || !order)
+        return res.status(404).json({ errors: { message: 'Order not found', payload: {} } });
       const problem = decision === 'approve' ? approveOrder(account, order) : rejectOrder(order);
-      if (problem) return res.status(problem.status).json({ errors: { message: problem.message, payload: problem.payload } });
+      if (problem)
+        return res
+          .status(problem.status)
+          .json({ errors: { message: problem.message, payload: problem.payload } });
       res.json({ order: orderView(order) });
     });
   }
@@ -198,33 +217,41 @@ function settingsView(s: SandboxSettings) {
 /** Applies `POST /__control/settings`; a message when a value is refused (then nothing is changed). */
 function applySettings(state: SandboxState, body: Record<string, unknown>): string | null {
   const next: SandboxSettings = { ...state.settings };
-  const num = (key: string, min: number) => body[key] === undefined || (typeof body[key] === 'number' && Number.isFinite(body[key]) && (body[key] as number) >= min);
+  const num = (key: string, min: number) =>
+    body[key] === undefined ||
+    (typeof body[key] === 'number' && Number.isFinite(body[key]) && (body[key] as number) >= min);
   if (!num('access_token_ttl_seconds', 1)) return 'access_token_ttl_seconds must be >= 1';
   if (!num('code_ttl_seconds', 1)) return 'code_ttl_seconds must be >= 1';
-  if (body.access_token_ttl_seconds !== undefined) next.accessTokenTtlSeconds = body.access_token_ttl_seconds as number;
+  if (body.access_token_ttl_seconds !== undefined)
+    next.accessTokenTtlSeconds = body.access_token_ttl_seconds as number;
   if (body.code_ttl_seconds !== undefined) next.codeTtlSeconds = body.code_ttl_seconds as number;
   if (body.auto_approve !== undefined) next.autoApprove = body.auto_approve === true;
-  if (body.rotate_refresh_tokens !== undefined) next.rotateRefreshTokens = body.rotate_refresh_tokens !== false;
+  if (body.rotate_refresh_tokens !== undefined)
+    next.rotateRefreshTokens = body.rotate_refresh_tokens !== false;
   if (body.auto_approve_account_id !== undefined) {
     if (!state.accounts.has(String(body.auto_approve_account_id))) return 'unknown account';
     next.autoApproveAccountId = String(body.auto_approve_account_id);
   }
   if (body.order_shape !== undefined) {
-    if (body.order_shape !== 'single' && body.order_shape !== 'array') return 'order_shape must be single or array';
+    if (body.order_shape !== 'single' && body.order_shape !== 'array')
+      return 'order_shape must be single or array';
     next.orderShape = body.order_shape;
   }
   if (body.pending_approval_http_status !== undefined) {
     const code = body.pending_approval_http_status;
-    if (code !== 200 && code !== 201 && code !== 202) return 'pending_approval_http_status must be 200, 201 or 202';
+    if (code !== 200 && code !== 201 && code !== 202)
+      return 'pending_approval_http_status must be 200, 201 or 202';
     next.pendingApprovalStatus = code;
   }
   if (body.rate_limit_rps !== undefined) {
-    if (!Number.isInteger(body.rate_limit_rps) || (body.rate_limit_rps as number) < 0) return 'rate_limit_rps must be a whole number >= 0 (0 = no limit)';
+    if (!Number.isInteger(body.rate_limit_rps) || (body.rate_limit_rps as number) < 0)
+      return 'rate_limit_rps must be a whole number >= 0 (0 = no limit)';
     next.rateLimitRps = body.rate_limit_rps as number;
   }
   if (body.rate_limit_retry_after !== undefined) {
     if (body.rate_limit_retry_after === null) delete next.rateLimitRetryAfter;
-    else if (!num('rate_limit_retry_after', 0)) return 'rate_limit_retry_after must be a number of seconds >= 0, or null for no header';
+    else if (!num('rate_limit_retry_after', 0))
+      return 'rate_limit_retry_after must be a number of seconds >= 0, or null for no header';
     else next.rateLimitRetryAfter = body.rate_limit_retry_after as number;
   }
   state.settings = next;

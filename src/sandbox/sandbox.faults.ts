@@ -26,16 +26,31 @@ export interface FaultRule {
 }
 
 const ROUTES = [
-  'token', 'authorize', 'organizations', 'fields', 'orders', 'order', 'order_list', 'order_approvals',
-  'rewards', 'reward', 'funding_sources', 'products', 'campaigns', '*',
+  'token',
+  'authorize',
+  'organizations',
+  'fields',
+  'orders',
+  'order',
+  'order_list',
+  'order_approvals',
+  'rewards',
+  'reward',
+  'funding_sources',
+  'products',
+  'campaigns',
+  '*',
 ];
 
 export function validateFault(input: unknown): { rule?: FaultRule; error?: string } {
   if (!input || typeof input !== 'object') return { error: 'a fault must be an object' };
   const r = input as Record<string, unknown>;
-  if (typeof r.route !== 'string' || !ROUTES.includes(r.route)) return { error: `route must be one of ${ROUTES.join(', ')}` };
-  const num = (k: string, min: number, max: number) => r[k] === undefined || (typeof r[k] === 'number' && (r[k] as number) >= min && (r[k] as number) <= max);
-  if (!num('latency_ms', 0, 120_000) || !num('delay_after_work_ms', 0, 120_000)) return { error: 'latency_ms and delay_after_work_ms are 0 to 120000' };
+  if (typeof r.route !== 'string' || !ROUTES.includes(r.route))
+    return { error: `route must be one of ${ROUTES.join(', ')}` };
+  const num = (k: string, min: number, max: number) =>
+    r[k] === undefined || (typeof r[k] === 'number' && (r[k] as number) >= min && (r[k] as number) <= max);
+  if (!num('latency_ms', 0, 120_000) || !num('delay_after_work_ms', 0, 120_000))
+    return { error: 'latency_ms and delay_after_work_ms are 0 to 120000' };
   if (!num('status', 400, 599)) return { error: 'status must be 400 to 599' };
   if (!num('retry_after', 0, 3600)) return { error: 'retry_after must be 0 to 3600 seconds' };
   if (!num('probability', 0, 1)) return { error: 'probability must be 0 to 1' };
@@ -68,11 +83,19 @@ export class FaultInjector {
           }
           if (rule.status === 429) {
             res.setHeader('Retry-After', String(rule.retry_after ?? 1));
-            res.status(429).json(route === 'token' ? { error: 'rate_limited' } : { error: { message: 'Too many requests', payload: {} } });
+            res
+              .status(429)
+              .json(
+                route === 'token'
+                  ? { error: 'rate_limited' }
+                  : { error: { message: 'Too many requests', payload: {} } },
+              );
             return;
           }
           const message = rule.status >= 500 ? 'Internal server error' : 'Injected fault';
-          res.status(rule.status).json(route === 'token' ? { error: 'server_error' } : { errors: { message, payload: {} } });
+          res
+            .status(rule.status)
+            .json(route === 'token' ? { error: 'server_error' } : { errors: { message, payload: {} } });
           return;
         }
         if (rule.delay_after_work_ms !== undefined || rule.drop_after_work) this.afterWork(req, res, rule);

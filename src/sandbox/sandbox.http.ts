@@ -13,7 +13,12 @@ export type ApiRequest = Request & { caller: ApiCaller };
 export type RouteGuard = (route: string) => (req: Request, res: Response, next: NextFunction) => void;
 
 /** `{"errors": {"message", "payload"}}`, the service's error shape; `payload` names the fields in error, or is `{}`. */
-export function apiError(res: Response, status: number, message: string, payload: Record<string, unknown> = {}): void {
+export function apiError(
+  res: Response,
+  status: number,
+  message: string,
+  payload: Record<string, unknown> = {},
+): void {
   res.status(status).json({ errors: { message, payload } });
 }
 
@@ -49,14 +54,24 @@ export function queryString(value: unknown): string | undefined | null {
 }
 
 /** Parses `offset` / `limit` query parameters; a Problem when malformed or out of range. */
-export function paging(query: Request['query'], defaultLimit: number, maxLimit: number): { offset: number; limit: number } | Problem {
+export function paging(
+  query: Request['query'],
+  defaultLimit: number,
+  maxLimit: number,
+): { offset: number; limit: number } | Problem {
   const result = { offset: 0, limit: defaultLimit };
   for (const name of ['offset', 'limit'] as const) {
     const raw = queryString(query[name]);
     if (raw === undefined) continue;
     const n = Number(raw);
-    const ok = raw !== null && /^\d+$/.test(raw) && (name === 'offset' ? n <= Number.MAX_SAFE_INTEGER : n >= 1 && n <= maxLimit);
-    if (!ok) return problem(`${name} must be a whole number${name === 'limit' ? ` from 1 to ${maxLimit}` : ''}`, { [name]: query[name] ?? null });
+    const ok =
+      raw !== null &&
+      /^\d+$/.test(raw) &&
+      (name === 'offset' ? n <= Number.MAX_SAFE_INTEGER : n >= 1 && n <= maxLimit);
+    if (!ok)
+      return problem(`${name} must be a whole number${name === 'limit' ? ` from 1 to ${maxLimit}` : ''}`, {
+        [name]: query[name] ?? null,
+      });
     result[name] = n;
   }
   return result;

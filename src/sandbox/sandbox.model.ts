@@ -6,7 +6,18 @@ import { createHash, randomBytes } from 'node:crypto';
  */
 
 /** The ten custom-field data types of the current service (spec §2). */
-export const FIELD_DATA_TYPES = ['Checkbox', 'Currency', 'Date', 'Dropdown', 'Email', 'List', 'Number', 'Phone', 'Text', 'TextArea'] as const;
+export const FIELD_DATA_TYPES = [
+  'Checkbox',
+  'Currency',
+  'Date',
+  'Dropdown',
+  'Email',
+  'List',
+  'Number',
+  'Phone',
+  'Text',
+  'TextArea',
+] as const;
 export type FieldDataType = (typeof FIELD_DATA_TYPES)[number];
 /** The types whose values come from `data.options`. */
 export const OPTION_TYPES: readonly FieldDataType[] = ['Dropdown', 'List'];
@@ -153,7 +164,14 @@ export interface SeedAccount {
   name: string;
   api_key?: string;
   approvals_required?: boolean;
-  fields: { id: string; label: string; data_type?: FieldDataType; data?: SandboxField['data']; required: boolean; scope?: 'REWARD' }[];
+  fields: {
+    id: string;
+    label: string;
+    data_type?: FieldDataType;
+    data?: SandboxField['data'];
+    required: boolean;
+    scope?: 'REWARD';
+  }[];
   funding_sources: (Omit<SandboxFundingSource, 'method'> & { method?: FundingMethod })[];
   products: SandboxProduct[];
   campaigns?: { id: string; name: string; products: string[]; description?: string }[];

@@ -15,7 +15,9 @@ import type { RouteGuard } from './sandbox.http';
 export function oauthRouter(state: SandboxState, guard: RouteGuard): Router {
   const router = express.Router();
   router.get('/authorize', guard('authorize'), (req, res) => authorize(state, req, res));
-  router.post('/authorize/decision', express.urlencoded({ extended: false, limit: '16kb' }), (req, res) => decide(state, req, res));
+  router.post('/authorize/decision', express.urlencoded({ extended: false, limit: '16kb' }), (req, res) =>
+    decide(state, req, res),
+  );
   router.post(
     '/token',
     guard('token'),
@@ -45,36 +47,75 @@ function authorize(state: SandboxState, req: Request, res: Response): void {
   const redirectUri = str(q.redirect_uri);
   // Without a known client and its exact registered redirect URI there is nowhere safe to send an error.
   if (!client) {
-    res.status(400).type('html').send(page('Unknown application', '<p>The <code>client_id</code> is not a registered developer app.</p>'));
+    res
+      .status(400)
+      .type('html')
+      .send(
+        page('Unknown application', '<p>The <code>client_id</code> is not a registered developer app.</p>'),
+      );
     return;
   }
   if (!redirectUri || !client.redirectUris.includes(redirectUri)) {
-    res.status(400).type('html').send(page('Redirect URI mismatch', '<p>The <code>redirect_uri</code> does not exactly match the one registered for this app.</p>'));
+    res
+      .status(400)
+      .type('html')
+      .send(
+        page(
+          'Redirect URI mismatch',
+          '<p>The <code>redirect_uri</code> does not exactly match the one registered for this app.</p>',
+        ),
+      );
     return;
   }
   const stateParam = str(q.state);
   // Kept with each pending consent (which anyone can create): bounded, and never echoed back when too long.
   if (stateParam && stateParam.length > MAX_STATE_LENGTH) {
-    redirectWith(res, redirectUri, { error: 'invalid_request', error_description: `state is longer than ${MAX_STATE_LENGTH} characters` });
+    redirectWith(res, redirectUri, {
+      error: 'invalid_request',
+      error_description: `state is longer than ${MAX_STATE_LENGTH} characters`,
+    });
     return;
   }
   if (q.response_type !== 'code') {
-    redirectWith(res, redirectUri, { error: 'unsupported_response_type', error_description: 'response_type must be code', state: stateParam });
+    redirectWith(res, redirectUri, {
+      error: 'unsupported_response_type',
+      error_description: 'response_type must be code',
+      state: stateParam,
+    });
     return;
   }
   const scopes = (str(q.scope) ?? 'default').split(' ').filter(Boolean);
   const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
   if (scopes.length === 0 || unknown.length > 0) {
-    redirectWith(res, redirectUri, { error: 'invalid_scope', error_description: `unknown scope: ${unknown.join(' ')}`, state: stateParam });
+    redirectWith(res, redirectUri, {
+      error: 'invalid_scope',
+      error_description: `unknown scope: ${unknown.join(' ')}`,
+      state: stateParam,
+    });
     return;
   }
   const challenge = str(q.code_challenge);
   const method = str(q.code_challenge_method);
-  if ((challenge && method !== 'S256') || (!challenge && method) || (challenge && !/^[A-Za-z0-9_-]{43}$/.test(challenge))) {
-    redirectWith(res, redirectUri, { error: 'invalid_request', error_description: 'PKCE requires code_challenge_method=S256 and a valid code_challenge', state: stateParam });
+  if (
+    (challenge && method !== 'S256') ||
+    (!challenge && method) ||
+    (challenge && !/^[A-Za-z0-9_-]{43}$/.test(challenge))
+  ) {
+    redirectWith(res, redirectUri, {
+      error: 'invalid_request',
+      error_description: 'PKCE requires code_challenge_method=S256 and a valid code_challenge',
+      state: stateParam,
+    });
     return;
   }
-  const request = { clientId: client.clientId, redirectUri, scopes: [...new Set(scopes)], state: stateParam, codeChallenge: challenge, expiresAt: state.now() + 10 * 60_000 };
+  const request = {
+    clientId: client.clientId,
+    redirectUri,
+    scopes: [...new Set(scopes)],
+    state: stateParam,
+    codeChallenge: challenge,
+    expiresAt: state.now() + 10 * 60_000,
+  };
   if (state.settings.autoApprove) {
     issueCode(state, res, request, state.settings.autoApproveAccountId);
     return;
@@ -88,12 +129,19 @@ function decide(state: SandboxState, req: Request, res: Response): void {
   const body = (req.body ?? {}) as Record<string, unknown>;
   const request = state.pendingConsents.get(str(body.request_id) ?? '');
   if (!request || request.expiresAt < state.now()) {
-    res.status(400).type('html').send(page('This request has expired', '<p>Start again from the application.</p>'));
+    res
+      .status(400)
+      .type('html')
+      .send(page('This request has expired', '<p>Start again from the application.</p>'));
     return;
   }
   state.pendingConsents.delete(str(body.request_id) as string);
   if (body.decision !== 'approve') {
-    redirectWith(res, request.redirectUri, { error: 'access_denied', error_description: 'The user denied the request', state: request.state });
+    redirectWith(res, request.redirectUri, {
+      error: 'access_denied',
+      error_description: 'The user denied the request',
+      state: request.state,
+    });
     return;
   }
   const accountId = str(body.account_id) ?? state.settings.autoApproveAccountId;
@@ -107,31 +155,54 @@ function decide(state: SandboxState, req: Request, res: Response): void {
 function issueCode(
   state: SandboxState,
   res: Response,
-  request: { clientId: string; redirectUri: string; scopes: string[]; state?: string; codeChallenge?: string },
+  request: {
+    clientId: string;
+    redirectUri: string;
+    scopes: string[];
+    state?: string;
+    codeChallenge?: string;
+  },
   accountId: string,
 ): void {
   const code = randomId('sbx_code', 18);
   // Under auto-approval anyone can mint codes: bounded, and swept an hour after expiry (replays of a code that
   // expired within the hour still revoke what it obtained).
-  setBounded(state.codes, tokenKey(code), {
-    clientId: request.clientId,
-    redirectUri: request.redirectUri,
-    accountId,
-    scopes: request.scopes,
-    expiresAt: state.now() + state.settings.codeTtlSeconds * 1000,
-    used: false,
-    codeChallenge: request.codeChallenge,
-  }, state.now(), USED_CODE_GRACE_MS);
+  setBounded(
+    state.codes,
+    tokenKey(code),
+    {
+      clientId: request.clientId,
+      redirectUri: request.redirectUri,
+      accountId,
+      scopes: request.scopes,
+      expiresAt: state.now() + state.settings.codeTtlSeconds * 1000,
+      used: false,
+      codeChallenge: request.codeChallenge,
+    },
+    state.now(),
+    USED_CODE_GRACE_MS,
+  );
   redirectWith(res, request.redirectUri, { code, state: request.state });
 }
 
-function consentPage(state: SandboxState, client: SandboxClient, scopes: string[], requestId: string): string {
+function consentPage(
+  state: SandboxState,
+  client: SandboxClient,
+  scopes: string[],
+  requestId: string,
+): string {
   const accounts = [...state.accounts.values()];
   const options = accounts
-    .map((a) => `<option value="${escapeHtml(a.id)}"${a.id === state.settings.autoApproveAccountId ? ' selected' : ''}>${escapeHtml(a.name)}</option>`)
+    .map(
+      (a) =>
+        `<option value="${escapeHtml(a.id)}"${a.id === state.settings.autoApproveAccountId ? ' selected' : ''}>${escapeHtml(a.name)}</option>`,
+    )
     .join('');
   const scopeItems = scopes
-    .map((s) => `<li><strong>${escapeHtml(s)}</strong>: ${s === 'default' ? 'send rewards, read fields, funding sources, orders and rewards' : 'manage members, organizations and webhooks'}</li>`)
+    .map(
+      (s) =>
+        `<li><strong>${escapeHtml(s)}</strong>: ${s === 'default' ? 'send rewards, read fields, funding sources, orders and rewards' : 'manage members, organizations and webhooks'}</li>`,
+    )
     .join('');
   return page(
     `Authorize ${client.name}`,
@@ -152,7 +223,11 @@ function tokenError(status: number, error: string, description?: string): TokenE
   return { status, body: { error, ...(description ? { error_description: description } : {}) } };
 }
 
-function authenticateClient(state: SandboxState, req: Request, body: Record<string, unknown>): SandboxClient | TokenError {
+function authenticateClient(
+  state: SandboxState,
+  req: Request,
+  body: Record<string, unknown>,
+): SandboxClient | TokenError {
   let id = str(body.client_id);
   let secret = str(body.client_secret);
   const basic = /^Basic\s+(\S+)$/i.exec(req.headers.authorization ?? '');
@@ -163,7 +238,8 @@ function authenticateClient(state: SandboxState, req: Request, body: Record<stri
     // RFC 6749 §2.3.1: id and secret are form-urlencoded inside Basic; a malformed escape is a failed authentication.
     const basicId = safeDecode(decoded.slice(0, sep));
     const basicSecret = safeDecode(decoded.slice(sep + 1));
-    if (basicId === undefined || basicSecret === undefined) return tokenError(401, 'invalid_client', 'client authentication failed');
+    if (basicId === undefined || basicSecret === undefined)
+      return tokenError(401, 'invalid_client', 'client authentication failed');
     if ((id && id !== basicId) || (secret && secret !== basicSecret)) {
       return tokenError(400, 'invalid_request', 'client credentials sent twice and they differ');
     }
@@ -200,11 +276,12 @@ function token(state: SandboxState, req: Request, res: Response): void {
     res.status(client.status).json(client.body);
     return;
   }
-  const result = body.grant_type === 'authorization_code'
-    ? exchangeCode(state, client, body)
-    : body.grant_type === 'refresh_token'
-      ? refresh(state, client, body)
-      : tokenError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
+  const result =
+    body.grant_type === 'authorization_code'
+      ? exchangeCode(state, client, body)
+      : body.grant_type === 'refresh_token'
+        ? refresh(state, client, body)
+        : tokenError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
   if ('status' in result) {
     res.status(result.status).json(result.body);
     return;
@@ -221,8 +298,10 @@ function exchangeCode(state: SandboxState, client: SandboxClient, body: Record<s
     if (grant) state.revokeGrant(grant, 'authorization code replayed');
     return tokenError(400, 'invalid_grant', 'authorization code already used');
   }
-  if (code.clientId !== client.clientId) return tokenError(400, 'invalid_grant', 'code was issued to another client');
-  if (code.redirectUri !== body.redirect_uri) return tokenError(400, 'invalid_grant', 'redirect_uri does not match the authorization request');
+  if (code.clientId !== client.clientId)
+    return tokenError(400, 'invalid_grant', 'code was issued to another client');
+  if (code.redirectUri !== body.redirect_uri)
+    return tokenError(400, 'invalid_grant', 'redirect_uri does not match the authorization request');
   if (code.expiresAt < state.now()) return tokenError(400, 'invalid_grant', 'authorization code expired');
   const verifier = str(body.code_verifier);
   if (code.codeChallenge) {
@@ -255,7 +334,8 @@ function refresh(state: SandboxState, client: SandboxClient, body: Record<string
   const record = state.refreshTokens.get(presentedKey);
   if (!record) return tokenError(400, 'invalid_grant', 'unknown refresh token');
   const grant = state.grants.get(record.grantId);
-  if (!grant || grant.clientId !== client.clientId) return tokenError(400, 'invalid_grant', 'refresh token was issued to another client');
+  if (!grant || grant.clientId !== client.clientId)
+    return tokenError(400, 'invalid_grant', 'refresh token was issued to another client');
   if (grant.revoked) return tokenError(400, 'invalid_grant', 'grant revoked');
   if (record.used) {
     state.revokeGrant(grant, 'refresh token reused');

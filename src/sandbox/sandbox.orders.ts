@@ -4,7 +4,14 @@ import type { Request, Response, Router } from 'express';
 import { canonicalJson } from '../common/canonical-json';
 import type { ApiRequest, Problem, RouteGuard } from './sandbox.http';
 import { apiError, paging, problem, queryString, requireScope, sendProblem } from './sandbox.http';
-import type { DeliveryMethod, DeliveryStatus, SandboxAccount, SandboxFundingSource, SandboxOrder, SandboxReward } from './sandbox.model';
+import type {
+  DeliveryMethod,
+  DeliveryStatus,
+  SandboxAccount,
+  SandboxFundingSource,
+  SandboxOrder,
+  SandboxReward,
+} from './sandbox.model';
 import { serviceId, serviceTimestamp, sha256 } from './sandbox.model';
 import type { SandboxState } from './sandbox.state';
 import { INVOICE_FUNDING, validateOrder } from './sandbox.validation';
@@ -23,7 +30,9 @@ export const NOT_ENOUGH_FUNDS = 'Not enough funds to carry out this operation. F
 export function ordersRouter(state: SandboxState, guard: RouteGuard): Router {
   const router = express.Router();
   const scoped = requireScope('default');
-  router.post('/orders', guard('orders'), scoped, express.json({ limit: '1mb' }), (req, res) => createOrder(state, req as ApiRequest, res));
+  router.post('/orders', guard('orders'), scoped, express.json({ limit: '1mb' }), (req, res) =>
+    createOrder(state, req as ApiRequest, res),
+  );
   router.get('/orders', guard('order_list'), scoped, (req, res) => listOrders(req as ApiRequest, res));
   router.get('/orders/:id', guard('order'), scoped, (req, res) => {
     const order = findOrder((req as ApiRequest).caller.account, String(req.params.id));
@@ -65,7 +74,15 @@ export function orderView(order: SandboxOrder, links?: Map<string, string>) {
     channel: 'API',
     // The service shows payment only for processed orders.
     ...(order.status === 'EXECUTED'
-      ? { payment: { subtotal: order.subtotal, total: order.subtotal, fees: 0, discount: 0, currency_code: order.currencyCode } }
+      ? {
+          payment: {
+            subtotal: order.subtotal,
+            total: order.subtotal,
+            fees: 0,
+            discount: 0,
+            currency_code: order.currencyCode,
+          },
+        }
       : {}),
     rewards: order.rewards.map((r) => rewardView(r, links?.get(r.id))),
   };
@@ -90,14 +107,18 @@ function charge(source: SandboxFundingSource, amount: number): boolean {
 }
 
 function fundingSourceOf(account: SandboxAccount, order: SandboxOrder): SandboxFundingSource | undefined {
-  return order.fundingSourceId === INVOICE_FUNDING.id ? INVOICE_FUNDING : account.fundingSources.get(order.fundingSourceId);
+  return order.fundingSourceId === INVOICE_FUNDING.id
+    ? INVOICE_FUNDING
+    : account.fundingSources.get(order.fundingSourceId);
 }
 
 /** Approves an order held for approval: takes the funds, executes it. A Problem when it cannot. */
 export function approveOrder(account: SandboxAccount, order: SandboxOrder): Problem | null {
-  if (order.status !== 'PENDING APPROVAL') return problem('Order is not pending approval', { status: order.status }, 422);
+  if (order.status !== 'PENDING APPROVAL')
+    return problem('Order is not pending approval', { status: order.status }, 422);
   const source = fundingSourceOf(account, order);
-  if (!source) return problem('Funding source not found', { 'payment.funding_source_id': order.fundingSourceId }, 422);
+  if (!source)
+    return problem('Funding source not found', { 'payment.funding_source_id': order.fundingSourceId }, 422);
   if (!charge(source, order.subtotal)) return problem(NOT_ENOUGH_FUNDS, {}, 402);
   order.status = 'EXECUTED';
   for (const reward of order.rewards) reward.delivery.status = deliveredStatus(reward.delivery.method);
@@ -106,7 +127,8 @@ export function approveOrder(account: SandboxAccount, order: SandboxOrder): Prob
 
 /** Rejects an order held for approval: it is canceled, nothing is charged or delivered. */
 export function rejectOrder(order: SandboxOrder): Problem | null {
-  if (order.status !== 'PENDING APPROVAL') return problem('Order is not pending approval', { status: order.status }, 422);
+  if (order.status !== 'PENDING APPROVAL')
+    return problem('Order is not pending approval', { status: order.status }, 422);
   order.status = 'CANCELED';
   return null;
 }
@@ -118,15 +140,20 @@ function payoutLink(req: Request): string {
 
 function createOrder(state: SandboxState, req: ApiRequest, res: Response): void {
   const { account } = req.caller;
-  const body = (req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body : null) as Record<string, unknown> | null;
+  const body = (
+    req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body : null
+  ) as Record<string, unknown> | null;
   if (!body) return apiError(res, 400, 'The request body must be a JSON object');
   const { external_id: externalIdRaw, ...withoutExternalId } = body;
   const payloadHash = sha256(canonicalJson(withoutExternalId));
   // A repeated external_id is answered before validation: the original order stands whatever happened since.
-  const existing = typeof externalIdRaw === 'string' ? account.ordersByExternalId.get(externalIdRaw) : undefined;
+  const existing =
+    typeof externalIdRaw === 'string' ? account.ordersByExternalId.get(externalIdRaw) : undefined;
   if (existing) {
     if (existing.payloadHash !== payloadHash) {
-      return apiError(res, 409, 'An order with this external_id already exists with different parameters', { external_id: externalIdRaw });
+      return apiError(res, 409, 'An order with this external_id already exists with different parameters', {
+        external_id: externalIdRaw,
+      });
     }
     res.status(201).json({ order: orderView(existing.order) }); // the existing order; nothing created
     return;
@@ -169,7 +196,8 @@ function createOrder(state: SandboxState, req: ApiRequest, res: Response): void 
   };
   account.orders.set(order.id, order);
   account.orderList.push(order);
-  if (valid.externalId !== undefined) account.ordersByExternalId.set(valid.externalId, { order, payloadHash });
+  if (valid.externalId !== undefined)
+    account.ordersByExternalId.set(valid.externalId, { order, payloadHash });
   for (const reward of rewards) {
     account.rewards.push(reward);
     account.rewardsById.set(reward.id, reward);
@@ -180,10 +208,13 @@ function createOrder(state: SandboxState, req: ApiRequest, res: Response): void 
 
 function dateFilter(req: Request, bound: 'gte' | 'lte'): number | undefined | Problem {
   const nested = req.query.created_at as Record<string, unknown> | undefined;
-  const raw = queryString(req.query[`created_at[${bound}]`] ?? (nested && typeof nested === 'object' ? nested[bound] : undefined));
+  const raw = queryString(
+    req.query[`created_at[${bound}]`] ?? (nested && typeof nested === 'object' ? nested[bound] : undefined),
+  );
   if (raw === undefined) return undefined;
   const ms = raw === null ? NaN : Date.parse(raw);
-  if (Number.isNaN(ms)) return problem(`created_at[${bound}] must be an ISO 8601 date`, { [`created_at[${bound}]`]: raw });
+  if (Number.isNaN(ms))
+    return problem(`created_at[${bound}] must be an ISO 8601 date`, { [`created_at[${bound}]`]: raw });
   return ms;
 }
 
@@ -192,7 +223,11 @@ function listOrders(req: ApiRequest, res: Response): void {
   if ('status' in page) return sendProblem(res, page);
   const externalId = queryString(req.query.external_id);
   const campaignId = queryString(req.query.campaign_id);
-  if (externalId === null || campaignId === null) return apiError(res, 400, 'external_id and campaign_id must be strings', { external_id: req.query.external_id, campaign_id: req.query.campaign_id });
+  if (externalId === null || campaignId === null)
+    return apiError(res, 400, 'external_id and campaign_id must be strings', {
+      external_id: req.query.external_id,
+      campaign_id: req.query.campaign_id,
+    });
   const from = dateFilter(req, 'gte');
   const to = dateFilter(req, 'lte');
   if (typeof from === 'object') return sendProblem(res, from);
@@ -206,7 +241,10 @@ function listOrders(req: ApiRequest, res: Response): void {
     if ((from !== undefined && o.createdAtMs < from) || (to !== undefined && o.createdAtMs > to)) continue;
     matches.push(o);
   }
-  res.json({ orders: matches.slice(page.offset, page.offset + page.limit).map((o) => orderView(o)), total_count: matches.length });
+  res.json({
+    orders: matches.slice(page.offset, page.offset + page.limit).map((o) => orderView(o)),
+    total_count: matches.length,
+  });
 }
 
 /** GET /rewards: newest first; any query parameter other than offset/limit filters by custom-field label. */
@@ -217,14 +255,23 @@ function listRewards(req: ApiRequest, res: Response): void {
   for (const [name, raw] of Object.entries(req.query)) {
     if (name === 'offset' || name === 'limit') continue;
     const value = queryString(raw);
-    if (typeof value !== 'string') return apiError(res, 400, `Query parameter ${name} must be a string`, { [name]: raw });
+    if (typeof value !== 'string')
+      return apiError(res, 400, `Query parameter ${name} must be a string`, { [name]: raw });
     filters.push([name, value]);
   }
   const { rewards } = req.caller.account;
   const matches: SandboxReward[] = [];
   for (let i = rewards.length - 1; i >= 0; i--) {
     const reward = rewards[i];
-    if (filters.every(([label, value]) => reward.custom_fields.some((c) => c.label === label && c.value === value))) matches.push(reward);
+    if (
+      filters.every(([label, value]) =>
+        reward.custom_fields.some((c) => c.label === label && c.value === value),
+      )
+    )
+      matches.push(reward);
   }
-  res.json({ rewards: matches.slice(page.offset, page.offset + page.limit).map((r) => rewardView(r)), total_count: matches.length });
+  res.json({
+    rewards: matches.slice(page.offset, page.offset + page.limit).map((r) => rewardView(r)),
+    total_count: matches.length,
+  });
 }

@@ -56,11 +56,15 @@ export class SandboxPersister {
       if (stored) {
         restoreSnapshot(this.state, stored);
         const sizes = this.state.sizes();
-        this.logger.log(`Sandbox state restored: ${sizes.accounts} accounts, ${sizes.grants} grants, ${sizes.orders} orders`);
+        this.logger.log(
+          `Sandbox state restored: ${sizes.accounts} accounts, ${sizes.grants} grants, ${sizes.orders} orders`,
+        );
       }
     } catch (error) {
       this.disabled = true;
-      this.logger.error(`Sandbox state could not be loaded; the sandbox runs in memory only and saves nothing: ${message(error)}`);
+      this.logger.error(
+        `Sandbox state could not be loaded; the sandbox runs in memory only and saves nothing: ${message(error)}`,
+      );
     } finally {
       this.loaded = true;
     }
@@ -122,7 +126,8 @@ export class SandboxPersister {
         this.failing = false;
       } catch (error) {
         this.dirty = true;
-        if (!this.failing) this.logger.error(`Sandbox state could not be saved (retrying): ${message(error)}`);
+        if (!this.failing)
+          this.logger.error(`Sandbox state could not be saved (retrying): ${message(error)}`);
         this.failing = true;
       } finally {
         this.interval = Math.max(MIN_SAVE_INTERVAL_MS, 5 * (Date.now() - started));

@@ -81,7 +81,11 @@ export function toSnapshot(state: SandboxState): SandboxSnapshot {
       products: [...a.products.values()],
       campaigns: [...a.campaigns.values()],
       orders: a.orderList,
-      externalIds: [...a.ordersByExternalId].map(([externalId, e]) => [externalId, e.order.id, e.payloadHash]),
+      externalIds: [...a.ordersByExternalId].map(([externalId, e]) => [
+        externalId,
+        e.order.id,
+        e.payloadHash,
+      ]),
       rewards: a.rewards.map((r) => r.id),
     })),
     codes: [...state.codes],
@@ -112,7 +116,12 @@ function escapeReplacer(_key: string, value: unknown): unknown {
     for (let i = 0; i < value.length; i++) chars.push(value.charCodeAt(i));
     return { $chars: chars };
   }
-  if (value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).some((k) => UNSTORABLE.test(k))) {
+  if (
+    value &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    Object.keys(value).some((k) => UNSTORABLE.test(k))
+  ) {
     return { $entries: Object.entries(value) };
   }
   return value;
@@ -123,9 +132,12 @@ function unescape(value: unknown): unknown {
   if (!value || typeof value !== 'object') return value;
   const keys = Object.keys(value);
   const record = value as Record<string, unknown>;
-  if (keys.length === 1 && keys[0] === '$chars' && Array.isArray(record.$chars)) return fromCharCodes(record.$chars as number[]);
+  if (keys.length === 1 && keys[0] === '$chars' && Array.isArray(record.$chars))
+    return fromCharCodes(record.$chars as number[]);
   if (keys.length === 1 && keys[0] === '$entries' && Array.isArray(record.$entries)) {
-    return Object.fromEntries((record.$entries as [unknown, unknown][]).map(([k, v]) => [unescape(k), unescape(v)]));
+    return Object.fromEntries(
+      (record.$entries as [unknown, unknown][]).map(([k, v]) => [unescape(k), unescape(v)]),
+    );
   }
   return Object.fromEntries(keys.map((k) => [k, unescape(record[k])]));
 }
@@ -145,11 +157,24 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
  * does not understand (then the state is left as it was).
  */
 export function restoreSnapshot(state: SandboxState, stored: unknown): void {
-  if (!stored || typeof stored !== 'object' || (stored as { version?: unknown }).version !== SNAPSHOT_VERSION) {
+  if (
+    !stored ||
+    typeof stored !== 'object' ||
+    (stored as { version?: unknown }).version !== SNAPSHOT_VERSION
+  ) {
     throw new Error(`not a sandbox snapshot of version ${SNAPSHOT_VERSION}`);
   }
   const snap = ((stored as SandboxSnapshot).escaped ? unescape(stored) : stored) as SandboxSnapshot;
-  for (const key of ['accounts', 'codes', 'grants', 'accessTokens', 'refreshTokens', 'pendingConsents', 'calls', 'clients'] as const) {
+  for (const key of [
+    'accounts',
+    'codes',
+    'grants',
+    'accessTokens',
+    'refreshTokens',
+    'pendingConsents',
+    'calls',
+    'clients',
+  ] as const) {
     if (!Array.isArray(snap[key])) throw new Error(`sandbox snapshot without ${key}`);
   }
 
@@ -159,7 +184,9 @@ export function restoreSnapshot(state: SandboxState, stored: unknown): void {
     const orders = new Map<string, SandboxOrder>(a.orders.map((o) => [o.id, o]));
     const rewardsById = new Map<string, SandboxReward>();
     for (const order of a.orders) for (const reward of order.rewards) rewardsById.set(reward.id, reward);
-    const rewards = a.rewards.map((id) => rewardsById.get(id)).filter((r): r is SandboxReward => r !== undefined);
+    const rewards = a.rewards
+      .map((id) => rewardsById.get(id))
+      .filter((r): r is SandboxReward => r !== undefined);
     const ordersByExternalId = new Map<string, { order: SandboxOrder; payloadHash: string }>();
     for (const [externalId, orderId, payloadHash] of a.externalIds) {
       const order = orders.get(orderId);
@@ -186,16 +213,26 @@ export function restoreSnapshot(state: SandboxState, stored: unknown): void {
 
   const settings: SandboxSettings = { ...snap.settings };
   for (const [key, value] of Object.entries(state.initialSettings) as [keyof SandboxSettings, unknown][]) {
-    if (!same(snap.configuredSettings?.[key], value)) (settings as unknown as Record<string, unknown>)[key] = value;
+    if (!same(snap.configuredSettings?.[key], value))
+      (settings as unknown as Record<string, unknown>)[key] = value;
   }
 
   state.accounts = accounts;
   state.apiKeys = apiKeys;
-  state.clients = new Map(state.initialClients.map((c) => [c.clientId, { ...c, redirectUris: [...c.redirectUris] }]));
+  state.clients = new Map(
+    state.initialClients.map((c) => [c.clientId, { ...c, redirectUris: [...c.redirectUris] }]),
+  );
   state.codes = new Map(snap.codes);
-  state.grants = new Map(snap.grants.map((g) => [g.id, { ...g, accessTokens: new Set(g.accessTokens), usedRefreshTokens: g.usedRefreshTokens ?? [] }]));
+  state.grants = new Map(
+    snap.grants.map((g) => [
+      g.id,
+      { ...g, accessTokens: new Set(g.accessTokens), usedRefreshTokens: g.usedRefreshTokens ?? [] },
+    ]),
+  );
   state.accessTokens = new Map(snap.accessTokens);
-  state.refreshTokens = new Map(snap.refreshTokens.map(([token, grantId, used]) => [token, { grantId, used }]));
+  state.refreshTokens = new Map(
+    snap.refreshTokens.map(([token, grantId, used]) => [token, { grantId, used }]),
+  );
   state.pendingConsents = new Map(snap.pendingConsents);
   state.calls = new Map(snap.calls);
   state.clockOffsetMs = typeof snap.clockOffsetMs === 'number' ? snap.clockOffsetMs : 0;

@@ -1,4 +1,13 @@
-import type { AccessToken, AuthorizationCode, Grant, PendingConsent, SandboxAccount, SandboxClient, SandboxReward, SeedAccount } from './sandbox.model';
+import type {
+  AccessToken,
+  AuthorizationCode,
+  Grant,
+  PendingConsent,
+  SandboxAccount,
+  SandboxClient,
+  SandboxReward,
+  SeedAccount,
+} from './sandbox.model';
 import { derivedServiceId, randomId, sha256 } from './sandbox.model';
 import { DEMO_ACCOUNT_ID, demoSeed, normalizeFields } from './sandbox.seed';
 import { RateLimiter } from './sandbox.ratelimit';
@@ -150,9 +159,16 @@ export class SandboxState {
       apiKey: seed.api_key ?? randomId('sbx_account', 24),
       approvalsRequired: seed.approvals_required ?? previous?.approvalsRequired ?? false,
       fields: normalizeFields(seed.fields),
-      fundingSources: new Map(seed.funding_sources.map((f) => [f.id, { ...f, method: f.method ?? 'balance' }])),
+      fundingSources: new Map(
+        seed.funding_sources.map((f) => [f.id, { ...f, method: f.method ?? 'balance' }]),
+      ),
       products: new Map(seed.products.map((p) => [p.id, { ...p, currency_codes: [...p.currency_codes] }])),
-      campaigns: new Map((seed.campaigns ?? []).map((c) => [c.id, { id: c.id, name: c.name, description: c.description ?? '', products: [...c.products] }])),
+      campaigns: new Map(
+        (seed.campaigns ?? []).map((c) => [
+          c.id,
+          { id: c.id, name: c.name, description: c.description ?? '', products: [...c.products] },
+        ]),
+      ),
       orders: previous?.orders ?? new Map(),
       ordersByExternalId: previous?.ordersByExternalId ?? new Map(),
       orderList: previous?.orderList ?? [],
@@ -173,7 +189,10 @@ export class SandboxState {
     const keepRewards = rewardsPerAccount - trimBatch(rewardsPerAccount);
     const dropped = new Set<SandboxReward>();
     let n = 0;
-    while (n < list.length - 1 && (list.length - n > keepOrders || account.rewards.length - dropped.size > keepRewards)) {
+    while (
+      n < list.length - 1 &&
+      (list.length - n > keepOrders || account.rewards.length - dropped.size > keepRewards)
+    ) {
       const order = list[n++];
       account.orders.delete(order.id);
       if (order.external_id !== null && account.ordersByExternalId.get(order.external_id)?.order === order) {
@@ -215,7 +234,8 @@ export class SandboxState {
   dropGrant(grant: Grant): void {
     for (const token of grant.accessTokens) this.accessTokens.delete(token);
     for (const token of grant.usedRefreshTokens) this.refreshTokens.delete(token);
-    if (this.refreshTokens.get(grant.currentRefreshToken)?.grantId === grant.id) this.refreshTokens.delete(grant.currentRefreshToken);
+    if (this.refreshTokens.get(grant.currentRefreshToken)?.grantId === grant.id)
+      this.refreshTokens.delete(grant.currentRefreshToken);
     this.grants.delete(grant.id);
   }
 
@@ -282,7 +302,17 @@ export class SandboxState {
   }
 
   /** Issues a fresh access/refresh pair on a grant; the previous refresh token stays consumed. */
-  issueTokens(grant: Grant, keepRefreshToken?: string): { access_token: string; token_type: 'Bearer'; expires_in: number; refresh_token: string; scope: string; created_at: number } {
+  issueTokens(
+    grant: Grant,
+    keepRefreshToken?: string,
+  ): {
+    access_token: string;
+    token_type: 'Bearer';
+    expires_in: number;
+    refresh_token: string;
+    scope: string;
+    created_at: number;
+  } {
     const nowMs = this.now();
     const access = randomId('sbx_at', 24);
     const refresh = keepRefreshToken ?? randomId('sbx_rt', 24);
@@ -301,7 +331,14 @@ export class SandboxState {
     }
     if (!keepRefreshToken) this.refreshTokens.set(refreshKey, { grantId: grant.id, used: false });
     grant.currentRefreshToken = refreshKey;
-    return { access_token: access, token_type: 'Bearer', expires_in: ttl, refresh_token: refresh, scope: grant.scopes.join(' '), created_at: createdAt };
+    return {
+      access_token: access,
+      token_type: 'Bearer',
+      expires_in: ttl,
+      refresh_token: refresh,
+      scope: grant.scopes.join(' '),
+      created_at: createdAt,
+    };
   }
 
   revokeGrant(grant: Grant, reason: string): void {
@@ -322,7 +359,14 @@ export function tokenKey(token: string): string {
  * drops entries that expired more than `graceMs` ago — oldest first, stopping at the first live one, since
  * entries arrive roughly in expiry order — then the oldest entries beyond `cap`. O(1) amortised.
  */
-export function setBounded<V extends { expiresAt: number }>(map: Map<string, V>, key: string, value: V, now: number, graceMs = 0, cap = UNAUTHENTICATED_MAP_CAP): void {
+export function setBounded<V extends { expiresAt: number }>(
+  map: Map<string, V>,
+  key: string,
+  value: V,
+  now: number,
+  graceMs = 0,
+  cap = UNAUTHENTICATED_MAP_CAP,
+): void {
   for (const [k, v] of map) {
     if (v.expiresAt + graceMs >= now) break;
     map.delete(k);

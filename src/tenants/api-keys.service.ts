@@ -34,7 +34,10 @@ export function hashApiKey(key: string): string {
 @Injectable()
 export class ApiKeysService {
   private readonly logger = new Logger(ApiKeysService.name);
-  private readonly cache = new Map<string, { principal: Principal; expiresAt: number; lastUsedWrite: number }>();
+  private readonly cache = new Map<
+    string,
+    { principal: Principal; expiresAt: number; lastUsedWrite: number }
+  >();
   private readonly operatorKeyHash: Buffer | null;
   private readonly unknownPrefixes = new Map<string, number>();
 
@@ -43,7 +46,9 @@ export class ApiKeysService {
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly notifications: NotificationsService,
   ) {
-    this.operatorKeyHash = config.operatorApiKey ? Buffer.from(hashApiKey(config.operatorApiKey), 'hex') : null;
+    this.operatorKeyHash = config.operatorApiKey
+      ? Buffer.from(hashApiKey(config.operatorApiKey), 'hex')
+      : null;
     notifications.onEviction((eviction) => {
       if (eviction === null) this.cache.clear();
       else if (eviction.kind === 'api_key') this.cache.delete(eviction.hash);
@@ -76,10 +81,16 @@ export class ApiKeysService {
           RETURNING key_hash`,
         [keyId, tenantId],
       );
-      for (const row of revoked) await this.notifications.publish({ kind: 'api_key', hash: row.key_hash }, tx);
+      for (const row of revoked)
+        await this.notifications.publish({ kind: 'api_key', hash: row.key_hash }, tx);
       return revoked;
     });
-    if (rows.length === 0) throw new TenantsError(HttpStatus.NOT_FOUND, 'api_key_not_found', `No active API key ${keyId} for this tenant.`);
+    if (rows.length === 0)
+      throw new TenantsError(
+        HttpStatus.NOT_FOUND,
+        'api_key_not_found',
+        `No active API key ${keyId} for this tenant.`,
+      );
     for (const row of rows) this.cache.delete(row.key_hash);
   }
 
@@ -108,7 +119,9 @@ export class ApiKeysService {
       return null;
     }
     const principal: Principal =
-      row.tenantId === null ? { kind: 'operator', keyId: row.id } : { kind: 'tenant', tenantId: row.tenantId, keyId: row.id };
+      row.tenantId === null
+        ? { kind: 'operator', keyId: row.id }
+        : { kind: 'tenant', tenantId: row.tenantId, keyId: row.id };
     if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
     const entry = { principal, expiresAt: now + CACHE_TTL_MS, lastUsedWrite: cached?.lastUsedWrite ?? 0 };
     this.cache.set(hash, entry);

@@ -45,7 +45,9 @@ export class TenantsController {
 
   @Patch(':tenant')
   @OperatorOnly()
-  @ApiOperation({ summary: 'Change a tenant’s name, return URL allow-list or default funding source (operator key).' })
+  @ApiOperation({
+    summary: 'Change a tenant’s name, return URL allow-list or default funding source (operator key).',
+  })
   @ApiOkResponse({ type: TenantResponse })
   update(@Param('tenant') tenant: string, @Body() dto: UpdateTenantDto): Promise<TenantResponse> {
     return this.tenants.update(tenant, dto);
@@ -53,9 +55,14 @@ export class TenantsController {
 
   @Post(':tenant/api-keys')
   @OperatorOnly()
-  @ApiOperation({ summary: 'Create an API key for the tenant; the plaintext key is returned once (operator key).' })
+  @ApiOperation({
+    summary: 'Create an API key for the tenant; the plaintext key is returned once (operator key).',
+  })
   @ApiCreatedResponse({ type: CreatedApiKeyResponse })
-  async createKey(@Param('tenant') tenant: string, @Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyResponse> {
+  async createKey(
+    @Param('tenant') tenant: string,
+    @Body() dto: CreateApiKeyDto,
+  ): Promise<CreatedApiKeyResponse> {
     await this.tenants.require(tenant);
     return this.apiKeys.create(tenant, dto.name);
   }

@@ -12,7 +12,13 @@ import { TenantsService } from './tenants.service';
 @Module({
   imports: [TypeOrmModule.forFeature([TenantEntity, ApiKeyEntity])],
   controllers: [TenantsController],
-  providers: [TenantsService, ApiKeysService, AuthThrottle, ApiKeyGuard, { provide: APP_GUARD, useExisting: ApiKeyGuard }],
+  providers: [
+    TenantsService,
+    ApiKeysService,
+    AuthThrottle,
+    ApiKeyGuard,
+    { provide: APP_GUARD, useExisting: ApiKeyGuard },
+  ],
   exports: [TenantsService, ApiKeysService, ApiKeyGuard],
 })
 export class TenantsModule {}

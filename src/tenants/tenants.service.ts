@@ -48,9 +48,12 @@ export class TenantsService {
       .returning('*')
       .execute();
     if ((inserted.raw as unknown[]).length === 0) {
-      throw new TenantsError(HttpStatus.CONFLICT, 'tenant_exists', `A tenant with id ${JSON.stringify(dto.id)} already exists.`, [
-        { field: 'id', reason: 'already taken' },
-      ]);
+      throw new TenantsError(
+        HttpStatus.CONFLICT,
+        'tenant_exists',
+        `A tenant with id ${JSON.stringify(dto.id)} already exists.`,
+        [{ field: 'id', reason: 'already taken' }],
+      );
     }
     return this.get(dto.id);
   }
@@ -63,7 +66,8 @@ export class TenantsService {
     const tenant = await this.require(id);
     if (dto.name !== undefined) tenant.name = dto.name;
     if (dto.return_urls !== undefined) tenant.returnUrls = dto.return_urls;
-    if (dto.default_funding_source_id !== undefined) tenant.defaultFundingSourceId = dto.default_funding_source_id;
+    if (dto.default_funding_source_id !== undefined)
+      tenant.defaultFundingSourceId = dto.default_funding_source_id;
     this.cache.delete(id);
     const saved = await this.tenants.save(tenant);
     await this.notifications.publish({ kind: 'tenant', id });

@@ -98,7 +98,11 @@ export class AccessTokenProvider implements OnModuleDestroy {
     });
     this.vault = new VaultCipher(config.vaultKeys);
     // Lock transactions get their own share of the connection budget, so refreshes cannot starve other queries.
-    this.pool = createPool({ url: config.databaseUrl as string, maxConnections: config.databaseMaxConnections }, 'lock', { connectionTimeoutMillis: LOCK_TIMEOUT_MS });
+    this.pool = createPool(
+      { url: config.databaseUrl as string, maxConnections: config.databaseMaxConnections },
+      'lock',
+      { connectionTimeoutMillis: LOCK_TIMEOUT_MS },
+    );
     this.pool.on('error', (error) => this.logger.warn(`refresh pool: ${error.message}`));
     this.appCredentials = new AppCredentialsStore();
   }
@@ -159,8 +163,16 @@ export class AccessTokenProvider implements OnModuleDestroy {
 
   private async markNeedsReauthAfter401(connectionId: string): Promise<void> {
     this.cache.delete(connectionId);
-    const message = 'The rewards service rejected a freshly refreshed access token (401); the tenant must connect again.';
-    await this.connections.markNeedsReauth(this.pool, connectionId, 'unauthorized', message, { reason: 'unauthorized' }, true);
+    const message =
+      'The rewards service rejected a freshly refreshed access token (401); the tenant must connect again.';
+    await this.connections.markNeedsReauth(
+      this.pool,
+      connectionId,
+      'unauthorized',
+      message,
+      { reason: 'unauthorized' },
+      true,
+    );
   }
 
   /** Forces a refresh through the lock (ops). */
@@ -232,7 +244,11 @@ export class AccessTokenProvider implements OnModuleDestroy {
    * 4. 200 → store the rotated pair with generation + 1 (compare-and-set), COMMIT;
    *    invalid_grant → needs_reauth + event, COMMIT; transient → ROLLBACK (keep the old token), count the failure.
    */
-  private async refreshUnderLock(connectionId: string, generationSeen: number, force: boolean): Promise<AccessToken> {
+  private async refreshUnderLock(
+    connectionId: string,
+    generationSeen: number,
+    force: boolean,
+  ): Promise<AccessToken> {
     let client: PoolClient;
     try {
       client = await this.pool.connect();
@@ -267,9 +283,13 @@ export class AccessTokenProvider implements OnModuleDestroy {
         }
       }
       const env = this.config.rewards[row.environment];
-      if (!env) throw new ConnectionNotActiveError(`configured for ${row.environment}, which this gateway no longer has`);
+      if (!env)
+        throw new ConnectionNotActiveError(
+          `configured for ${row.environment}, which this gateway no longer has`,
+        );
       const refusedUntil = this.appCredentialsRefusedUntil.get(row.environment) ?? 0;
-      if (refusedUntil > Date.now()) throw new AppCredentialsInvalidError(row.environment, (refusedUntil - Date.now()) / 1000);
+      if (refusedUntil > Date.now())
+        throw new AppCredentialsInvalidError(row.environment, (refusedUntil - Date.now()) / 1000);
       const refreshToken = this.vault.decrypt(row.refresh_token_enc, `${connectionId}/refresh`);
       let tokens: TokenSet;
       try {
@@ -281,19 +301,24 @@ export class AccessTokenProvider implements OnModuleDestroy {
           appCredentialsRefused = { environment: row.environment, error };
           throw error;
         }
-        if (error instanceof RewardsApiError && (error.kind === 'invalid_grant' || error.kind === 'rejected')) {
+        if (
+          error instanceof RewardsApiError &&
+          (error.kind === 'invalid_grant' || error.kind === 'rejected')
+        ) {
           this.metrics?.refreshes.inc({ outcome: 'invalid_grant' });
           await this.markNeedsReauth(client, connectionId, error);
           await client.query('COMMIT');
           this.cache.delete(connectionId);
           throw new ConnectionNotActiveError('needs_reauth');
         }
-        transient = error instanceof RewardsApiError ? error : new RewardsApiError('transient', String(error));
+        transient =
+          error instanceof RewardsApiError ? error : new RewardsApiError('transient', String(error));
         this.metrics?.refreshes.inc({ outcome: 'transient' });
         throw transient;
       }
       const token = await this.storeRotated(client, row, tokens);
-      if (this.appCredentialsRefusedUntil.delete(row.environment)) this.logger.log({ environment: row.environment }, 'app credentials accepted again');
+      if (this.appCredentialsRefusedUntil.delete(row.environment))
+        this.logger.log({ environment: row.environment }, 'app credentials accepted again');
       await this.appCredentials.clear(client, row.environment);
       await client.query('COMMIT');
       this.metrics?.refreshes.inc({ outcome: 'success' });
@@ -303,7 +328,10 @@ export class AccessTokenProvider implements OnModuleDestroy {
       await client.query('ROLLBACK').catch(() => undefined);
       if (transient) throw await this.recordTransientFailure(connectionId, transient);
       // (Assigned in the inner catch; TypeScript's flow analysis cannot see that.)
-      const refused = appCredentialsRefused as { environment: RewardsEnvironment; error: RewardsApiError } | null;
+      const refused = appCredentialsRefused as {
+        environment: RewardsEnvironment;
+        error: RewardsApiError;
+      } | null;
       if (refused) throw await this.recordAppCredentialsRefused(refused.environment, refused.error);
       throw error;
     } finally {
@@ -314,11 +342,25 @@ export class AccessTokenProvider implements OnModuleDestroy {
   private async storeRotated(client: PoolClient, row: GrantRow, tokens: TokenSet): Promise<AccessToken> {
     const id = row.connection_id;
     // A response without a new refresh token keeps the old one.
-    const refreshEnc = tokens.refreshToken ? this.vault.encrypt(tokens.refreshToken, `${id}/refresh`) : row.refresh_token_enc;
-    const values = { accessTokenEnc: this.vault.encrypt(tokens.accessToken, `${id}/access`), refreshTokenEnc: refreshEnc, tokenType: tokens.tokenType, scope: tokens.scope, issuedAt: tokens.issuedAt, expiresAt: tokens.expiresAt };
+    const refreshEnc = tokens.refreshToken
+      ? this.vault.encrypt(tokens.refreshToken, `${id}/refresh`)
+      : row.refresh_token_enc;
+    const values = {
+      accessTokenEnc: this.vault.encrypt(tokens.accessToken, `${id}/access`),
+      refreshTokenEnc: refreshEnc,
+      tokenType: tokens.tokenType,
+      scope: tokens.scope,
+      issuedAt: tokens.issuedAt,
+      expiresAt: tokens.expiresAt,
+    };
     // Under the row lock this always matches; the compare-and-set guards against any writer that skipped the lock.
-    if (!(await this.grants.rotate(client, id, values, row.generation))) throw new Error('grant generation moved during a locked refresh');
-    await this.connections.markRefreshed(client, id, tokens.expiresAt, { generation: row.generation + 1, expires_at: tokens.expiresAt.toISOString(), recovered: row.status === 'error' });
+    if (!(await this.grants.rotate(client, id, values, row.generation)))
+      throw new Error('grant generation moved during a locked refresh');
+    await this.connections.markRefreshed(client, id, tokens.expiresAt, {
+      generation: row.generation + 1,
+      expires_at: tokens.expiresAt.toISOString(),
+      recovered: row.status === 'error',
+    });
     return {
       token: tokens.accessToken,
       generation: row.generation + 1,
@@ -327,27 +369,51 @@ export class AccessTokenProvider implements OnModuleDestroy {
     };
   }
 
-  private async markNeedsReauth(client: PoolClient, connectionId: string, error: RewardsApiError): Promise<void> {
+  private async markNeedsReauth(
+    client: PoolClient,
+    connectionId: string,
+    error: RewardsApiError,
+  ): Promise<void> {
     const afterUnknown = await this.connections.refreshOutcomeUnknownSinceLastSuccess(client, connectionId);
     const message = afterUnknown
       ? 'The rewards service rejected the refresh token. An earlier refresh timed out after it was sent and most likely consumed it; the tenant must connect again.'
       : 'The rewards service rejected the refresh token (used or revoked); the tenant must connect again.';
-    await this.connections.markNeedsReauth(client, connectionId, error.kind, message, { reason: error.kind, status: error.status, after_unknown_outcome: afterUnknown });
-    this.logger.warn({ connectionId, reason: error.kind, afterUnknownOutcome: afterUnknown }, 'connection needs re-authorization');
+    await this.connections.markNeedsReauth(client, connectionId, error.kind, message, {
+      reason: error.kind,
+      status: error.status,
+      after_unknown_outcome: afterUnknown,
+    });
+    this.logger.warn(
+      { connectionId, reason: error.kind, afterUnknownOutcome: afterUnknown },
+      'connection needs re-authorization',
+    );
   }
 
   /** Environment-wide: recorded once for the alerting, fast failures for a while, no connection touched. */
-  private async recordAppCredentialsRefused(environment: RewardsEnvironment, error: RewardsApiError): Promise<AppCredentialsInvalidError> {
+  private async recordAppCredentialsRefused(
+    environment: RewardsEnvironment,
+    error: RewardsApiError,
+  ): Promise<AppCredentialsInvalidError> {
     this.appCredentialsRefusedUntil.set(environment, Date.now() + APP_CREDENTIALS_RETRY_MS);
-    this.logger.error({ environment, status: error.status }, 'the rewards service rejected this gateway’s app credentials (invalid_client)');
+    this.logger.error(
+      { environment, status: error.status },
+      'the rewards service rejected this gateway’s app credentials (invalid_client)',
+    );
     await this.appCredentials
-      .markInvalid(this.pool, environment, `The token endpoint answered ${error.status ?? '?'} invalid_client for the ${environment} app credentials.`)
+      .markInvalid(
+        this.pool,
+        environment,
+        `The token endpoint answered ${error.status ?? '?'} invalid_client for the ${environment} app credentials.`,
+      )
       .catch((e: Error) => this.logger.warn(`could not record the app credentials state: ${e.message}`));
     return new AppCredentialsInvalidError(environment, APP_CREDENTIALS_RETRY_MS / 1000);
   }
 
   /** Keeps the old token, counts the failure and starts a cooldown; returns the error to throw. */
-  private async recordTransientFailure(connectionId: string, error: RewardsApiError): Promise<RefreshFailedError> {
+  private async recordTransientFailure(
+    connectionId: string,
+    error: RewardsApiError,
+  ): Promise<RefreshFailedError> {
     const failures = await this.connections.markRefreshFailed(
       this.pool,
       connectionId,
@@ -355,8 +421,14 @@ export class AccessTokenProvider implements OnModuleDestroy {
       { errorThreshold: ERROR_THRESHOLD, backoffBaseMs: BACKOFF_BASE_MS, backoffMaxMs: BACKOFF_MAX_MS },
       { reason: error.message, status: error.status, outcome_unknown: error.outcomeUnknown },
     );
-    this.logger.warn({ connectionId, status: error.status, outcomeUnknown: error.outcomeUnknown, failures }, 'token refresh failed');
+    this.logger.warn(
+      { connectionId, status: error.status, outcomeUnknown: error.outcomeUnknown, failures },
+      'token refresh failed',
+    );
     const backoffMs = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (failures - 1));
-    return new RefreshFailedError(error.outcomeUnknown ? 'no answer from the rewards service' : error.message, backoffMs / 1000);
+    return new RefreshFailedError(
+      error.outcomeUnknown ? 'no answer from the rewards service' : error.message,
+      backoffMs / 1000,
+    );
   }
 }

@@ -4,7 +4,10 @@ import { REFRESH_SKEW_MS, usableUntil } from './access-token.provider';
 describe('token expiry', () => {
   it('is created_at + expires_in', () => {
     const now = 1_800_000_000_000;
-    const t = normaliseTokenResponse({ access_token: 'a', refresh_token: 'r', expires_in: 7200, created_at: now / 1000 - 100 }, now);
+    const t = normaliseTokenResponse(
+      { access_token: 'a', refresh_token: 'r', expires_in: 7200, created_at: now / 1000 - 100 },
+      now,
+    );
     expect(t.issuedAt.getTime()).toBe(now - 100_000);
     expect(t.expiresAt.getTime()).toBe(now - 100_000 + 7_200_000);
   });
@@ -12,7 +15,12 @@ describe('token expiry', () => {
   it('uses the receipt time when created_at is missing or in the future', () => {
     const now = 1_800_000_000_000;
     expect(normaliseTokenResponse({ access_token: 'a', expires_in: 60 }, now).issuedAt.getTime()).toBe(now);
-    expect(normaliseTokenResponse({ access_token: 'a', expires_in: 60, created_at: now / 1000 + 3600 }, now).issuedAt.getTime()).toBe(now);
+    expect(
+      normaliseTokenResponse(
+        { access_token: 'a', expires_in: 60, created_at: now / 1000 + 3600 },
+        now,
+      ).issuedAt.getTime(),
+    ).toBe(now);
   });
 
   it('keeps the old refresh token when the response has none', () => {

@@ -30,7 +30,11 @@ export interface AlertTransition {
 @Injectable()
 export class ConnectionStateStore {
   async event(q: Sql, connectionId: string, type: string, detail: unknown = {}): Promise<void> {
-    await q.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, $2, $3)`, [connectionId, type, detail]);
+    await q.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, $2, $3)`, [
+      connectionId,
+      type,
+      detail,
+    ]);
   }
 
   // --- connect and disconnect (connections module) ---
@@ -45,7 +49,13 @@ export class ConnectionStateStore {
     return rows;
   }
 
-  async insertActive(q: Sql, tenantId: string, environment: string, scopes: string[], accessExpiresAt: Date): Promise<string> {
+  async insertActive(
+    q: Sql,
+    tenantId: string,
+    environment: string,
+    scopes: string[],
+    accessExpiresAt: Date,
+  ): Promise<string> {
     const { rows } = await q.query<{ id: string }>(
       `INSERT INTO connections (tenant_id, environment, status, scopes, access_expires_at, last_refreshed_at)
        VALUES ($1, $2, 'active', $3, $4, now()) RETURNING id`,
@@ -61,7 +71,14 @@ export class ConnectionStateStore {
   }
 
   /** needs_reauth with the reason; `fromLiveOnly` leaves a connection alone that is already broken or gone. True if it changed. */
-  async markNeedsReauth(q: Sql, connectionId: string, code: string, message: string, detail: Record<string, unknown>, fromLiveOnly = false): Promise<boolean> {
+  async markNeedsReauth(
+    q: Sql,
+    connectionId: string,
+    code: string,
+    message: string,
+    detail: Record<string, unknown>,
+    fromLiveOnly = false,
+  ): Promise<boolean> {
     const { rowCount } = await q.query(
       `UPDATE connections SET status = 'needs_reauth', last_error_code = $2, last_error_message = $3, last_error_at = now(),
               backoff_until = NULL, updated_at = now()
@@ -83,7 +100,12 @@ export class ConnectionStateStore {
     return rows[0]?.outcome_unknown === true;
   }
 
-  async markRefreshed(q: Sql, connectionId: string, accessExpiresAt: Date, detail: Record<string, unknown>): Promise<void> {
+  async markRefreshed(
+    q: Sql,
+    connectionId: string,
+    accessExpiresAt: Date,
+    detail: Record<string, unknown>,
+  ): Promise<void> {
     await q.query(
       `UPDATE connections SET status = 'active', last_refreshed_at = now(), access_expires_at = $2,
               refresh_count = refresh_count + 1, consecutive_failures = 0, backoff_until = NULL,
@@ -95,7 +117,13 @@ export class ConnectionStateStore {
   }
 
   /** Counts a transient refresh failure and starts the cooldown; `error` from `errorThreshold` failures. Returns the count. */
-  async markRefreshFailed(q: Sql, connectionId: string, message: string, policy: { errorThreshold: number; backoffBaseMs: number; backoffMaxMs: number }, detail: Record<string, unknown>): Promise<number> {
+  async markRefreshFailed(
+    q: Sql,
+    connectionId: string,
+    message: string,
+    policy: { errorThreshold: number; backoffBaseMs: number; backoffMaxMs: number },
+    detail: Record<string, unknown>,
+  ): Promise<number> {
     const { rows } = await q.query<{ consecutive_failures: number }>(
       `UPDATE connections SET consecutive_failures = consecutive_failures + 1, last_error_code = 'refresh_transient',
               last_error_message = $2, last_error_at = now(),
@@ -113,7 +141,10 @@ export class ConnectionStateStore {
   // --- ops ---
 
   async recordProbe(q: Sql, connectionId: string, ok: boolean, error: string | null): Promise<void> {
-    await q.query(`UPDATE connections SET last_probe_at = now(), last_probe_ok = $2, last_probe_error = $3, updated_at = now() WHERE id = $1`, [connectionId, ok, error]);
+    await q.query(
+      `UPDATE connections SET last_probe_at = now(), last_probe_ok = $2, last_probe_error = $3, updated_at = now() WHERE id = $1`,
+      [connectionId, ok, error],
+    );
     await this.event(q, connectionId, 'probe', { ok, error });
   }
 

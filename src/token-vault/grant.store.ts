@@ -35,13 +35,30 @@ export class GrantStore {
       `UPDATE grants SET access_token_enc = $2, refresh_token_enc = $3, token_type = $4, scope = $5, issued_at = $6,
               expires_at = $7, generation = generation + 1, updated_at = now()
         WHERE connection_id = $1 AND generation = $8`,
-      [connectionId, g.accessTokenEnc, g.refreshTokenEnc, g.tokenType, g.scope, g.issuedAt, g.expiresAt, generationSeen],
+      [
+        connectionId,
+        g.accessTokenEnc,
+        g.refreshTokenEnc,
+        g.tokenType,
+        g.scope,
+        g.issuedAt,
+        g.expiresAt,
+        generationSeen,
+      ],
     );
     return rowCount === 1;
   }
 
   /** Re-encryption under a new vault key (`vault:rotate`): same plaintexts, new ciphertexts. */
-  async reencrypt(q: Sql, connectionId: string, accessTokenEnc: string, refreshTokenEnc: string): Promise<void> {
-    await q.query(`UPDATE grants SET access_token_enc = $2, refresh_token_enc = $3, updated_at = now() WHERE connection_id = $1`, [connectionId, accessTokenEnc, refreshTokenEnc]);
+  async reencrypt(
+    q: Sql,
+    connectionId: string,
+    accessTokenEnc: string,
+    refreshTokenEnc: string,
+  ): Promise<void> {
+    await q.query(
+      `UPDATE grants SET access_token_enc = $2, refresh_token_enc = $3, updated_at = now() WHERE connection_id = $1`,
+      [connectionId, accessTokenEnc, refreshTokenEnc],
+    );
   }
 }

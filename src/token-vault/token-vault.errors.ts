@@ -2,20 +2,35 @@ import { HttpStatus } from '@nestjs/common';
 import { AppError, type ErrorDetail } from '../common/app-error';
 import type { UpstreamErrorCode } from '../rewards-api/rewards-api.errors';
 
-export const TOKEN_VAULT_ERROR_CODES = ['connection_not_found', 'connection_not_active', 'connection_refresh_backoff', 'connection_refresh_failed', 'refresh_lock_timeout'] as const;
+export const TOKEN_VAULT_ERROR_CODES = [
+  'connection_not_found',
+  'connection_not_active',
+  'connection_refresh_backoff',
+  'connection_refresh_failed',
+  'refresh_lock_timeout',
+] as const;
 export type TokenVaultErrorCode = (typeof TOKEN_VAULT_ERROR_CODES)[number];
 
 export class VaultError extends AppError {
-  constructor(status: HttpStatus, code: TokenVaultErrorCode, message: string, details: ErrorDetail[] = [], headers: Record<string, string> = {}) {
+  constructor(
+    status: HttpStatus,
+    code: TokenVaultErrorCode,
+    message: string,
+    details: ErrorDetail[] = [],
+    headers: Record<string, string> = {},
+  ) {
     super(status, code, message, details, headers);
   }
 }
 
 export class ConnectionNotActiveError extends VaultError {
   constructor(readonly connectionStatus: string) {
-    super(HttpStatus.CONFLICT, 'connection_not_active', `The rewards connection is ${connectionStatus}; the tenant must connect again.`, [
-      { field: 'connection.status', reason: connectionStatus },
-    ]);
+    super(
+      HttpStatus.CONFLICT,
+      'connection_not_active',
+      `The rewards connection is ${connectionStatus}; the tenant must connect again.`,
+      [{ field: 'connection.status', reason: connectionStatus }],
+    );
   }
 }
 
@@ -35,23 +50,39 @@ export class RefreshBackoffError extends VaultError {
 /** Another instance holds the refresh lock for too long. Retryable; says nothing about the credentials. */
 export class RefreshLockTimeoutError extends VaultError {
   constructor() {
-    super(HttpStatus.SERVICE_UNAVAILABLE, 'refresh_lock_timeout', 'The connection’s token is being refreshed elsewhere; retry shortly.', [], {
-      'Retry-After': '1',
-    });
+    super(
+      HttpStatus.SERVICE_UNAVAILABLE,
+      'refresh_lock_timeout',
+      'The connection’s token is being refreshed elsewhere; retry shortly.',
+      [],
+      {
+        'Retry-After': '1',
+      },
+    );
   }
 }
 
 export class RefreshFailedError extends VaultError {
   constructor(reason: string, retryAfterSeconds: number) {
-    super(HttpStatus.SERVICE_UNAVAILABLE, 'connection_refresh_failed', `Refreshing the connection’s token failed: ${reason}.`, [], {
-      'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))),
-    });
+    super(
+      HttpStatus.SERVICE_UNAVAILABLE,
+      'connection_refresh_failed',
+      `Refreshing the connection’s token failed: ${reason}.`,
+      [],
+      {
+        'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))),
+      },
+    );
   }
 }
 
 export class ConnectionNotFoundError extends VaultError {
   constructor(environment?: string) {
-    super(HttpStatus.NOT_FOUND, 'connection_not_found', `The tenant has no rewards connection${environment ? ` for ${environment}` : ''}.`);
+    super(
+      HttpStatus.NOT_FOUND,
+      'connection_not_found',
+      `The tenant has no rewards connection${environment ? ` for ${environment}` : ''}.`,
+    );
   }
 }
 
@@ -62,7 +93,10 @@ export class ConnectionNotFoundError extends VaultError {
 export class AppCredentialsInvalidError extends AppError {
   static readonly CODE: UpstreamErrorCode = 'upstream_app_credentials_invalid';
 
-  constructor(readonly environment: string, retryAfterSeconds = 60) {
+  constructor(
+    readonly environment: string,
+    retryAfterSeconds = 60,
+  ) {
     super(
       HttpStatus.SERVICE_UNAVAILABLE,
       AppCredentialsInvalidError.CODE,

@@ -15,7 +15,21 @@ import { VaultCanary } from './vault-canary';
  */
 @Module({
   imports: [MetricsModule, RewardsApiModule],
-  providers: [AccessTokenProvider, RewardsApi, ConnectionStateStore, GrantStore, AppCredentialsStore, VaultCanary],
-  exports: [AccessTokenProvider, RewardsApi, ConnectionStateStore, GrantStore, AppCredentialsStore, VaultCanary],
+  providers: [
+    AccessTokenProvider,
+    RewardsApi,
+    ConnectionStateStore,
+    GrantStore,
+    AppCredentialsStore,
+    VaultCanary,
+  ],
+  exports: [
+    AccessTokenProvider,
+    RewardsApi,
+    ConnectionStateStore,
+    GrantStore,
+    AppCredentialsStore,
+    VaultCanary,
+  ],
 })
 export class TokenVaultModule {}

@@ -54,7 +54,9 @@ export function judgeCanary(ciphertext: string, keys: VaultKey[]): CanaryState {
     if (!(error instanceof VaultDecryptionError)) throw error;
   }
   if (plaintext === CANARY_PLAINTEXT) {
-    return keyId === vault.currentKeyId ? { state: 'current', keyId } : { state: 'rotation_pending', keyId, firstKeyId: vault.currentKeyId };
+    return keyId === vault.currentKeyId
+      ? { state: 'current', keyId }
+      : { state: 'rotation_pending', keyId, firstKeyId: vault.currentKeyId };
   }
   const known = keys.some((k) => k.id === keyId);
   const message = known
@@ -78,16 +80,19 @@ export async function readVaultCanary(q: Sql, keys: VaultKey[]): Promise<CanaryS
  * upgrade from a version without the canary), one grant must decrypt — else the wrong keys would be blessed.
  * Several instances starting together: one insert wins, every instance checks the row that won.
  */
-export async function ensureVaultCanary(pool: Pool, keys: VaultKey[]): Promise<ReadableCanary & { written: boolean }> {
+export async function ensureVaultCanary(
+  pool: Pool,
+  keys: VaultKey[],
+): Promise<ReadableCanary & { written: boolean }> {
   let state = await readVaultCanary(pool, keys);
   let written = false;
   if (state.state === 'missing') {
     await checkExistingGrant(pool, keys);
     const vault = new VaultCipher(keys);
-    const { rowCount } = await pool.query(`INSERT INTO vault_canary (id, key_id, ciphertext) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`, [
-      vault.currentKeyId,
-      vault.encrypt(CANARY_PLAINTEXT, CANARY_CONTEXT),
-    ]);
+    const { rowCount } = await pool.query(
+      `INSERT INTO vault_canary (id, key_id, ciphertext) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`,
+      [vault.currentKeyId, vault.encrypt(CANARY_PLAINTEXT, CANARY_CONTEXT)],
+    );
     written = rowCount === 1;
     state = await readVaultCanary(pool, keys);
   }
@@ -117,14 +122,20 @@ async function checkExistingGrant(q: Sql, keys: VaultKey[]): Promise<void> {
  * `vault:rotate`, after the grants: the canary re-encrypted with the first key under its row lock (written when
  * absent — the grants just decrypted, so the keys are right). Throws VaultKeyMismatchError when it cannot be read.
  */
-export async function reencryptVaultCanary(pool: Pool, vault: VaultCipher, keys: VaultKey[]): Promise<'rewritten' | 'current' | 'written'> {
+export async function reencryptVaultCanary(
+  pool: Pool,
+  vault: VaultCipher,
+  keys: VaultKey[],
+): Promise<'rewritten' | 'current' | 'written'> {
   return inTransaction(pool, async (tx) => {
-    const { rows } = await tx.query<{ ciphertext: string }>(`SELECT ciphertext FROM vault_canary WHERE id = 1 FOR UPDATE`);
+    const { rows } = await tx.query<{ ciphertext: string }>(
+      `SELECT ciphertext FROM vault_canary WHERE id = 1 FOR UPDATE`,
+    );
     if (!rows[0]) {
-      const inserted = await tx.query(`INSERT INTO vault_canary (id, key_id, ciphertext) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`, [
-        vault.currentKeyId,
-        vault.encrypt(CANARY_PLAINTEXT, CANARY_CONTEXT),
-      ]);
+      const inserted = await tx.query(
+        `INSERT INTO vault_canary (id, key_id, ciphertext) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`,
+        [vault.currentKeyId, vault.encrypt(CANARY_PLAINTEXT, CANARY_CONTEXT)],
+      );
       return inserted.rowCount === 1 ? 'written' : 'current';
     }
     const state = judgeCanary(rows[0].ciphertext, keys);
@@ -153,7 +164,8 @@ export class VaultCanary implements OnModuleInit {
 
   async onModuleInit(): Promise<void> {
     const state = await ensureVaultCanary(mainPool(this.db), this.config.vaultKeys);
-    if (state.written) this.logger.log({ keyId: state.keyId }, `vault canary written with key "${state.keyId}"`);
+    if (state.written)
+      this.logger.log({ keyId: state.keyId }, `vault canary written with key "${state.keyId}"`);
     if (state.state === 'rotation_pending') {
       this.logger.warn(
         { keyId: state.keyId, firstKeyId: state.firstKeyId },
@@ -167,7 +179,10 @@ export class VaultCanary implements OnModuleInit {
   async check(timeoutMs = 1_500): Promise<CanaryState> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the vault canary was not read within ${timeoutMs} ms`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`the vault canary was not read within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
     });
     try {
       return await Promise.race([readVaultCanary(mainPool(this.db), this.config.vaultKeys), timeout]);

@@ -28,7 +28,9 @@ describe('VaultCipher', () => {
     const [v, id, iv, tag, ct] = vault.encrypt('secret-token', 'c').split(':');
     const flipped = Buffer.from(ct, 'base64url');
     flipped[0] ^= 1;
-    expect(() => vault.decrypt([v, id, iv, tag, flipped.toString('base64url')].join(':'), 'c')).toThrow(/authentication failed/);
+    expect(() => vault.decrypt([v, id, iv, tag, flipped.toString('base64url')].join(':'), 'c')).toThrow(
+      /authentication failed/,
+    );
     const shortTag = Buffer.from(tag, 'base64url').subarray(0, 8).toString('base64url');
     expect(() => vault.decrypt([v, id, iv, shortTag, ct].join(':'), 'c')).toThrow(/tag length/);
   });

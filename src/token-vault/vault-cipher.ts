@@ -40,7 +40,13 @@ export class VaultCipher {
     cipher.setAAD(Buffer.from(context, 'utf8'));
     const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     const tag = cipher.getAuthTag();
-    return [FORMAT, this.current.id, iv.toString('base64url'), tag.toString('base64url'), ciphertext.toString('base64url')].join(':');
+    return [
+      FORMAT,
+      this.current.id,
+      iv.toString('base64url'),
+      tag.toString('base64url'),
+      ciphertext.toString('base64url'),
+    ].join(':');
   }
 
   decrypt(value: string, context: string): string {
@@ -51,12 +57,15 @@ export class VaultCipher {
     if (!key) throw new VaultDecryptionError(`unknown key id "${keyId}" (is it still in VAULT_KEYS?)`);
     const iv = Buffer.from(ivText, 'base64url');
     const tag = Buffer.from(tagText, 'base64url');
-    if (iv.length !== IV_BYTES || tag.length !== TAG_BYTES) throw new VaultDecryptionError('bad IV or tag length');
+    if (iv.length !== IV_BYTES || tag.length !== TAG_BYTES)
+      throw new VaultDecryptionError('bad IV or tag length');
     try {
       const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
       decipher.setAAD(Buffer.from(context, 'utf8'));
       decipher.setAuthTag(tag);
-      return Buffer.concat([decipher.update(Buffer.from(ctText, 'base64url')), decipher.final()]).toString('utf8');
+      return Buffer.concat([decipher.update(Buffer.from(ctText, 'base64url')), decipher.final()]).toString(
+        'utf8',
+      );
     } catch {
       throw new VaultDecryptionError('authentication failed (tampered, or bound to another connection)');
     }

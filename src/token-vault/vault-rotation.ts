@@ -9,9 +9,15 @@ import { reencryptVaultCanary } from './vault-canary';
  * Re-encrypts every grant with the current (first) vault key, row by row under a row lock, so it can run beside
  * live gateways: a refresh in flight simply waits for the row. Returns how many values were rewritten.
  */
-export async function reencryptGrants(db: DataSource, vault: VaultCipher, grants = new GrantStore()): Promise<{ grants: number; rewritten: number }> {
+export async function reencryptGrants(
+  db: DataSource,
+  vault: VaultCipher,
+  grants = new GrantStore(),
+): Promise<{ grants: number; rewritten: number }> {
   const pool = mainPool(db);
-  const { rows: ids } = await pool.query<{ connection_id: string }>(`SELECT connection_id FROM grants ORDER BY connection_id`);
+  const { rows: ids } = await pool.query<{ connection_id: string }>(
+    `SELECT connection_id FROM grants ORDER BY connection_id`,
+  );
   let rewritten = 0;
   for (const { connection_id: id } of ids) {
     await inTransaction(pool, async (tx) => {
@@ -22,7 +28,11 @@ export async function reencryptGrants(db: DataSource, vault: VaultCipher, grants
       const row = rows[0];
       if (!row) return;
       const current = vault.currentKeyId;
-      if (VaultCipher.keyIdOf(row.access_token_enc) === current && VaultCipher.keyIdOf(row.refresh_token_enc) === current) return;
+      if (
+        VaultCipher.keyIdOf(row.access_token_enc) === current &&
+        VaultCipher.keyIdOf(row.refresh_token_enc) === current
+      )
+        return;
       const access = vault.encrypt(vault.decrypt(row.access_token_enc, `${id}/access`), `${id}/access`);
       const refresh = vault.encrypt(vault.decrypt(row.refresh_token_enc, `${id}/refresh`), `${id}/refresh`);
       await grants.reencrypt(tx, id, access, refresh);
@@ -41,7 +51,13 @@ export async function reencryptVault(
   keys: VaultKey[],
   /** Other modules' encrypted values (LINK redemption links, PKCE verifiers): each returns how many it rewrote. */
   others: ((vault: VaultCipher) => Promise<number>)[] = [],
-): Promise<{ grants: number; rewritten: number; others: number; canary: 'rewritten' | 'current' | 'written'; keyId: string }> {
+): Promise<{
+  grants: number;
+  rewritten: number;
+  others: number;
+  canary: 'rewritten' | 'current' | 'written';
+  keyId: string;
+}> {
   const vault = new VaultCipher(keys);
   const grants = await reencryptGrants(db, vault);
   let rewrittenOthers = 0;

@@ -20,7 +20,25 @@ describe('reliability: bad-input sweep over every endpoint', () => {
   const huge = 'x'.repeat(100_000);
   const unicode = '🎁 Ünïcødé \u202Eevil\u200B \u0000 日本語';
   const deep = JSON.parse(`${'{"a":'.repeat(500)}1${'}'.repeat(500)}`) as unknown;
-  const values: unknown[] = [null, true, -1, 0, 1e308, -1e308, 1.23456789, 2 ** 63, '', huge, unicode, [], {}, [[[]]], deep, { __proto__: { admin: true } }, { constructor: { prototype: { x: 1 } } }];
+  const values: unknown[] = [
+    null,
+    true,
+    -1,
+    0,
+    1e308,
+    -1e308,
+    1.23456789,
+    2 ** 63,
+    '',
+    huge,
+    unicode,
+    [],
+    {},
+    [[[]]],
+    deep,
+    { __proto__: { admin: true } },
+    { constructor: { prototype: { x: 1 } } },
+  ];
 
   function bodiesFor(base: Record<string, unknown>): unknown[] {
     const out: unknown[] = [[], 'string', 42, null, {}, { ...base, unexpected: 1 }];
@@ -32,15 +50,33 @@ describe('reliability: bad-input sweep over every endpoint', () => {
     return out;
   }
 
-  const reward = { recipient: { name: 'A', email: 'a@example.com' }, value: { denomination: 5, currency_code: 'USD' }, products: ['PRODAMAZONUS'] };
+  const reward = {
+    recipient: { name: 'A', email: 'a@example.com' },
+    value: { denomination: 5, currency_code: 'USD' },
+    products: ['PRODAMAZONUS'],
+  };
   const posts: [string, string, Record<string, unknown>][] = [
     ['POST', '/v1/tenants', { id: 'new-tenant', name: 'New' }],
     ['PATCH', '/v1/tenants/target', { name: 'Renamed' }],
     ['POST', '/v1/tenants/target/api-keys', { name: 'k' }],
     ['POST', '/v1/tenants/target/connect-sessions', { environment: 'sandbox', scopes: ['default'] }],
     ['POST', '/v1/tenants/target/rewards', { funding_source_id: 'FSDEMOMAIN', rewards: [reward] }],
-    ['POST', '/v1/tenants/target/rewards', { funding_source_id: 'FSDEMOMAIN', rewards: [{ ...reward, value: { denomination: 1e308, currency_code: 'USD' } }] }],
-    ['POST', '/v1/tenants/target/rewards', { funding_source_id: 'FSDEMOMAIN', rewards: [{ ...reward, custom_fields: { Department: unicode, [huge.slice(0, 300)]: 'x' } }] }],
+    [
+      'POST',
+      '/v1/tenants/target/rewards',
+      {
+        funding_source_id: 'FSDEMOMAIN',
+        rewards: [{ ...reward, value: { denomination: 1e308, currency_code: 'USD' } }],
+      },
+    ],
+    [
+      'POST',
+      '/v1/tenants/target/rewards',
+      {
+        funding_source_id: 'FSDEMOMAIN',
+        rewards: [{ ...reward, custom_fields: { Department: unicode, [huge.slice(0, 300)]: 'x' } }],
+      },
+    ],
   ];
 
   function expectClientError(res: request.Response, what: string) {
@@ -59,7 +95,11 @@ describe('reliability: bad-input sweep over every endpoint', () => {
       for (const body of bodiesFor(base)) {
         const req = method === 'POST' ? request(t.baseUrl).post(path) : request(t.baseUrl).patch(path);
         // Send raw JSON text, so scalars and arrays go out exactly as a hostile client would send them.
-        const res = await req.set(op).set('Idempotency-Key', `sweep-${n++}`).set('Content-Type', 'application/json').send(JSON.stringify(body));
+        const res = await req
+          .set(op)
+          .set('Idempotency-Key', `sweep-${n++}`)
+          .set('Content-Type', 'application/json')
+          .send(JSON.stringify(body));
         if (res.status < 400) continue; // a body that happens to be valid (e.g. a harmless unicode name) is fine
         expectClientError(res, `${method} ${path} ${JSON.stringify(body).slice(0, 120)}`);
       }
@@ -69,21 +109,49 @@ describe('reliability: bad-input sweep over every endpoint', () => {
 
   it('answers invalid JSON, wrong content types, oversized bodies and odd headers with a 4xx', async () => {
     for (const [method, path] of posts) {
-      const call = () => (method === 'POST' ? request(t.baseUrl).post(path) : request(t.baseUrl).patch(path)).set(op).set('Idempotency-Key', 'odd');
-      expectClientError(await call().set('Content-Type', 'application/json').send('{"broken":'), `${path} invalid json`);
-      expectClientError(await call().set('Content-Type', 'application/json').send('\u0000\u0001'), `${path} binary json`);
+      const call = () =>
+        (method === 'POST' ? request(t.baseUrl).post(path) : request(t.baseUrl).patch(path))
+          .set(op)
+          .set('Idempotency-Key', 'odd');
+      expectClientError(
+        await call().set('Content-Type', 'application/json').send('{"broken":'),
+        `${path} invalid json`,
+      );
+      expectClientError(
+        await call().set('Content-Type', 'application/json').send('\u0000\u0001'),
+        `${path} binary json`,
+      );
       expectClientError(await call().set('Content-Type', 'text/plain').send('hello'), `${path} text/plain`);
       expectClientError(await call().set('Content-Type', 'application/xml').send('<a/>'), `${path} xml`);
       expectClientError(await call().type('form').send('a=1'), `${path} form`);
-      expectClientError(await call().set('Content-Type', 'application/json; charset=latin-99').send('{}'), `${path} charset`);
-      expectClientError(await call().set('Content-Type', 'application/json').send(`{"x":"${'y'.repeat(1_100_000)}"}`), `${path} 1.1 MB`);
+      expectClientError(
+        await call().set('Content-Type', 'application/json; charset=latin-99').send('{}'),
+        `${path} charset`,
+      );
+      expectClientError(
+        await call()
+          .set('Content-Type', 'application/json')
+          .send(`{"x":"${'y'.repeat(1_100_000)}"}`),
+        `${path} 1.1 MB`,
+      );
     }
-    const longKey = await request(t.baseUrl).post('/v1/tenants/target/rewards').set(op).set('Idempotency-Key', 'k'.repeat(5000)).send({ rewards: [reward] });
+    const longKey = await request(t.baseUrl)
+      .post('/v1/tenants/target/rewards')
+      .set(op)
+      .set('Idempotency-Key', 'k'.repeat(5000))
+      .send({ rewards: [reward] });
     expectClientError(longKey, 'long idempotency key');
-    const unicodeKey = await request(t.baseUrl).post('/v1/tenants/target/rewards').set(op).set('Idempotency-Key', encodeURIComponent(unicode)).send({ funding_source_id: 'FSDEMOMAIN', rewards: [{ ...reward, products: [] }] });
+    const unicodeKey = await request(t.baseUrl)
+      .post('/v1/tenants/target/rewards')
+      .set(op)
+      .set('Idempotency-Key', encodeURIComponent(unicode))
+      .send({ funding_source_id: 'FSDEMOMAIN', rewards: [{ ...reward, products: [] }] });
     expectClientError(unicodeKey, 'unicode key');
     for (const auth of ['Bearer', 'Bearer  ', `Bearer ${huge}`, 'Basic Og==', 'Bearer \u00ff\u00fe\u00e9']) {
-      expectClientError(await request(t.baseUrl).get('/v1/tenants/target').set('Authorization', auth), `auth ${auth.slice(0, 20)}`);
+      expectClientError(
+        await request(t.baseUrl).get('/v1/tenants/target').set('Authorization', auth),
+        `auth ${auth.slice(0, 20)}`,
+      );
     }
   });
 
@@ -108,17 +176,43 @@ describe('reliability: bad-input sweep over every endpoint', () => {
       '/ops?status=whatever',
     ];
     for (const path of gets) {
-      const res = path.startsWith('/ops') ? await request(t.baseUrl).get(path).auth('ops', t.config.operatorApiKey as string) : await request(t.baseUrl).get(path).set(op);
+      const res = path.startsWith('/ops')
+        ? await request(t.baseUrl)
+            .get(path)
+            .auth('ops', t.config.operatorApiKey as string)
+        : await request(t.baseUrl).get(path).set(op);
       expectClientError(res, `GET ${path.slice(0, 80)}`);
     }
-    for (const path of ['/v1/ops/connections/not-a-uuid/check', '/v1/ops/connections/00000000-0000-4000-8000-000000000000/refresh']) {
+    for (const path of [
+      '/v1/ops/connections/not-a-uuid/check',
+      '/v1/ops/connections/00000000-0000-4000-8000-000000000000/refresh',
+    ]) {
       expectClientError(await request(t.baseUrl).post(path).set(op).send({}), `POST ${path}`);
     }
-    expectClientError(await request(t.baseUrl).delete('/v1/tenants/target/api-keys/xyz').set(op), 'DELETE api key');
-    expectClientError(await request(t.baseUrl).delete('/v1/ops/connections/xyz/fields-cache').set(op), 'DELETE fields cache');
-    expectClientError(await request(t.baseUrl).post(`/ops/connections/${connectionId}/check`).auth('ops', t.config.operatorApiKey as string).type('form').send('csrf=forged'), 'dashboard without csrf');
+    expectClientError(
+      await request(t.baseUrl).delete('/v1/tenants/target/api-keys/xyz').set(op),
+      'DELETE api key',
+    );
+    expectClientError(
+      await request(t.baseUrl).delete('/v1/ops/connections/xyz/fields-cache').set(op),
+      'DELETE fields cache',
+    );
+    expectClientError(
+      await request(t.baseUrl)
+        .post(`/ops/connections/${connectionId}/check`)
+        .auth('ops', t.config.operatorApiKey as string)
+        .type('form')
+        .send('csrf=forged'),
+      'dashboard without csrf',
+    );
     // Browser pages answer 4xx pages, not 500s.
-    for (const path of ['/connect/%00', `/connect/${'z'.repeat(43)}/authorize`, '/oauth/callback?state[]=a', '/oauth/callback?state=x&code=y', `/oauth/callback?error=${encodeURIComponent(unicode)}`]) {
+    for (const path of [
+      '/connect/%00',
+      `/connect/${'z'.repeat(43)}/authorize`,
+      '/oauth/callback?state[]=a',
+      '/oauth/callback?state=x&code=y',
+      `/oauth/callback?error=${encodeURIComponent(unicode)}`,
+    ]) {
       const res = await request(t.baseUrl).get(path);
       expect(res.status).toBeGreaterThanOrEqual(400);
       expect(res.status).toBeLessThan(500);

@@ -47,7 +47,9 @@ describe('reliability: gateway processes killed during refreshes', () => {
       expect(['active', 'error']).toContain(row.status);
       await db.query(`UPDATE connections SET backoff_until = NULL WHERE id = $1`, [connectionId]);
       // No lock is left behind by the dead processes.
-      const locks = await db.query(`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'grants' AND l.mode = 'RowShareLock'`);
+      const locks = await db.query(
+        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'grants' AND l.mode = 'RowShareLock'`,
+      );
       expect(locks.rows[0].n).toBe(0);
     } finally {
       await db.end();

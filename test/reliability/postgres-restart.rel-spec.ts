@@ -27,8 +27,12 @@ describe('reliability: Postgres restarted during traffic', () => {
     });
 
   beforeAll(async () => {
-    pg = fork(path.join(__dirname, '../support/pg-control.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const { port } = await new Promise<{ port: number }>((resolve) => pg.once('message', (m) => resolve(m as { port: number })));
+    pg = fork(path.join(__dirname, '../support/pg-control.mjs'), [], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const { port } = await new Promise<{ port: number }>((resolve) =>
+      pg.once('message', (m) => resolve(m as { port: number })),
+    );
     const admin = new Client({ connectionString: `postgres://postgres:rel@127.0.0.1:${port}/postgres` });
     await admin.connect();
     await admin.query('CREATE DATABASE rel');
@@ -51,7 +55,14 @@ describe('reliability: Postgres restarted during traffic', () => {
     );
     const app = await createApp(config);
     await app.listen(appPort, '127.0.0.1');
-    t = { app, config, baseUrl: `http://127.0.0.1:${appPort}`, databaseUrl: url, logs: [], close: () => app.close() };
+    t = {
+      app,
+      config,
+      baseUrl: `http://127.0.0.1:${appPort}`,
+      databaseUrl: url,
+      logs: [],
+      close: () => app.close(),
+    };
     await control(t, '/reset');
     await createTenant(t, 'steady');
     await connectTenant(t, 'steady');
@@ -69,17 +80,28 @@ describe('reliability: Postgres restarted during traffic', () => {
     const callers = Array.from({ length: 4 }, async () => {
       while (!stop) {
         const key = `pg-${n++}`;
-        const res = await send(t, 'steady', key, { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: key, email: `${key}@example.com` } })] });
+        const res = await send(t, 'steady', key, {
+          funding_source_id: 'FSDEMOMAIN',
+          rewards: [reward({ recipient: { name: key, email: `${key}@example.com` } })],
+        });
         outcomes.set(key, [...(outcomes.get(key) ?? []), res.status]);
         await new Promise((r) => setTimeout(r, 20));
       }
     });
     await new Promise((r) => setTimeout(r, 1_000));
     await tell('stop', 'stopped');
-    await waitFor(() => request(t.baseUrl).get('/health/ready'), (r) => r.status === 503, 10_000);
+    await waitFor(
+      () => request(t.baseUrl).get('/health/ready'),
+      (r) => r.status === 503,
+      10_000,
+    );
     await new Promise((r) => setTimeout(r, 2_000));
     await tell('start', 'started');
-    await waitFor(() => request(t.baseUrl).get('/health/ready'), (r) => r.status === 200, 30_000);
+    await waitFor(
+      () => request(t.baseUrl).get('/health/ready'),
+      (r) => r.status === 200,
+      30_000,
+    );
     await new Promise((r) => setTimeout(r, 1_000));
     stop = true;
     await Promise.all(callers);
@@ -91,7 +113,11 @@ describe('reliability: Postgres restarted during traffic', () => {
     for (const [key, seen] of outcomes) {
       if (seen.some((s) => s === 201 || s === 202)) continue;
       const retried = await waitFor(
-        () => send(t, 'steady', key, { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: key, email: `${key}@example.com` } })] }),
+        () =>
+          send(t, 'steady', key, {
+            funding_source_id: 'FSDEMOMAIN',
+            rewards: [reward({ recipient: { name: key, email: `${key}@example.com` } })],
+          }),
         (r) => r.status === 201 || r.status === 202,
         20_000,
       );
@@ -101,18 +127,23 @@ describe('reliability: Postgres restarted during traffic', () => {
     await db.connect();
     try {
       await waitFor(
-        async () => (await db.query(`SELECT status, count(*)::int AS n FROM reward_dispatches GROUP BY 1`)).rows,
+        async () =>
+          (await db.query(`SELECT status, count(*)::int AS n FROM reward_dispatches GROUP BY 1`)).rows,
         (rows) => rows.length === 1 && rows[0].status === 'sent' && rows[0].n === outcomes.size,
         30_000,
       );
-      const orders = (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as { external_id: string }[];
+      const orders = (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as {
+        external_id: string;
+      }[];
       expect(orders).toHaveLength(outcomes.size);
       expect(new Set(orders.map((o) => o.external_id)).size).toBe(outcomes.size);
     } finally {
       await db.end();
     }
     // Still serving, and the connection was never marked broken.
-    await send(t, 'steady', 'after-restart', { funding_source_id: 'FSDEMOMAIN', rewards: [reward()] }).expect(201);
+    await send(t, 'steady', 'after-restart', { funding_source_id: 'FSDEMOMAIN', rewards: [reward()] }).expect(
+      201,
+    );
     const connection = await request(t.baseUrl).get('/v1/tenants/steady/connection').set(op).expect(200);
     expect(connection.body.status).toBe('active');
   });

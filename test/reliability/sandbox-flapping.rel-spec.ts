@@ -51,7 +51,10 @@ describe('reliability: the rewards service flapping', () => {
       Array.from({ length: 6 }, async () => {
         while (n < 300) {
           const i = n++;
-          const res = await send(t, 'flappy', `flap-${i}`, { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: `F${i}`, email: `f${i}@example.com` } })] });
+          const res = await send(t, 'flappy', `flap-${i}`, {
+            funding_source_id: 'FSDEMOMAIN',
+            rewards: [reward({ recipient: { name: `F${i}`, email: `f${i}@example.com` } })],
+          });
           statuses.push(res.status);
         }
       }),
@@ -64,30 +67,42 @@ describe('reliability: the rewards service flapping', () => {
     try {
       // Requests refused before a dispatch existed (503 while the token cooled down) are retried by the client.
       for (let i = 0; i < 300; i++) {
-        const exists = (await db.query(`SELECT 1 FROM reward_dispatches WHERE idempotency_key = $1`, [`flap-${i}`])).rowCount;
+        const exists = (
+          await db.query(`SELECT 1 FROM reward_dispatches WHERE idempotency_key = $1`, [`flap-${i}`])
+        ).rowCount;
         if (!exists) {
           await waitFor(
-            () => send(t, 'flappy', `flap-${i}`, { funding_source_id: 'FSDEMOMAIN', rewards: [reward({ recipient: { name: `F${i}`, email: `f${i}@example.com` } })] }),
+            () =>
+              send(t, 'flappy', `flap-${i}`, {
+                funding_source_id: 'FSDEMOMAIN',
+                rewards: [reward({ recipient: { name: `F${i}`, email: `f${i}@example.com` } })],
+              }),
             (r) => r.status === 201 || r.status === 202,
             20_000,
           );
         }
       }
       await waitFor(
-        async () => (await db.query(`SELECT status, count(*)::int AS n FROM reward_dispatches GROUP BY 1`)).rows,
+        async () =>
+          (await db.query(`SELECT status, count(*)::int AS n FROM reward_dispatches GROUP BY 1`)).rows,
         (rows) => rows.length === 1 && rows[0].status === 'sent' && rows[0].n === 300,
         60_000,
       );
     } finally {
       await db.end();
     }
-    const orders = (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as { external_id: string }[];
+    const orders = (await request(t.baseUrl).get('/sandbox/__control/orders')).body.orders as {
+      external_id: string;
+    }[];
     expect(orders).toHaveLength(300);
     expect(new Set(orders.map((o) => o.external_id)).size).toBe(300);
     const connection = await request(t.baseUrl).get('/v1/tenants/flappy/connection').set(op).expect(200);
     expect(connection.body.status).not.toBe('needs_reauth');
     const stats = (await request(t.baseUrl).get('/sandbox/__control/stats')).body;
     expect(stats.grants.every((g: { revoked: boolean }) => !g.revoked)).toBe(true);
-    await send(t, 'flappy', 'after-flapping', { funding_source_id: 'FSDEMOMAIN', rewards: [reward()] }).expect(201);
+    await send(t, 'flappy', 'after-flapping', {
+      funding_source_id: 'FSDEMOMAIN',
+      rewards: [reward()],
+    }).expect(201);
   });
 });

@@ -36,11 +36,31 @@ describe('reliability: 4 gateway processes on a stock Postgres (max_connections 
   const adminClients: Client[] = [];
 
   const api = (base: string, p: string, init: RequestInit = {}) =>
-    fetch(`${base}${p}`, { ...init, headers: { Authorization: `Bearer ${OPERATOR}`, 'Content-Type': 'application/json', ...(init.headers ?? {}) } });
+    fetch(`${base}${p}`, {
+      ...init,
+      headers: {
+        Authorization: `Bearer ${OPERATOR}`,
+        'Content-Type': 'application/json',
+        ...(init.headers ?? {}),
+      },
+    });
 
   async function sendOne(base: string, key: string, email: string): Promise<Outcome> {
-    const body = JSON.stringify({ rewards: [{ recipient: { name: key, email }, value: { denomination: 5, currency_code: 'USD' }, products: ['PRODAMAZONUS'], custom_fields: { Department: 'Sales' } }] });
-    const res = await api(base, '/v1/tenants/stock/rewards', { method: 'POST', headers: { 'Idempotency-Key': key }, body });
+    const body = JSON.stringify({
+      rewards: [
+        {
+          recipient: { name: key, email },
+          value: { denomination: 5, currency_code: 'USD' },
+          products: ['PRODAMAZONUS'],
+          custom_fields: { Department: 'Sales' },
+        },
+      ],
+    });
+    const res = await api(base, '/v1/tenants/stock/rewards', {
+      method: 'POST',
+      headers: { 'Idempotency-Key': key },
+      body,
+    });
     await res.arrayBuffer();
     return { key, email, status: res.status, retryAfter: res.headers.get('retry-after') };
   }
@@ -48,7 +68,13 @@ describe('reliability: 4 gateway processes on a stock Postgres (max_connections 
   /** Every instance fires PER_INSTANCE sends at once. */
   async function burst(round: string): Promise<Outcome[]> {
     const all = await Promise.all(
-      gateways.map((g, i) => Promise.all(Array.from({ length: PER_INSTANCE }, (_, j) => sendOne(g.base, `${round}-${i}-${j}`, `${round}-${i}-${j}@example.com`)))),
+      gateways.map((g, i) =>
+        Promise.all(
+          Array.from({ length: PER_INSTANCE }, (_, j) =>
+            sendOne(g.base, `${round}-${i}-${j}`, `${round}-${i}-${j}@example.com`),
+          ),
+        ),
+      ),
     );
     return all.flat();
   }
@@ -66,23 +92,34 @@ describe('reliability: 4 gateway processes on a stock Postgres (max_connections 
   /** Every key of the round ends sent, and the sandbox holds exactly one order per recipient of it. */
   async function expectSentExactlyOnce(round: string, expected: number): Promise<void> {
     await waitFor(
-      () => query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM reward_dispatches WHERE idempotency_key LIKE $1 GROUP BY status`, [`${round}-%`]),
+      () =>
+        query<{ status: string; n: number }>(
+          `SELECT status, count(*)::int AS n FROM reward_dispatches WHERE idempotency_key LIKE $1 GROUP BY status`,
+          [`${round}-%`],
+        ),
       (rows) => rows.length === 1 && rows[0].status === 'sent' && rows[0].n === expected,
       90_000,
     );
     const perRecipient = new Map<string, number>();
     for (const order of sandbox.state.accounts.get('acc_demo')!.orders.values()) {
-      for (const r of order.rewards) if (r.recipient.email?.startsWith(`${round}-`)) perRecipient.set(r.recipient.email, (perRecipient.get(r.recipient.email) ?? 0) + 1);
+      for (const r of order.rewards)
+        if (r.recipient.email?.startsWith(`${round}-`))
+          perRecipient.set(r.recipient.email, (perRecipient.get(r.recipient.email) ?? 0) + 1);
     }
     expect(perRecipient.size).toBe(expected);
     expect([...perRecipient.values()].filter((n) => n !== 1)).toEqual([]);
   }
 
-  const refreshes = () => [...sandbox.state.grants.values()].filter((g) => !g.revoked).reduce((n, g) => n + g.refreshCount, 0);
+  const refreshes = () =>
+    [...sandbox.state.grants.values()].filter((g) => !g.revoked).reduce((n, g) => n + g.refreshCount, 0);
 
   beforeAll(async () => {
-    pg = fork(path.join(__dirname, '../support/pg-control.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const { port } = await new Promise<{ port: number }>((resolve) => pg.once('message', (m) => resolve(m as { port: number })));
+    pg = fork(path.join(__dirname, '../support/pg-control.mjs'), [], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const { port } = await new Promise<{ port: number }>((resolve) =>
+      pg.once('message', (m) => resolve(m as { port: number })),
+    );
     const admin = new Client({ connectionString: `postgres://postgres:rel@127.0.0.1:${port}/postgres` });
     await admin.connect();
     expect((await admin.query(`SHOW max_connections`)).rows[0].max_connections).toBe('100');
@@ -124,11 +161,16 @@ describe('reliability: 4 gateway processes on a stock Postgres (max_connections 
     // Short-lived tokens, so a round starts on an expired one.
     sandbox.state.settings.accessTokenTtlSeconds = TTL_S;
     sandbox.state.settings.autoApprove = true;
-    const session = (await (await api(first, '/v1/tenants/stock/connect-sessions', { method: 'POST', body: '{}' })).json()) as { connect_url: string };
+    const session = (await (
+      await api(first, '/v1/tenants/stock/connect-sessions', { method: 'POST', body: '{}' })
+    ).json()) as { connect_url: string };
     const authorize = await fetch(`${session.connect_url}/authorize`, { redirect: 'manual' });
     const cookie = (authorize.headers.get('set-cookie') as string).split(';')[0];
     const consent = await fetch(authorize.headers.get('location') as string, { redirect: 'manual' });
-    const done = await fetch(consent.headers.get('location') as string, { redirect: 'manual', headers: { Cookie: cookie } });
+    const done = await fetch(consent.headers.get('location') as string, {
+      redirect: 'manual',
+      headers: { Cookie: cookie },
+    });
     expect(done.status).toBe(200); // the "connected" page (no return_url)
   }, 180_000);
 
@@ -155,7 +197,9 @@ describe('reliability: 4 gateway processes on a stock Postgres (max_connections 
     expect(refreshes() - before).toBeGreaterThanOrEqual(1);
     expect(refreshes() - before).toBeLessThanOrEqual(expiriesDuring(cleanMs));
     if (cleanMs < TTL_S * 900) expect(refreshes() - before).toBe(1);
-    const used = await query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'rewards-gateway:%'`);
+    const used = await query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'rewards-gateway:%'`,
+    );
     expect(used[0].n).toBeLessThanOrEqual(INSTANCES * 12);
 
     await new Promise((r) => setTimeout(r, TTL_S * 1000 + 500)); // expired again
@@ -178,14 +222,18 @@ describe('reliability: 4 gateway processes on a stock Postgres (max_connections 
     const killer = new Client({ connectionString: url });
     await killer.connect();
     adminClients.push(killer);
-    await killer.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'rewards-gateway:%'`);
+    await killer.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'rewards-gateway:%'`,
+    );
     for (let i = 0; i < 100; i++) {
       const c = new Client({ connectionString: url });
       try {
         await c.connect();
         adminClients.push(c);
       } catch (error) {
-        expect((error as { code?: string }).code ?? (error as Error).message).toMatch(/53300|too many clients/);
+        expect((error as { code?: string }).code ?? (error as Error).message).toMatch(
+          /53300|too many clients/,
+        );
         break;
       }
     }
@@ -194,7 +242,11 @@ describe('reliability: 4 gateway processes on a stock Postgres (max_connections 
     }, 5_000);
     expect(adminClients.length).toBeGreaterThan(50); // the server really is full
     const started = Date.now();
-    const outcomes = await Promise.all(gateways.flatMap((g, i) => Array.from({ length: 25 }, (_, j) => sendOne(g.base, `full-${i}-${j}`, `full-${i}-${j}@example.com`))));
+    const outcomes = await Promise.all(
+      gateways.flatMap((g, i) =>
+        Array.from({ length: 25 }, (_, j) => sendOne(g.base, `full-${i}-${j}`, `full-${i}-${j}@example.com`)),
+      ),
+    );
     const tookMs = Date.now() - started;
     clearTimeout(release);
     // The outage was felt: the sends waited for the server to take connections again, or some answered 503.
@@ -204,7 +256,11 @@ describe('reliability: 4 gateway processes on a stock Postgres (max_connections 
     expect(outcomes.filter((o) => o.status === 503 && !o.retryAfter)).toEqual([]);
     // Clients retry what answered 503 with the same key: the gateway recovered on its own.
     for (const o of outcomes.filter((x) => x.status === 503)) {
-      const again = await waitFor(() => sendOne(gateways[0].base, o.key, o.email), (r) => r.status === 201 || r.status === 202, 30_000);
+      const again = await waitFor(
+        () => sendOne(gateways[0].base, o.key, o.email),
+        (r) => r.status === 201 || r.status === 202,
+        30_000,
+      );
       expect([201, 202]).toContain(again.status);
     }
     await expectSentExactlyOnce('full', 100);

@@ -29,7 +29,9 @@ export function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -60,11 +62,19 @@ export async function startTestApp(extraEnv: Record<string, string> = {}): Promi
 }
 
 /** Another gateway instance on an existing database (several instances, one Postgres). `close` leaves the database. */
-export async function startTestAppOn(databaseUrl: string, extraEnv: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestAppOn(
+  databaseUrl: string,
+  extraEnv: Record<string, string> = {},
+): Promise<TestApp> {
   const db = { url: databaseUrl };
   const port = await freePort();
   const config = parseConfig(
-    testEnv({ DATABASE_URL: db.url, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, ...extraEnv }),
+    testEnv({
+      DATABASE_URL: db.url,
+      PORT: String(port),
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      ...extraEnv,
+    }),
   );
   await runMigrations(db.url);
   const logs: string[] = [];

@@ -5,18 +5,33 @@ import { OPERATOR_KEY } from './app';
 export const RETURN_URL = 'https://platform.example.com/settings/rewards';
 export const op = { Authorization: `Bearer ${OPERATOR_KEY}` };
 
-export async function control(t: TestApp, path: string, body: unknown = {}): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const res = await request(t.baseUrl).post(`/sandbox/__control${path}`).send(body as object);
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function control(t: TestApp, path: string, body: unknown = {}): Promise<Record<string, any>> {
+  const res = await request(t.baseUrl)
+    .post(`/sandbox/__control${path}`)
+    .send(body as object);
   return res.body;
 }
 
 export async function createTenant(t: TestApp, id: string): Promise<void> {
-  await request(t.baseUrl).post('/v1/tenants').set(op).send({ id, name: `Tenant ${id}`, return_urls: [RETURN_URL] }).expect(201);
+  await request(t.baseUrl)
+    .post('/v1/tenants')
+    .set(op)
+    .send({ id, name: `Tenant ${id}`, return_urls: [RETURN_URL] })
+    .expect(201);
 }
 
 /** Follows the browser's path up to the rewards service's consent page; returns what the browser holds. */
-export async function startConnect(t: TestApp, tenant: string, body: Record<string, unknown> = { return_url: RETURN_URL }) {
-  const session = await request(t.baseUrl).post(`/v1/tenants/${tenant}/connect-sessions`).set(op).send(body).expect(201);
+export async function startConnect(
+  t: TestApp,
+  tenant: string,
+  body: Record<string, unknown> = { return_url: RETURN_URL },
+) {
+  const session = await request(t.baseUrl)
+    .post(`/v1/tenants/${tenant}/connect-sessions`)
+    .set(op)
+    .send(body)
+    .expect(201);
   const connectPath = new URL(session.body.connect_url as string).pathname;
   const authorize = await request(t.baseUrl).get(`${connectPath}/authorize`).expect(302);
   const cookie = (authorize.headers['set-cookie'] as unknown as string[])[0].split(';')[0];
@@ -25,10 +40,18 @@ export async function startConnect(t: TestApp, tenant: string, body: Record<stri
 }
 
 /** Approves at the sandbox consent page and returns the callback URL (path and query) it redirects to. */
-export async function approve(t: TestApp, upstream: URL, decision: 'approve' | 'deny' = 'approve'): Promise<string> {
+export async function approve(
+  t: TestApp,
+  upstream: URL,
+  decision: 'approve' | 'deny' = 'approve',
+): Promise<string> {
   const consent = await request(t.baseUrl).get(`${upstream.pathname}${upstream.search}`).expect(200);
   const requestId = /name="request_id" value="([^"]+)"/.exec(consent.text)?.[1] as string;
-  const decided = await request(t.baseUrl).post('/sandbox/oauth/authorize/decision').type('form').send({ request_id: requestId, decision }).expect(302);
+  const decided = await request(t.baseUrl)
+    .post('/sandbox/oauth/authorize/decision')
+    .type('form')
+    .send({ request_id: requestId, decision })
+    .expect(302);
   const callback = new URL(decided.headers.location);
   return `${callback.pathname}${callback.search}`;
 }
@@ -38,7 +61,8 @@ export async function connectTenant(t: TestApp, tenant: string): Promise<string>
   const { cookie, upstream } = await startConnect(t, tenant);
   const callback = await approve(t, upstream);
   const done = await request(t.baseUrl).get(callback).set('Cookie', cookie).expect(302);
-  if (!done.headers.location.includes('status=connected')) throw new Error(`connect failed: ${done.headers.location}`);
+  if (!done.headers.location.includes('status=connected'))
+    throw new Error(`connect failed: ${done.headers.location}`);
   const connection = await request(t.baseUrl).get(`/v1/tenants/${tenant}/connection`).set(op).expect(200);
   return connection.body.id as string;
 }

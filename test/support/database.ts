@@ -29,7 +29,12 @@ export async function createTestDatabase(): Promise<{ url: string; drop: () => P
 }
 
 /** Runs one statement on a database and returns its rows (a short-lived connection: for assertions in tests). */
-export async function sqlOn(url: string, text: string, params: unknown[] = []): Promise<Record<string, any>[]> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export async function sqlOn(
+  url: string,
+  text: string,
+  params: unknown[] = [],
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<Record<string, any>[]> {
   const client = new Client({ connectionString: url });
   await client.connect();
   try {

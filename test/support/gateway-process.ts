@@ -3,16 +3,21 @@ import * as path from 'node:path';
 
 /** The real gateway (src/main.ts) as its own OS process, for crash and multi-instance tests. */
 export async function startGatewayProcess(env: Record<string, string>, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join(__dirname, '../../src/main.ts')], {
-    env: { ...process.env, TS_NODE_TRANSPILE_ONLY: 'true', PORT: String(port), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['-r', 'ts-node/register/transpile-only', path.join(__dirname, '../../src/main.ts')],
+    {
+      env: { ...process.env, TS_NODE_TRANSPILE_ONLY: 'true', PORT: String(port), ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`gateway exited (${child.exitCode}): ${output.slice(-2000)}`);
+    if (child.exitCode !== null)
+      throw new Error(`gateway exited (${child.exitCode}): ${output.slice(-2000)}`);
     try {
       const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
       if (res.ok) return child;
@@ -28,5 +33,7 @@ export async function startGatewayProcess(env: Record<string, string>, port: num
 }
 
 export function waitUntilGone(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+  return new Promise((resolve) =>
+    child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
+  );
 }

@@ -27,7 +27,11 @@ export function singleOrder(overrides: Json = {}, reward: Json = {}): Json {
 
 /** The older form (sandbox setting `order_shape: 'array'`). */
 export function arrayOrder(overrides: Json = {}, ...rewards: Json[]): Json {
-  return { payment: { funding_source_id: 'FSDEMOMAIN' }, rewards: (rewards.length ? rewards : [{}]).map((r) => demoReward(r)), ...overrides };
+  return {
+    payment: { funding_source_id: 'FSDEMOMAIN' },
+    rewards: (rewards.length ? rewards : [{}]).map((r) => demoReward(r)),
+    ...overrides,
+  };
 }
 
 export function sendOrder(baseUrl: string, body: unknown, apiKey = DEMO_API_KEY) {
@@ -49,8 +53,15 @@ export async function setApprovals(baseUrl: string, accountId: string, required:
   if (res.status !== 200) throw new Error(`approvals refused: ${JSON.stringify(res.body)}`);
 }
 
-export async function setBalance(baseUrl: string, accountId: string, fundingSourceId: string, balance: number | null): Promise<void> {
-  const res = await post(baseUrl, `/__control/accounts/${accountId}/funding-sources/${fundingSourceId}`, { balance });
+export async function setBalance(
+  baseUrl: string,
+  accountId: string,
+  fundingSourceId: string,
+  balance: number | null,
+): Promise<void> {
+  const res = await post(baseUrl, `/__control/accounts/${accountId}/funding-sources/${fundingSourceId}`, {
+    balance,
+  });
   if (res.status !== 200) throw new Error(`balance refused: ${JSON.stringify(res.body)}`);
 }
 
@@ -71,5 +82,7 @@ export function useSandbox(): RunningSandbox {
   beforeEach(async () => {
     await post((current as RunningSandbox).baseUrl, '/__control/reset', {});
   });
-  return new Proxy({} as RunningSandbox, { get: (_target, prop) => (current as unknown as Record<string | symbol, unknown>)[prop] });
+  return new Proxy({} as RunningSandbox, {
+    get: (_target, prop) => (current as unknown as Record<string | symbol, unknown>)[prop],
+  });
 }

@@ -4,7 +4,11 @@ import type { AddressInfo } from 'node:net';
 import { createSandbox } from '../../src/sandbox/sandbox.app';
 import type { Sandbox } from '../../src/sandbox/sandbox.app';
 
-export const CLIENT = { clientId: 'test-client', clientSecret: 'test-secret-value', redirectUri: 'http://127.0.0.1:9/oauth/callback' };
+export const CLIENT = {
+  clientId: 'test-client',
+  clientSecret: 'test-secret-value',
+  redirectUri: 'http://127.0.0.1:9/oauth/callback',
+};
 
 export interface RunningSandbox extends Sandbox {
   baseUrl: string;
@@ -14,7 +18,14 @@ export interface RunningSandbox extends Sandbox {
 /** The emulator alone on a free port, over real HTTP, with the control API on. */
 export async function startSandbox(extraRedirectUris: string[] = []): Promise<RunningSandbox> {
   const sandbox = createSandbox({
-    clients: [{ clientId: CLIENT.clientId, clientSecret: CLIENT.clientSecret, redirectUris: [CLIENT.redirectUri, ...extraRedirectUris], name: 'Test Platform' }],
+    clients: [
+      {
+        clientId: CLIENT.clientId,
+        clientSecret: CLIENT.clientSecret,
+        redirectUris: [CLIENT.redirectUri, ...extraRedirectUris],
+        name: 'Test Platform',
+      },
+    ],
     control: true,
   });
   const server: Server = await new Promise((resolve) => {
@@ -50,7 +61,13 @@ export interface TokenResponse {
 export async function connect(baseUrl: string, scope = 'default'): Promise<TokenResponse> {
   await post(baseUrl, '/__control/settings', { auto_approve: true });
   const url = new URL(`${baseUrl}/oauth/authorize`);
-  url.search = new URLSearchParams({ client_id: CLIENT.clientId, redirect_uri: CLIENT.redirectUri, response_type: 'code', scope, state: 'st' }).toString();
+  url.search = new URLSearchParams({
+    client_id: CLIENT.clientId,
+    redirect_uri: CLIENT.redirectUri,
+    response_type: 'code',
+    scope,
+    state: 'st',
+  }).toString();
   const res = await fetch(url, { redirect: 'manual' });
   const code = new URL(res.headers.get('location') as string).searchParams.get('code') as string;
   const token = await post(baseUrl, '/oauth/token', {
@@ -64,10 +81,24 @@ export async function connect(baseUrl: string, scope = 'default'): Promise<Token
   return token.body as TokenResponse;
 }
 
-export async function post(baseUrl: string, path: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) });
+export async function post(
+  baseUrl: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  const res = await fetch(`${baseUrl}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : {} }; // eslint-disable-line @typescript-eslint/no-explicit-any
+  return {
+    status: res.status,
+    headers: res.headers,
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    body: text ? (JSON.parse(text) as Record<string, any>) : {},
+  };
 }
 
 export async function get(baseUrl: string, path: string, headers: Record<string, string> = {}) {

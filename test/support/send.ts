@@ -18,12 +18,17 @@ export function send(t: TestApp, tenant: string, key: string | null, body: Recor
   return req.send(body);
 }
 
-export async function waitFor<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T>,
+  ok: (v: T) => boolean,
+  timeoutMs = 20_000,
+): Promise<T> {
   const started = Date.now();
   for (;;) {
     const value = await fn();
     if (ok(value)) return value;
-    if (Date.now() - started > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms: ${JSON.stringify(value).slice(0, 500)}`);
+    if (Date.now() - started > timeoutMs)
+      throw new Error(`condition not met within ${timeoutMs} ms: ${JSON.stringify(value).slice(0, 500)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -13,20 +13,35 @@ import { GrantStore } from '../../src/token-vault/grant.store';
 import { terminate } from '../../src/common/terminate';
 
 const config = parseConfig(JSON.parse(process.env.WORKER_ENV as string) as Record<string, string>);
-const provider = new AccessTokenProvider(config, new RewardsApiClient(), new ConnectionStateStore(), new GrantStore());
+const provider = new AccessTokenProvider(
+  config,
+  new RewardsApiClient(),
+  new ConnectionStateStore(),
+  new GrantStore(),
+);
 const base = config.rewards.sandbox?.baseUrl as string;
 
-async function oneCall(connectionId: string): Promise<{ status: number | string; token?: string; ms: number }> {
+async function oneCall(
+  connectionId: string,
+): Promise<{ status: number | string; token?: string; ms: number }> {
   const started = performance.now();
   try {
     let token = await provider.getAccessToken(connectionId);
-    let res = await fetch(`${base}/api/v2/organizations`, { headers: { Authorization: `Bearer ${token.token}` } });
+    let res = await fetch(`${base}/api/v2/organizations`, {
+      headers: { Authorization: `Bearer ${token.token}` },
+    });
     if (res.status === 401) {
       token = await provider.afterUnauthorized(connectionId, token);
-      res = await fetch(`${base}/api/v2/organizations`, { headers: { Authorization: `Bearer ${token.token}` } });
+      res = await fetch(`${base}/api/v2/organizations`, {
+        headers: { Authorization: `Bearer ${token.token}` },
+      });
     }
     await res.arrayBuffer();
-    return { status: res.status, token: createHash('sha256').update(token.token).digest('hex').slice(0, 16), ms: performance.now() - started };
+    return {
+      status: res.status,
+      token: createHash('sha256').update(token.token).digest('hex').slice(0, 16),
+      ms: performance.now() - started,
+    };
   } catch (error) {
     return { status: (error as { code?: string }).code ?? String(error), ms: performance.now() - started };
   }
@@ -37,6 +52,8 @@ process.on('message', (msg: { connectionId: string; calls: number } | 'exit') =>
     void provider.onModuleDestroy().then(() => terminate(0));
     return;
   }
-  void Promise.all(Array.from({ length: msg.calls }, () => oneCall(msg.connectionId))).then((results) => process.send?.(results));
+  void Promise.all(Array.from({ length: msg.calls }, () => oneCall(msg.connectionId))).then((results) =>
+    process.send?.(results),
+  );
 });
 process.send?.('ready');

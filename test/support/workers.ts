@@ -30,7 +30,11 @@ export function startTokenWorker(env: Record<string, string>): Promise<ChildProc
 }
 
 /** Asks a worker to fire `calls` concurrent callers that need a token; resolves with their outcomes. */
-export function workerRound(worker: ChildProcess, connectionId: string, calls: number): Promise<CallResult[]> {
+export function workerRound(
+  worker: ChildProcess,
+  connectionId: string,
+  calls: number,
+): Promise<CallResult[]> {
   return new Promise((resolve) => {
     worker.once('message', (results) => resolve(results as CallResult[]));
     worker.send({ connectionId, calls });

@@ -2,20 +2,33 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
 
 export class CreateConnectSessionDto {
-  @ApiPropertyOptional({ enum: ['sandbox', 'production'], description: 'Default: the gateway’s default environment.' })
+  @ApiPropertyOptional({
+    enum: ['sandbox', 'production'],
+    description: 'Default: the gateway’s default environment.',
+  })
   @IsOptional()
   @IsIn(['sandbox', 'production'])
   environment?: 'sandbox' | 'production';
 
-  @ApiPropertyOptional({ type: [String], example: ['default'], description: '`default` and/or `team_management`.' })
+  @ApiPropertyOptional({
+    type: [String],
+    example: ['default'],
+    description: '`default` and/or `team_management`.',
+  })
   @IsOptional()
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(2)
-  @IsIn(['default', 'team_management'], { each: true, message: 'each scope must be default or team_management' })
+  @IsIn(['default', 'team_management'], {
+    each: true,
+    message: 'each scope must be default or team_management',
+  })
   scopes?: string[];
 
-  @ApiPropertyOptional({ example: 'https://platform.example.com/settings/rewards', description: 'Must be on the tenant’s return_urls.' })
+  @ApiPropertyOptional({
+    example: 'https://platform.example.com/settings/rewards',
+    description: 'Must be on the tenant’s return_urls.',
+  })
   @IsOptional()
   @IsString()
   @MaxLength(2000)
@@ -24,7 +37,8 @@ export class CreateConnectSessionDto {
 
 export class ConnectSessionResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty({ description: 'One-time link for the tenant admin’s browser (15 minutes).' }) connect_url: string;
+  @ApiProperty({ description: 'One-time link for the tenant admin’s browser (15 minutes).' })
+  connect_url: string;
   @ApiProperty() expires_at: string;
   @ApiProperty({ enum: ['sandbox', 'production'] }) environment: 'sandbox' | 'production';
   @ApiProperty({ type: [String] }) scopes: string[];
@@ -47,7 +61,8 @@ export class ConnectionResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty() tenant_id: string;
   @ApiProperty({ enum: ['sandbox', 'production'] }) environment: 'sandbox' | 'production';
-  @ApiProperty({ enum: ['active', 'needs_reauth', 'error', 'disconnected'] }) status: 'active' | 'needs_reauth' | 'error' | 'disconnected';
+  @ApiProperty({ enum: ['active', 'needs_reauth', 'error', 'disconnected'] }) status:
+    'active' | 'needs_reauth' | 'error' | 'disconnected';
   @ApiProperty({ type: [String] }) scopes: string[];
   @ApiProperty() connected_at: string;
   @ApiProperty({ nullable: true, type: String }) disconnected_at: string | null;

@@ -23,7 +23,8 @@ export class ConnectionHealthResponse extends ConnectionResponse {
   @ApiProperty() tenant_name: string;
   @ApiProperty({ enum: ['healthy', 'degraded', 'broken', 'idle'], nullable: true }) health: string | null;
   @ApiProperty({ nullable: true, type: ProbeView }) last_probe: ProbeView | null;
-  @ApiProperty({ type: DispatchCountsView, description: 'in the last 24 hours' }) dispatches_24h: DispatchCountsView;
+  @ApiProperty({ type: DispatchCountsView, description: 'in the last 24 hours' })
+  dispatches_24h: DispatchCountsView;
 }
 
 export class ConnectionHealthDetailResponse extends ConnectionHealthResponse {
@@ -32,7 +33,16 @@ export class ConnectionHealthDetailResponse extends ConnectionHealthResponse {
 
 export class ConnectionHealthListResponse {
   @ApiProperty({ type: [ConnectionHealthResponse] }) connections: ConnectionHealthResponse[];
-  @ApiProperty({ nullable: true, type: String, description: 'pass as `cursor` for the next page; null on the last page' }) next_cursor: string | null;
-  @ApiProperty({ nullable: true, type: Number, description: 'offset paging (kept for compatibility): the next page’s offset; null on the last page' })
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'pass as `cursor` for the next page; null on the last page',
+  })
+  next_cursor: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: Number,
+    description: 'offset paging (kept for compatibility): the next page’s offset; null on the last page',
+  })
   next_offset: number | null;
 }

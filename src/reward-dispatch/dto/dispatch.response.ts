@@ -21,8 +21,17 @@ class CustomFieldView {
 
 class DeliveryView {
   @ApiProperty({ enum: DELIVERY_METHODS }) method: string;
-  @ApiProperty({ example: 'SCHEDULED', nullable: true, type: String, description: 'The service’s delivery status (SCHEDULED, PENDING, SUCCEEDED, FAILED, …).' }) status: string | null;
-  @ApiPropertyOptional({ description: 'LINK delivery: the redemption link (returned once by the service; kept encrypted).' }) link?: string;
+  @ApiProperty({
+    example: 'SCHEDULED',
+    nullable: true,
+    type: String,
+    description: 'The service’s delivery status (SCHEDULED, PENDING, SUCCEEDED, FAILED, …).',
+  })
+  status: string | null;
+  @ApiPropertyOptional({
+    description: 'LINK delivery: the redemption link (returned once by the service; kept encrypted).',
+  })
+  link?: string;
 }
 
 class RewardErrorView {
@@ -35,9 +44,18 @@ class RewardErrorView {
 
 class DispatchRewardView {
   @ApiProperty() position: number;
-  @ApiProperty({ description: 'The order’s external_id upstream: `<dispatch id>-r<position>` (single shape) or the dispatch id (array).' }) external_id: string;
+  @ApiProperty({
+    description:
+      'The order’s external_id upstream: `<dispatch id>-r<position>` (single shape) or the dispatch id (array).',
+  })
+  external_id: string;
   @ApiProperty({ enum: REWARD_STATUSES }) status: string;
-  @ApiProperty({ nullable: true, type: String, description: 'The upstream reward id, once the order exists.' }) id: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'The upstream reward id, once the order exists.',
+  })
+  id: string | null;
   @ApiProperty({ nullable: true, type: String }) upstream_order_id: string | null;
   @ApiProperty({ nullable: true, type: String, example: 'EXECUTED' }) upstream_order_status: string | null;
   @ApiProperty({ type: RecipientView }) recipient: RecipientView;
@@ -46,7 +64,8 @@ class DispatchRewardView {
   @ApiProperty({ type: String, nullable: true }) campaign_id: string | null;
   @ApiProperty({ type: DeliveryView }) delivery: DeliveryView;
   @ApiProperty({ type: [CustomFieldView] }) custom_fields: CustomFieldView[];
-  @ApiProperty({ type: RewardErrorView, nullable: true, description: 'Why the reward failed.' }) error: RewardErrorView | null;
+  @ApiProperty({ type: RewardErrorView, nullable: true, description: 'Why the reward failed.' })
+  error: RewardErrorView | null;
   @ApiProperty({ nullable: true, type: String }) sent_at: string | null;
 }
 
@@ -61,16 +80,31 @@ class DispatchCountsView {
 /** A dispatch: one send request (one Idempotency-Key) of one or more rewards. */
 export class DispatchResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty({ enum: DISPATCH_STATUSES, description: 'sending / queued while worked on; then derived from the rewards.' }) status: string;
+  @ApiProperty({
+    enum: DISPATCH_STATUSES,
+    description: 'sending / queued while worked on; then derived from the rewards.',
+  })
+  status: string;
   @ApiProperty({ enum: ['sandbox', 'production'] }) environment: string;
   @ApiProperty({ enum: ['single', 'array'] }) order_shape: string;
   @ApiProperty() idempotency_key: string;
   @ApiProperty({ nullable: true, type: String }) external_reference: string | null;
   @ApiProperty({ example: 'BALANCE' }) funding_source_id: string;
-  @ApiProperty({ nullable: true, type: String, description: 'The order id when every reward is in one order.' }) upstream_order_id: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'The order id when every reward is in one order.',
+  })
+  upstream_order_id: string | null;
   @ApiProperty() attempts: number;
-  @ApiProperty({ nullable: true, type: String, description: 'When the worker retries a queued dispatch.' }) next_attempt_at: string | null;
-  @ApiProperty({ nullable: true, type: Object, description: '{code, message, upstream_status, outcome_unknown?}: why the last attempt stopped, or why every reward failed.' })
+  @ApiProperty({ nullable: true, type: String, description: 'When the worker retries a queued dispatch.' })
+  next_attempt_at: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: Object,
+    description:
+      '{code, message, upstream_status, outcome_unknown?}: why the last attempt stopped, or why every reward failed.',
+  })
   last_error: Record<string, unknown> | null;
   @ApiProperty() created_at: string;
   @ApiProperty({ nullable: true, type: String }) sent_at: string | null;
@@ -80,11 +114,20 @@ export class DispatchResponse {
 
 export class DispatchListResponse {
   @ApiProperty({ type: [DispatchResponse] }) dispatches: DispatchResponse[];
-  @ApiProperty({ nullable: true, type: Number, description: 'Pass as offset for the next page; null on the last.' }) next_offset: number | null;
+  @ApiProperty({
+    nullable: true,
+    type: Number,
+    description: 'Pass as offset for the next page; null on the last.',
+  })
+  next_offset: number | null;
 }
 
 export class RewardListResponse {
-  @ApiProperty({ type: 'array', items: { type: 'object' }, description: 'The rewards service’s rewards, each with custom_fields {id, value, label}.' })
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'object' },
+    description: 'The rewards service’s rewards, each with custom_fields {id, value, label}.',
+  })
   rewards: unknown[];
   @ApiProperty({ nullable: true, type: Number }) total_count: number | null;
   @ApiProperty() offset: number;

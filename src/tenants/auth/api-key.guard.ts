@@ -36,7 +36,11 @@ export class ApiKeyGuard implements CanActivate {
       throw new TenantNotFoundError(tenantParam);
     }
     if (principal.kind !== 'operator' && this.reflector.getAllAndOverride<boolean>(OPERATOR_ONLY, targets)) {
-      throw new TenantsError(HttpStatus.FORBIDDEN, 'operator_key_required', 'This operation needs an operator API key.');
+      throw new TenantsError(
+        HttpStatus.FORBIDDEN,
+        'operator_key_required',
+        'This operation needs an operator API key.',
+      );
     }
     // The tenant in the path must exist on every route (an unknown tenant is tenant_not_found, never e.g.
     // connection_not_found); 5-second cache. A tenant key's own tenant exists by construction.
@@ -45,7 +49,9 @@ export class ApiKeyGuard implements CanActivate {
   }
 
   async authenticate(req: Request, basicAllowed = false): Promise<Principal> {
-    const challenge = basicAllowed ? 'Basic realm="Rewards Gateway ops", charset="UTF-8"' : 'Bearer realm="rewards-gateway"';
+    const challenge = basicAllowed
+      ? 'Basic realm="Rewards Gateway ops", charset="UTF-8"'
+      : 'Bearer realm="rewards-gateway"';
     const header = req.headers.authorization;
     if (!header) {
       throw unauthorized('missing_api_key', 'Send an API key as "Authorization: Bearer <key>".', challenge);
@@ -56,7 +62,8 @@ export class ApiKeyGuard implements CanActivate {
       const decoded = Buffer.from(basic, 'base64').toString('utf8');
       presented = decoded.slice(decoded.indexOf(':') + 1);
     }
-    if (!presented) throw unauthorized('invalid_api_key', 'The Authorization header must be "Bearer <key>".', challenge);
+    if (!presented)
+      throw unauthorized('invalid_api_key', 'The Authorization header must be "Bearer <key>".', challenge);
     const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
     const prefix = keyPrefix(presented);
     this.throttle.check(address, prefix);
@@ -75,7 +82,9 @@ export class ApiKeyGuard implements CanActivate {
    */
   earlyAuth() {
     return (req: Request & { principal?: Principal }, res: Response, next: NextFunction): void => {
-      const hasBody = (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') || req.headers['transfer-encoding'] !== undefined;
+      const hasBody =
+        (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') ||
+        req.headers['transfer-encoding'] !== undefined;
       if (!hasBody) return next();
       this.authenticate(req).then(
         (principal) => {
@@ -90,7 +99,6 @@ export class ApiKeyGuard implements CanActivate {
     };
   }
 }
-
 
 function unauthorized(code: TenantErrorCode, message: string, challenge: string): TenantsError {
   return new TenantsError(HttpStatus.UNAUTHORIZED, code, message, [], { 'WWW-Authenticate': challenge });

@@ -55,7 +55,10 @@ export class AuthThrottle {
         if (rejection instanceof RateLimiterRes) {
           if (this.blockedUntil.size > 100_000) this.blockedUntil.clear();
           this.blockedUntil.set(key, Date.now() + rejection.msBeforeNext);
-          this.logger.warn({ throttled: key.startsWith('ip:') ? 'address' : 'key prefix' }, 'failed authentications throttled');
+          this.logger.warn(
+            { throttled: key.startsWith('ip:') ? 'address' : 'key prefix' },
+            'failed authentications throttled',
+          );
           throw tooMany(rejection.msBeforeNext);
         }
         // The counter store is unavailable: do not turn that into a refusal of the caller.
@@ -70,7 +73,13 @@ export class AuthThrottle {
 }
 
 function tooMany(ms: number): TenantsError {
-  return new TenantsError(HttpStatus.TOO_MANY_REQUESTS, 'too_many_failed_authentications', 'Too many failed authentications from this client or for this key; retry later.', [], {
-    'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))),
-  });
+  return new TenantsError(
+    HttpStatus.TOO_MANY_REQUESTS,
+    'too_many_failed_authentications',
+    'Too many failed authentications from this client or for this key; retry later.',
+    [],
+    {
+      'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))),
+    },
+  );
 }

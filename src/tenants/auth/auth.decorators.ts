@@ -10,11 +10,13 @@ export const Public = () => SetMetadata(PUBLIC_ROUTE, true);
 export const OperatorOnly = () => SetMetadata(OPERATOR_ONLY, true);
 
 export const CurrentPrincipal = createParamDecorator(
-  (_: unknown, ctx: ExecutionContext): Principal => ctx.switchToHttp().getRequest<{ principal: Principal }>().principal,
+  (_: unknown, ctx: ExecutionContext): Principal =>
+    ctx.switchToHttp().getRequest<{ principal: Principal }>().principal,
 );
 
 /** An operator page for browsers: also accepts HTTP Basic with the operator key as the password (any user name). */
-export const OperatorPage = () => (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
-  SetMetadata(OPERATOR_ONLY, true)(target, key as string, descriptor as PropertyDescriptor);
-  SetMetadata(BASIC_AUTH_ALLOWED, true)(target, key as string, descriptor as PropertyDescriptor);
-};
+export const OperatorPage =
+  () => (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    SetMetadata(OPERATOR_ONLY, true)(target, key as string, descriptor as PropertyDescriptor);
+    SetMetadata(BASIC_AUTH_ALLOWED, true)(target, key as string, descriptor as PropertyDescriptor);
+  };

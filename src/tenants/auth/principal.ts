@@ -1,7 +1,6 @@
 /** Who is calling: an operator (every tenant and the ops API) or one tenant's service. */
 export type Principal =
-  | { kind: 'operator'; keyId: string | null }
-  | { kind: 'tenant'; tenantId: string; keyId: string };
+  { kind: 'operator'; keyId: string | null } | { kind: 'tenant'; tenantId: string; keyId: string };
 
 export const PUBLIC_ROUTE = 'rg:public';
 export const OPERATOR_ONLY = 'rg:operator-only';

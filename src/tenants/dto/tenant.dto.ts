@@ -1,11 +1,25 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsOptional, IsString, IsUrl, Length, Matches, MaxLength, Validate, ValidateIf } from 'class-validator';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Length,
+  Matches,
+  MaxLength,
+  Validate,
+  ValidateIf,
+} from 'class-validator';
 import { BrowserUrl } from '../../common/url';
 
 const URL_OPTIONS = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
 
 export class CreateTenantDto {
-  @ApiProperty({ example: 'acme-corp', description: 'Slug: lowercase letters, digits and dashes, 2–63 characters.' })
+  @ApiProperty({
+    example: 'acme-corp',
+    description: 'Slug: lowercase letters, digits and dashes, 2–63 characters.',
+  })
   @IsString()
   @Matches(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, {
     message: 'id must be a slug: lowercase letters, digits and inner dashes, 1–63 characters',
