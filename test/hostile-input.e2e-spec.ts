@@ -97,6 +97,21 @@ describe('hostile input', () => {
     });
   });
 
+  it('a charset other than UTF-8 → 415 naming it', async () => {
+    const res = await expectStatus(
+      raw('/v1/tenants', '{"id":"cs","name":"C"}', { 'Content-Type': 'application/json; charset=latin-99' }),
+      415,
+    );
+    expect(res.body.error.details[0]).toEqual({
+      field: 'Content-Type',
+      reason: 'charset latin-99 is not accepted',
+    });
+    await expectStatus(
+      raw('/v1/tenants', '{"id":"cs-utf","name":"C"}', { 'Content-Type': 'application/json; charset=UTF-8' }),
+      201,
+    );
+  });
+
   it('a lone surrogate in an e-mail → 400, not a URIError in the validator', async () => {
     const body = `{"rewards":[{"recipient":{"name":"A","email":"a\\ud800@example.com"},"value":{"denomination":5,"currency_code":"USD"},"products":["PRODAMAZONUS"]}]}`;
     const res = await expectStatus(

@@ -38,6 +38,16 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
       ),
     );
   }
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i
+    .exec(req.headers['content-type'] ?? '')?.[1]
+    ?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    return next(
+      new CommonError(415, 'unsupported_media_type', 'JSON bodies are read as UTF-8 only.', [
+        { field: 'Content-Type', reason: `charset ${charset} is not accepted` },
+      ]),
+    );
+  }
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') {
     return next(
