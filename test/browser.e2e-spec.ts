@@ -2,14 +2,14 @@ import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './support/browser';
 import request from 'supertest';
 import type { TestApp } from './support/app';
 import { startTestApp } from './support/app';
 import { control, op } from './support/connect';
 
 /** Debian's chromium (installed by .ci/run); the flags keep it off the closed network. */
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = path.join(__dirname, 'artifacts');
 
 describe('the two web pages in a real browser (headless Chromium)', () => {
@@ -37,18 +37,7 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
       .set(op)
       .send({ id: 'acme', name: 'Acme Corp', return_urls: [platformUrl] })
       .expect(201);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {

@@ -1,5 +1,6 @@
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { request as httpRequest } from 'node:http';
+import { rawRequest } from './support/raw-http';
 import request from 'supertest';
 import type { TestApp } from './support/app';
 import { startTestApp } from './support/app';
@@ -9,41 +10,17 @@ import { reward, send } from './support/send';
 /** Each finding of the hostile-traffic review, as a regression test: a clear 4xx, never a 500, nothing stored. */
 describe('hostile input', () => {
   let t: TestApp;
-  /** The exact bytes, over plain HTTP (a client library would re-encode a Buffer or a broken string). */
-  const raw = (path: string, body: Buffer | string, headers: Record<string, string> = {}) =>
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    new Promise<{ status: number; body: Record<string, any> }>((resolve, reject) => {
-      const url = new URL(`${t.baseUrl}${path}`);
-      const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-      const req = httpRequest(
-        {
-          host: url.hostname,
-          port: url.port,
-          path: url.pathname,
-          method: 'POST',
-          headers: {
-            ...op,
-            'Content-Type': 'application/json',
-            'Content-Length': String(bytes.length),
-            ...headers,
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'),
-            }),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.end(bytes);
-    });
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const expectStatus = async (p: Promise<{ status: number; body: Record<string, any> }>, status: number) => {
+  type Answer = { status: number; body: Record<string, any> };
+  const raw = async (
+    path: string,
+    body: Buffer | string,
+    headers: Record<string, string> = {},
+  ): Promise<Answer> => {
+    const res = await rawRequest(t.baseUrl, 'POST', path, body, { ...op, ...headers });
+    return { status: res.status, body: JSON.parse(res.text || '{}') };
+  };
+  const expectStatus = async (p: Promise<Answer>, status: number) => {
     const res = await p;
     expect({ status: res.status, body: res.body }).toMatchObject({ status });
     return res;

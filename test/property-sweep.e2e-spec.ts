@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { request as httpRequest } from 'node:http';
+import { rawRequest } from './support/raw-http';
 import type { TestApp } from './support/app';
 import { startTestApp } from './support/app';
 import { connectTenant, control, createTenant, op } from './support/connect';
@@ -79,46 +79,6 @@ const body: fc.Arbitrary<string> = fc.oneof(
   ),
 );
 
-function post(
-  baseUrl: string,
-  method: string,
-  path: string,
-  text: string,
-  key: string,
-): Promise<{ status: number; requestId?: string; body: string }> {
-  return new Promise((resolve, reject) => {
-    const url = new URL(`${baseUrl}${path}`);
-    const bytes = Buffer.from(text);
-    const req = httpRequest(
-      {
-        host: url.hostname,
-        port: url.port,
-        path: url.pathname,
-        method,
-        headers: {
-          ...op,
-          'Content-Type': 'application/json',
-          'Content-Length': String(bytes.length),
-          'Idempotency-Key': key,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            requestId: res.headers['x-request-id'] as string | undefined,
-            body: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(bytes);
-  });
-}
-
 describe('property sweep: random and hostile JSON on every JSON endpoint', () => {
   let t: TestApp;
   beforeAll(async () => {
@@ -135,14 +95,17 @@ describe('property sweep: random and hostile JSON on every JSON endpoint', () =>
     let n = 0;
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...ENDPOINTS), body, async (endpoint, text) => {
-        const res = await post(t.baseUrl, endpoint.method, endpoint.path, text, `sweep-${n++}`);
+        const res = await rawRequest(t.baseUrl, endpoint.method, endpoint.path, text, {
+          ...op,
+          'Idempotency-Key': `sweep-${n++}`,
+        });
         if (res.status >= 500)
           throw new Error(
-            `${endpoint.method} ${endpoint.path} ${text.slice(0, 200)} → ${res.status} ${res.body.slice(0, 300)}`,
+            `${endpoint.method} ${endpoint.path} ${text.slice(0, 200)} → ${res.status} ${res.text.slice(0, 300)}`,
           );
         expect(res.requestId).toBeTruthy();
         if (res.status >= 400) {
-          const parsed = JSON.parse(res.body) as {
+          const parsed = JSON.parse(res.text) as {
             error?: { code?: unknown; message?: unknown; details?: unknown };
           };
           expect(typeof parsed.error?.code).toBe('string');

@@ -2,13 +2,13 @@ import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { type Browser, type Page, chromium } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from './support/browser';
 import request from 'supertest';
 import type { TestApp } from './support/app';
 import { startTestApp } from './support/app';
 import { RETURN_URL, control, createTenant, op, startConnect } from './support/connect';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = path.join(__dirname, 'artifacts');
 
 /** The directives of a Content-Security-Policy header, by name. */
@@ -185,18 +185,7 @@ describe('security: the pages in Chromium under their CSP (no violation, everyth
     t = await startTestApp({ OPS_PROBE_INTERVAL_MS: '0' });
     await control(t, '/reset');
     await createTenant(t, 'csp');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

@@ -1,0 +1,20 @@
+import { type Browser, chromium } from 'playwright-core';
+
+/** Debian's Chromium (CI installs it with apt-get); `npx playwright install` cannot download here. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** Headless Chromium with the flags this machine needs (no sandbox as root, no background network calls). */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+}
