@@ -20,6 +20,15 @@ import { ApiKeyGuard } from './tenants/auth/api-key.guard';
 import { createSandbox } from './sandbox/sandbox.app';
 import { SandboxStore } from './sandbox/sandbox.store';
 
+/** Work to finish before an app closes (the mounted sandbox's last write), per app. */
+const beforeClose = new WeakMap<object, () => Promise<void>>();
+
+/** Closes an app made by createApp: what must happen first (the sandbox's last write), then Nest's own close. */
+export async function closeApp(app: INestApplication): Promise<void> {
+  await beforeClose.get(app)?.();
+  await app.close();
+}
+
 /**
  * Builds the gateway's HTTP application (not yet listening). main.ts and the e2e tests share it, so tests drive
  * exactly the app that runs in production.
@@ -85,15 +94,13 @@ function mountSandbox(app: NestExpressApplication, config: AppConfig): void {
     logger: { log: (m) => logger.log(m), error: (m) => logger.error(m) },
   });
   app.use('/sandbox', sandbox.app);
-  // The last changes are written before Nest closes the database (every stop goes through app.close(): main.ts
-  // calls it on SIGINT/SIGTERM); from then on the sandbox answers 503.
-  const close = app.close.bind(app);
-  app.close = async (...args: Parameters<typeof close>) => {
-    await sandbox
+  // The last changes are written before Nest closes the database: closeApp() runs this first (main.ts on
+  // SIGINT/SIGTERM, the tests). Not a wrapper around app.close: Nest's application proxy ignores assignments.
+  beforeClose.set(app, () =>
+    sandbox
       .close()
-      .catch((error: unknown) => logger.error(`Sandbox state not saved on close: ${String(error)}`));
-    await close(...args);
-  };
+      .catch((error: unknown) => logger.error(`Sandbox state not saved on close: ${String(error)}`)),
+  );
 }
 
 /**

