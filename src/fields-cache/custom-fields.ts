@@ -23,6 +23,8 @@ export interface Resolution {
   resolved: ResolvedCustomField[][];
   unknown: ErrorDetail[];
   problems: ErrorDetail[];
+  /** What kinds of problem occurred: they decide the error code. */
+  kinds: Set<'value' | 'required' | 'duplicate'>;
 }
 
 /** Checks the shape of `custom_fields` (used by the DTO validator). Returns a reason, or null when well-formed. */
@@ -169,6 +171,11 @@ export function resolveCustomFields(
   const byLabel = new Map(fields.map((f) => [f.label, f]));
   const unknown: ErrorDetail[] = [];
   const problems: ErrorDetail[] = [];
+  const kinds: Resolution['kinds'] = new Set();
+  const problem = (kind: 'value' | 'required' | 'duplicate', detail: ErrorDetail) => {
+    kinds.add(kind);
+    problems.push(detail);
+  };
   const known = fields.map((f) => f.label);
   const resolved = rewards.map((reward, i) => {
     const base = `rewards[${i}].custom_fields`;
@@ -199,31 +206,31 @@ export function resolveCustomFields(
         continue;
       }
       if (seen.has(field.id)) {
-        problems.push({ field: entry.path, reason: `custom field "${field.label}" is given twice` });
+        problem('duplicate', { field: entry.path, reason: `custom field "${field.label}" is given twice` });
         continue;
       }
       seen.add(field.id);
       const checked = fieldValue(field, entry.value);
       if ('reason' in checked) {
-        problems.push({ field: entry.path, ...checked });
+        problem('value', { field: entry.path, ...checked });
         continue;
       }
       if (field.required && checked.value === '') {
-        problems.push({ field: entry.path, reason: `custom field "${field.label}" is required` });
+        problem('required', { field: entry.path, reason: `custom field "${field.label}" is required` });
         continue;
       }
       out.push({ id: field.id, label: field.label, value: checked.value });
     }
     for (const field of fields) {
       if (field.required && !seen.has(field.id))
-        problems.push({
+        problem('required', {
           field: `${base}.${field.label}`,
           reason: `custom field "${field.label}" is required`,
         });
     }
     return out;
   });
-  return { resolved, unknown, problems };
+  return { resolved, unknown, problems, kinds };
 }
 
 export function customFieldsError(resolution: Resolution): FieldsError | null {
@@ -231,9 +238,9 @@ export function customFieldsError(resolution: Resolution): FieldsError | null {
   if (details.length === 0) return null;
   const code: FieldsErrorCode = resolution.unknown.length
     ? 'unknown_custom_field'
-    : details.some((d) => d.allowed_values || !/is required|given twice/.test(d.reason))
+    : resolution.kinds.has('value')
       ? 'invalid_custom_field_value'
-      : details.some((d) => /is required/.test(d.reason))
+      : resolution.kinds.has('required')
         ? 'missing_required_custom_field'
         : 'invalid_custom_fields';
   return new FieldsError(

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { SchedulerRegistry } from '@nestjs/schedule';
 import type { MetricsService } from '../metrics/metrics.service';
+import { runEvery } from '../common/schedule';
 
 /** How often each instance re-reads the counts behind its gauges. */
 export const OPS_METRICS_REFRESH_MS = 15_000;
@@ -107,9 +108,7 @@ export class OpsMetricsService {
   start(scheduler: SchedulerRegistry): void {
     this.stopped = false;
     this.tick();
-    const timer = setInterval(() => this.tick(), this.refreshMs);
-    timer.unref();
-    scheduler.addInterval(OPS_METRICS_INTERVAL, timer);
+    runEvery(scheduler, OPS_METRICS_INTERVAL, this.refreshMs, () => this.tick());
   }
 
   /** Stops the timer and waits (5 s at most) for a refresh under way: the database pool closes after this. */

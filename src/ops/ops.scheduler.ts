@@ -10,6 +10,7 @@ import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { AlertsService } from './alerts.service';
 import { OpsService } from './ops.service';
+import { runEvery } from '../common/schedule';
 
 const ALERT_INTERVAL_MS = 2_000;
 
@@ -31,18 +32,13 @@ export class OpsScheduler implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     this.ops.gauges.start(this.scheduler);
-    const alerts = setInterval(() => void this.runAlerts(), ALERT_INTERVAL_MS);
-    alerts.unref();
-    this.scheduler.addInterval('ops-alerts', alerts);
+    runEvery(this.scheduler, 'ops-alerts', ALERT_INTERVAL_MS, () => void this.runAlerts());
     if (this.config.ops.probeIntervalMs > 0) {
       // Spread instances out: each starts at a random offset within the interval.
       const start = setTimeout(() => {
-        const probes = setInterval(
-          () => void this.ops.probeIdle().catch((e: unknown) => this.logger.warn(`probe pass: ${String(e)}`)),
-          this.config.ops.probeIntervalMs,
-        );
-        probes.unref();
-        this.scheduler.addInterval('ops-probes', probes);
+        runEvery(this.scheduler, 'ops-probes', this.config.ops.probeIntervalMs, () => {
+          void this.ops.probeIdle().catch((e: unknown) => this.logger.warn(`probe pass: ${String(e)}`));
+        });
       }, Math.random() * this.config.ops.probeIntervalMs);
       start.unref();
       this.scheduler.addTimeout('ops-probes-start', start);

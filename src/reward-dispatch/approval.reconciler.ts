@@ -16,6 +16,7 @@ import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vaul
 import type { RewardUpdate } from './dispatch.store';
 import { DispatchStore } from './dispatch.store';
 import { backoffMs } from './dispatch.sender';
+import { runEvery } from '../common/schedule';
 
 /** Checks one instance makes per pass at most: a backlog drains over several passes, never in a burst. */
 const CHECKS_PER_PASS = 10;
@@ -45,9 +46,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
       50,
       Math.min(this.config.dispatch.approvalCheckMs, this.config.dispatch.pollMs * 5),
     );
-    const timer = setInterval(() => void this.tick(), every);
-    timer.unref();
-    this.scheduler.addInterval('approval-reconciler', timer);
+    runEvery(this.scheduler, 'approval-reconciler', every, () => void this.tick());
   }
 
   onModuleDestroy(): void {

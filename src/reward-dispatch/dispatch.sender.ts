@@ -73,7 +73,13 @@ export class DispatchSender {
     const inline = marked.size > 0;
     const open = rewards.filter((r) => !isSettled(r.status));
     const units = row.order_shape === 'array' ? (open.length ? [open] : []) : open.map((r) => [r]);
+    // Outcomes written with the next statement; applied to the rows in memory as they are decided, so the derived
+    // status and the answer match what is written.
     let carry: RewardUpdate[] = [];
+    const decide = (updates: RewardUpdate[]) => {
+      apply(rewards, updates);
+      return updates;
+    };
     let interruption: Interruption | null = null;
     const client = row.connection_id ? this.rewardsApi.forConnection(row.connection_id) : null;
     for (const [index, unit] of units.entries()) {
@@ -87,15 +93,14 @@ export class DispatchSender {
         }));
       if (carry.length || starts.length) {
         const { connectionStatus } = await this.store.write(row.id, [...carry, ...starts], null);
-        apply(rewards, carry);
+        apply(rewards, starts);
         carry = [];
         if (connectionStatus === 'disconnected' || connectionStatus === null) {
           // Disconnected since this attempt began (on any instance): nothing more goes out.
-          carry = this.cancel(rewards);
+          carry = decide(this.cancel(rewards));
           break;
         }
       }
-      for (const r of unit) r.status = 'sending';
       try {
         if (!client) throw new ConnectionNotFoundError();
         const { status, order } = await client.createOrder(
@@ -107,7 +112,7 @@ export class DispatchSender {
             { dispatchId: row.id, orderId: order.id },
             'order already existed upstream (a retry); not sent twice',
           );
-        carry = this.settled(row, unit, order);
+        carry = decide(this.settled(row, unit, order));
       } catch (error) {
         if (error instanceof AppCredentialsInvalidError && inline && index === 0) {
           // Our own app credentials were refused before the first order could go: nothing reached the service.
@@ -115,30 +120,32 @@ export class DispatchSender {
           throw error;
         }
         if (isGone(error)) {
-          carry = this.cancel(rewards);
+          carry = decide(this.cancel(rewards));
           break;
         }
         const failed = this.definitive(error);
         if (failed) {
           // A dead connection fails every reward still open; a rejected order fails only its own.
           const affected = error instanceof ConnectionNotActiveError ? units.slice(index).flat() : unit;
-          carry = affected.map((r) => ({ position: r.position, status: 'failed', last_error: failed }));
+          carry = decide(
+            affected.map((r) => ({ position: r.position, status: 'failed', last_error: failed })),
+          );
           this.metrics.dispatchAttempts.inc({ outcome: 'failed' }, affected.length);
           if (affected !== unit) break;
         } else {
           interruption = this.interruption(row, error);
-          carry = unit.map((r) => ({
-            position: r.position,
-            status: interruption?.error.outcome_unknown ? 'sending' : 'pending',
-            last_error: interruption?.error ?? null,
-          }));
+          carry = decide(
+            unit.map((r) => ({
+              position: r.position,
+              status: interruption?.error.outcome_unknown ? 'sending' : 'pending',
+              last_error: interruption?.error ?? null,
+            })),
+          );
           this.metrics.dispatchAttempts.inc({ outcome: 'queued' }, unit.length);
           break;
         }
       }
-      apply(rewards, carry);
     }
-    apply(rewards, carry);
     if (interruption && row.attempts >= this.config.dispatch.maxAttempts) {
       // Give up: what never reached a settled state fails (an unknown outcome is said so in the reason).
       const reason = interruption.error;
@@ -153,8 +160,7 @@ export class DispatchSender {
             outcome_unknown: r.status === 'sending',
           },
         }));
-      carry = [...carry.filter((u) => !gaveUp.some((g) => g.position === u.position)), ...gaveUp];
-      apply(rewards, gaveUp);
+      carry = [...carry.filter((u) => !gaveUp.some((g) => g.position === u.position)), ...decide(gaveUp)];
       interruption = null;
     }
     return this.finish(row, rewards, carry, interruption);

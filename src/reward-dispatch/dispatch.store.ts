@@ -5,7 +5,6 @@ import { createPool } from '../database/pg-pools';
 import { VaultCipher } from '../token-vault/vault-cipher';
 import { mainPool } from '../database/sql';
 import type { DataSource } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import type { DispatchRow, DispatchStatus, RewardError, RewardRow, RewardStatus } from './dispatch.view';
@@ -94,11 +93,6 @@ export class DispatchStore implements OnModuleDestroy {
     await this.relaxed.end();
   }
 
-  /** TypeORM's own pg pool (same connections and settings as `db.query`), for the hot path's named statements. */
-  private pool(): Pool {
-    return (this.db.driver as PostgresDriver).master as Pool;
-  }
-
   /**
    * The dispatch and its rewards in one statement (one round-trip), keyed by tenant + Idempotency-Key. Returns null
    * when the key is taken (nothing written).
@@ -107,7 +101,7 @@ export class DispatchStore implements OnModuleDestroy {
     row: Omit<DispatchRow, 'created_at' | 'updated_at' | 'lease_until'>,
     rewards: NewReward[],
   ): Promise<{ created_at: Date; lease_until: Date } | null> {
-    const { rows } = await this.pool().query<{ created_at: Date; lease_until: Date }>({
+    const { rows } = await mainPool(this.db).query<{ created_at: Date; lease_until: Date }>({
       name: 'rg_dispatch_insert_v2',
       text: `WITH d AS (
                INSERT INTO reward_dispatches (id, tenant_id, connection_id, environment, order_shape, idempotency_key, request_hash, request,
@@ -153,7 +147,7 @@ export class DispatchStore implements OnModuleDestroy {
       rewards.some((r) => r.status === 'failed' || r.status === 'cancelled') ||
       dispatch?.status === 'failed' ||
       dispatch?.status === 'cancelled';
-    const pool = durable ? this.pool() : this.relaxed;
+    const pool = durable ? mainPool(this.db) : this.relaxed;
     const { rows } = await pool.query<{ changed: number; connection_status: string | null }>({
       name: durable ? 'rg_dispatch_write_sync_v2' : 'rg_dispatch_write_v2',
       text: `WITH r AS (
@@ -197,7 +191,7 @@ export class DispatchStore implements OnModuleDestroy {
    * may retry the same Idempotency-Key later. Only while this process still holds it.
    */
   async discard(dispatchId: string): Promise<void> {
-    await this.pool().query(
+    await mainPool(this.db).query(
       `DELETE FROM reward_dispatches WHERE id = $1 AND status = 'sending' AND attempts = 1`,
       [dispatchId],
     );

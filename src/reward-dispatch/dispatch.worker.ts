@@ -10,6 +10,7 @@ import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { DispatchSender } from './dispatch.sender';
 import { DispatchStore } from './dispatch.store';
+import { runEvery } from '../common/schedule';
 
 const BATCH = 20;
 /** Upstream attempts one instance runs at once from the worker. */
@@ -35,9 +36,7 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   onApplicationBootstrap(): void {
-    const timer = setInterval(() => void this.tick(), this.config.dispatch.pollMs);
-    timer.unref();
-    this.scheduler.addInterval('reward-dispatch-worker', timer);
+    runEvery(this.scheduler, 'reward-dispatch-worker', this.config.dispatch.pollMs, () => void this.tick());
   }
 
   async onModuleDestroy(): Promise<void> {
