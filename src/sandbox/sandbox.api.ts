@@ -1,26 +1,29 @@
 import express from 'express';
 import type { NextFunction, Request, Response, Router } from 'express';
 import { catalogRouter } from './sandbox.catalog';
+import type { WebhookDeliveries } from './sandbox.deliveries';
 import type { ApiRequest, RouteGuard } from './sandbox.http';
 import { apiError } from './sandbox.http';
 import type { SandboxAccount } from './sandbox.model';
 import { ordersRouter } from './sandbox.orders';
 import type { SandboxState } from './sandbox.state';
 import { tokenKey } from './sandbox.state';
+import { webhooksRouter } from './sandbox.webhooks';
 
 export { apiError } from './sandbox.http';
 export type { RouteGuard } from './sandbox.http';
 
 /**
  * `/api/v2`: authenticate (account API key or OAuth access token), apply the per-account rate limit, then the
- * catalog (organizations, fields, funding sources, products, campaigns) and the orders and rewards.
+ * catalog (organizations, fields, funding sources, products, campaigns), the orders and rewards, and the webhooks.
  */
-export function apiRouter(state: SandboxState, guard: RouteGuard): Router {
+export function apiRouter(state: SandboxState, guard: RouteGuard, deliveries: WebhookDeliveries): Router {
   const router = express.Router();
   router.use((req, res, next) => authenticate(state, req, res, next));
   router.use((req, res, next) => rateLimit(state, req, res, next));
   router.use(catalogRouter(guard));
-  router.use(ordersRouter(state, guard));
+  router.use(ordersRouter(state, guard, deliveries));
+  router.use(webhooksRouter(state, guard, deliveries));
   router.use((req, res) => apiError(res, 404, `No such endpoint: ${req.method} /api/v2${req.path}`));
   router.use(
     (error: { type?: string; status?: number }, _req: Request, res: Response, next: NextFunction) => {

@@ -2,6 +2,7 @@ import express from 'express';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { apiRouter } from './sandbox.api';
 import { controlRouter } from './sandbox.control';
+import { WebhookDeliveries } from './sandbox.deliveries';
 import { FaultInjector } from './sandbox.faults';
 import type { SandboxClient, SandboxLimits, SandboxSettings } from './sandbox.state';
 import { SandboxState } from './sandbox.state';
@@ -35,7 +36,12 @@ export interface Sandbox {
   ready: Promise<void>;
   /** Present with persistence. */
   persister?: SandboxPersister;
-  /** Stops the sweep timer; with persistence, refuses further requests (503) and writes the last changes. */
+  /** Reward deliveries and webhook events (timers and requests under way, the attempts made). */
+  deliveries: WebhookDeliveries;
+  /**
+   * Stops the sweep timer and every delivery and webhook request; with persistence, refuses further requests (503)
+   * and writes the last changes.
+   */
   close(): Promise<void>;
 }
 
@@ -52,13 +58,15 @@ export function createSandbox(options: SandboxOptions): Sandbox {
   const persister = options.persistence
     ? new SandboxPersister(state, options.persistence, options.logger ?? stderrLog)
     : undefined;
+  // A delivery changes the state outside any request: written with the next write (or the last one, on close).
+  const deliveries = new WebhookDeliveries(state, () => persister?.markChanged());
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   if (persister) app.use(persister.gate(), persister.tracker());
   app.use('/oauth', oauthRouter(state, guard));
-  app.use('/api/v2', apiRouter(state, guard));
-  if (options.control) app.use('/__control', controlRouter(state, faults));
+  app.use('/api/v2', apiRouter(state, guard, deliveries));
+  if (options.control) app.use('/__control', controlRouter(state, faults, deliveries));
   app.get('/', (_req, res) => {
     res
       .type('html')
@@ -81,14 +89,17 @@ export function createSandbox(options: SandboxOptions): Sandbox {
     if (state.sweep() > 0) persister?.markDirty();
   }, state.limits.sweepIntervalMs);
   sweeper.unref();
+  const ready = (persister?.ready ?? Promise.resolve()).then(() => deliveries.resume());
   return {
     app,
     state,
     faults,
-    ready: persister?.ready ?? Promise.resolve(),
+    deliveries,
+    ready,
     persister,
     close: async () => {
       clearInterval(sweeper);
+      deliveries.close();
       await persister?.close();
     },
   };

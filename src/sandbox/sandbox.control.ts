@@ -1,5 +1,6 @@
 import express from 'express';
 import type { Request, Response, Router } from 'express';
+import type { WebhookDeliveries } from './sandbox.deliveries';
 import type { FaultInjector } from './sandbox.faults';
 import { validateFault } from './sandbox.faults';
 import type {
@@ -12,13 +13,19 @@ import type {
 import { demoSeed } from './sandbox.state';
 import { checkFields, checkSeedAccount, normalizeFields } from './sandbox.seed';
 import { approveOrder, findOrder, orderView, rejectOrder } from './sandbox.orders';
+import { webhookControlRouter } from './sandbox.webhooks';
 
 /**
  * `/__control`: test controls, off unless enabled. Reset and seed accounts, change settings (token lifetime,
  * auto-approval, order shape, approvals, rate limit), move the clock, inject faults, read call, refresh and
- * rate-limit counters and the orders received, approve or reject held orders without a token.
+ * rate-limit counters and the orders received, approve or reject held orders without a token, set how rewards are
+ * delivered and webhook events sent, and read the webhook attempts (`/webhooks`, sandbox.webhooks.ts).
  */
-export function controlRouter(state: SandboxState, faults: FaultInjector): Router {
+export function controlRouter(
+  state: SandboxState,
+  faults: FaultInjector,
+  deliveries: WebhookDeliveries,
+): Router {
   const router = express.Router();
   router.use(express.json({ limit: '1mb' }));
   const bad = (res: Response, message: string) => res.status(400).json({ error: message });
@@ -39,6 +46,7 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
       }
     }
     faults.clear();
+    deliveries.reset();
     state.reset(Array.isArray(accounts) ? (accounts as SeedAccount[]) : demoSeed());
     res.json({ ok: true, accounts: [...state.accounts.keys()] });
   });
@@ -164,9 +172,12 @@ export function controlRouter(state: SandboxState, faults: FaultInjector): Route
         return res
           .status(problem.status)
           .json({ errors: { message: problem.message, payload: problem.payload } });
+      deliveries.orderExecuted(account, order);
       res.json({ order: orderView(order) });
     });
   }
+
+  router.use('/webhooks', webhookControlRouter(state, deliveries));
 
   return router;
 }

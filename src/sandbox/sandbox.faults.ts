@@ -4,7 +4,8 @@ import type { SandboxState } from './sandbox.state';
 /**
  * A fault rule for one route (`token`, `authorize`, `organizations`, `fields`, `orders` (POST /orders), `order`
  * (GET /orders/:id), `order_list` (GET /orders), `order_approvals`, `rewards`, `reward`, `funding_sources`,
- * `products`, `campaigns`, or `*`). When a request matches and the rule fires (probability), in this order:
+ * `products`, `campaigns`, `webhooks` (every `/webhooks` route), or `*`). When a request matches and the rule fires
+ * (probability), in this order:
  * - `latency_ms`: wait before handling;
  * - `drop`: destroy the connection without an answer, before any work;
  * - `status`: answer that status without doing the work (429 carries `Retry-After: retry_after`, default 1, and
@@ -39,6 +40,7 @@ const ROUTES = [
   'funding_sources',
   'products',
   'campaigns',
+  'webhooks',
   '*',
 ];
 

@@ -107,6 +107,17 @@ export interface SandboxAccount {
   orderList: SandboxOrder[];
   rewards: SandboxReward[];
   rewardsById: Map<string, SandboxReward>;
+  /** The account's webhook (the service allows one per organization); events go to its URL. */
+  webhook?: SandboxWebhook;
+}
+
+/** A registered webhook: `POST /webhooks` creates it, a second POST changes only its URL. */
+export interface SandboxWebhook {
+  /** `[A-Z0-9]{12}`, like the service's other ids. */
+  id: string;
+  url: string;
+  /** The HMAC-SHA256 key of `Tremendous-Webhook-Signature` (shown by POST and GET /webhooks). */
+  privateKey: string;
 }
 
 export interface SandboxClient {
@@ -214,3 +225,66 @@ export function sha256(text: string): string {
 export function serviceTimestamp(ms: number): string {
   return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 }
+
+/** The events the sandbox sends (and `GET /webhooks/:id/events` lists): a reward's delivery outcome. */
+export const WEBHOOK_EVENTS = ['REWARDS.DELIVERY.SUCCEEDED', 'REWARDS.DELIVERY.FAILED'] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** `meta.failure_reason` of `REWARDS.DELIVERY.FAILED` (spec §3), with `meta.retryable` for each. */
+export const DELIVERY_FAILURE_REASONS = {
+  apple_private_relay: false,
+  domain_block: false,
+  email_delivery_failed: true,
+  invalid_domain: false,
+  invalid_email: false,
+  mailbox_unavailable: true,
+  sms_delivery_failed: true,
+  smtp_delivery_failed: true,
+  spam_report: false,
+} as const satisfies Record<string, boolean>;
+export type DeliveryFailureReason = keyof typeof DELIVERY_FAILURE_REASONS;
+
+/** Which OAuth scope the `/webhooks` routes need: DOCS versions put webhooks under `default` or `team_management`. */
+export type WebhookScope = 'any' | 'default' | 'team_management';
+
+/** How the sandbox delivers rewards and sends their webhook events (`/__control/webhooks`). */
+export interface SandboxWebhookSettings {
+  /** Send events to registered webhooks. Off: rewards are still delivered (their status changes), nothing is sent. */
+  enabled: boolean;
+  /** From an order's execution (created, or approved) to its EMAIL/PHONE rewards' delivery outcome. */
+  delayMs: number;
+  /** Recipients (e-mail address or phone number, case-insensitive) whose deliveries fail. */
+  failRecipients: string[];
+  /** Share (0–1) of the other deliveries that fail, at random. */
+  failureRatio: number;
+  /** `meta.failure_reason` of a failure; unset: `email_delivery_failed` (EMAIL), `sms_delivery_failed` (PHONE). */
+  failureReason?: DeliveryFailureReason;
+  /** Send every event twice (the same `uuid` and body): for receivers' de-duplication. */
+  duplicate: boolean;
+  /** After each outcome's event, also send the opposite outcome with an older `created_utc` (a stale event). */
+  outOfOrder: boolean;
+  /** Attempts per event (the first included) while the receiver answers other than 2xx or not at all. */
+  maxAttempts: number;
+  /** Wait before the second attempt; doubles per attempt, at most WEBHOOK_RETRY_MAX_MS. */
+  retryBaseMs: number;
+  /** Each attempt is abandoned after this long. */
+  timeoutMs: number;
+  /** The OAuth scope `/webhooks` needs (an account API key has every scope). */
+  scope: WebhookScope;
+}
+
+export const DEFAULT_WEBHOOK_SETTINGS: Readonly<SandboxWebhookSettings> = {
+  enabled: true,
+  delayMs: 2000,
+  failRecipients: [],
+  failureRatio: 0,
+  duplicate: false,
+  outOfOrder: false,
+  maxAttempts: 4,
+  retryBaseMs: 1000,
+  timeoutMs: 5000,
+  scope: 'any',
+};
+
+/** The longest wait between two attempts of one event. */
+export const WEBHOOK_RETRY_MAX_MS = 60_000;

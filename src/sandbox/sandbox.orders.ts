@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import express from 'express';
 import type { Request, Response, Router } from 'express';
 import { canonicalJson } from '../common/canonical-json';
+import type { WebhookDeliveries } from './sandbox.deliveries';
 import type { ApiRequest, Problem, RouteGuard } from './sandbox.http';
 import { apiError, paging, problem, queryString, requireScope, sendProblem } from './sandbox.http';
 import type {
@@ -23,15 +24,17 @@ import { INVOICE_FUNDING, validateOrder } from './sandbox.validation';
  * POST /orders: 200 = a new order; 201 = the same `external_id` with the same payload (the existing order, nothing
  * created); 409 = the same `external_id` with another payload; 402 = not enough funds. An account that requires
  * approvals gets orders in `PENDING APPROVAL` (no funds taken; HTTP `settings.pendingApprovalStatus`).
- * A LINK reward's `delivery.link` is in the response that created the order and nowhere else.
+ * A LINK reward's `delivery.link` is in the response that created the order and nowhere else. Once an order is
+ * executed (created, or approved) its EMAIL and PHONE rewards are delivered later, with webhook events
+ * (sandbox.deliveries.ts).
  */
 export const NOT_ENOUGH_FUNDS = 'Not enough funds to carry out this operation. Fund your balance to proceed.';
 
-export function ordersRouter(state: SandboxState, guard: RouteGuard): Router {
+export function ordersRouter(state: SandboxState, guard: RouteGuard, deliveries: WebhookDeliveries): Router {
   const router = express.Router();
   const scoped = requireScope('default');
   router.post('/orders', guard('orders'), scoped, express.json({ limit: '1mb' }), (req, res) =>
-    createOrder(state, req as ApiRequest, res),
+    createOrder(state, deliveries, req as ApiRequest, res),
   );
   router.get('/orders', guard('order_list'), scoped, (req, res) => listOrders(req as ApiRequest, res));
   router.get('/orders/:id', guard('order'), scoped, (req, res) => {
@@ -46,6 +49,7 @@ export function ordersRouter(state: SandboxState, guard: RouteGuard): Router {
       if (!order) return apiError(res, 404, 'Order not found');
       const result = decision === 'approve' ? approveOrder(account, order) : rejectOrder(order);
       if (result) return sendProblem(res, result);
+      deliveries.orderExecuted(account, order);
       res.json({ order: orderView(order) });
     });
   }
@@ -138,7 +142,12 @@ function payoutLink(req: Request): string {
   return `https://${req.headers.host ?? 'testflight.tremendous.com'}${base}/rewards/payout/${randomBytes(18).toString('base64url')}`;
 }
 
-function createOrder(state: SandboxState, req: ApiRequest, res: Response): void {
+function createOrder(
+  state: SandboxState,
+  deliveries: WebhookDeliveries,
+  req: ApiRequest,
+  res: Response,
+): void {
   const { account } = req.caller;
   const body = (
     req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body : null
@@ -203,6 +212,7 @@ function createOrder(state: SandboxState, req: ApiRequest, res: Response): void 
     account.rewardsById.set(reward.id, reward);
   }
   state.capOrders(account);
+  deliveries.orderExecuted(account, order);
   res.status(pending ? state.settings.pendingApprovalStatus : 200).json({ order: orderView(order, links) });
 }
 

@@ -97,6 +97,14 @@ export class SandboxPersister {
     };
   }
 
+  /**
+   * A change made outside any request (a reward delivered on a timer) that is not worth a write of its own: it goes
+   * with the next write, or the last one on close. Lost in a crash; the sandbox then delivers that reward again.
+   */
+  markChanged(): void {
+    this.dirty = true;
+  }
+
   markDirty(): void {
     this.dirty = true;
     if (!this.timer && !this.saving && !this.closing && !this.disabled && this.loaded) this.schedule();

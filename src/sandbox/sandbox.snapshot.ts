@@ -10,14 +10,18 @@ import type {
   SandboxOrder,
   SandboxProduct,
   SandboxReward,
+  SandboxWebhook,
 } from './sandbox.model';
 import type { SandboxSettings, SandboxState } from './sandbox.state';
+import { defaultSettings } from './sandbox.state';
 
 /**
  * The whole SandboxState as one JSON document and back. Shared objects are written once and re-linked on load:
  * an order (with its rewards inline) is referenced from `orders`, `orderList` and `ordersByExternalId`; a reward
  * from `order.rewards`, `account.rewards` and `rewardsById`; a grant's tokens from `accessTokens`/`refreshTokens`.
- * Not kept: the rate-limit windows (they are on the process's monotonic clock) and injected faults.
+ * Each account's webhook registration is kept with the account. Not kept: the rate-limit windows (they are on the
+ * process's monotonic clock), injected faults, and reward deliveries and webhook events under way
+ * (sandbox.deliveries.ts: rewards still `SCHEDULED` are delivered after a restart).
  *
  * The text is safe for a Postgres `jsonb` column, which refuses `\u0000` and lone surrogates: when a string (or an
  * object key) holds one, that document is written with such strings as `{"$chars": [UTF-16 code units]}` (objects
@@ -41,6 +45,8 @@ interface AccountSnapshot {
   externalIds: [string, string, string][];
   /** account.rewards in order, by id. */
   rewards: string[];
+  /** Absent in snapshots written before webhooks existed, and for an account without one. */
+  webhook?: SandboxWebhook;
 }
 
 type GrantSnapshot = Omit<Grant, 'accessTokens'> & { accessTokens: string[] };
@@ -87,6 +93,7 @@ export function toSnapshot(state: SandboxState): SandboxSnapshot {
         e.payloadHash,
       ]),
       rewards: a.rewards.map((r) => r.id),
+      ...(a.webhook ? { webhook: a.webhook } : {}),
     })),
     codes: [...state.codes],
     grants: [...state.grants.values()].map((g) => ({ ...g, accessTokens: [...g.accessTokens] })),
@@ -207,11 +214,18 @@ export function restoreSnapshot(state: SandboxState, stored: unknown): void {
       orderList: a.orders,
       rewards,
       rewardsById: new Map(rewards.map((r) => [r.id, r])),
+      ...(a.webhook ? { webhook: a.webhook } : {}),
     });
     apiKeys.set(a.apiKey, a.id);
   }
 
-  const settings: SandboxSettings = { ...snap.settings };
+  // A snapshot from an older version lacks the settings added since: they take their defaults.
+  const defaults = defaultSettings();
+  const settings: SandboxSettings = {
+    ...defaults,
+    ...snap.settings,
+    webhooks: { ...defaults.webhooks, ...snap.settings?.webhooks },
+  };
   for (const [key, value] of Object.entries(state.initialSettings) as [keyof SandboxSettings, unknown][]) {
     if (!same(snap.configuredSettings?.[key], value))
       (settings as unknown as Record<string, unknown>)[key] = value;

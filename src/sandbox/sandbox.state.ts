@@ -6,9 +6,10 @@ import type {
   SandboxAccount,
   SandboxClient,
   SandboxReward,
+  SandboxWebhookSettings,
   SeedAccount,
 } from './sandbox.model';
-import { derivedServiceId, randomId, sha256 } from './sandbox.model';
+import { DEFAULT_WEBHOOK_SETTINGS, derivedServiceId, randomId, sha256 } from './sandbox.model';
 import { DEMO_ACCOUNT_ID, demoSeed, normalizeFields } from './sandbox.seed';
 import { RateLimiter } from './sandbox.ratelimit';
 
@@ -36,6 +37,23 @@ export interface SandboxSettings {
   rateLimitRps: number;
   /** Seconds for a `Retry-After` header on the rate limit's 429; unset = no header (the service documents none). */
   rateLimitRetryAfter?: number;
+  /** Reward delivery and webhook events (`/__control/webhooks`). */
+  webhooks: SandboxWebhookSettings;
+}
+
+/** The settings before configuration and `/__control` change them. */
+export function defaultSettings(): SandboxSettings {
+  return {
+    accessTokenTtlSeconds: 7200,
+    codeTtlSeconds: 120,
+    autoApprove: false,
+    autoApproveAccountId: DEMO_ACCOUNT_ID,
+    rotateRefreshTokens: true,
+    orderShape: 'single',
+    pendingApprovalStatus: 200,
+    rateLimitRps: 0,
+    webhooks: { ...DEFAULT_WEBHOOK_SETTINGS, failRecipients: [] },
+  };
 }
 
 /** Entries kept at most in maps that grow from unauthenticated requests; the oldest go first. */
@@ -65,6 +83,13 @@ export interface SandboxLimits {
   expiredAccessTokenGraceMs: number;
   /** How often expired tokens, codes and consents are swept (also on the first token issued after that long). */
   sweepIntervalMs: number;
+  /**
+   * Reward deliveries waiting for their delay plus webhook events being sent or waiting to be retried; beyond it a
+   * reward is delivered at once without events, and a retry is given up (both counted as `dropped`).
+   */
+  pendingWebhookDeliveries: number;
+  /** Webhook attempts remembered for `GET /__control/webhooks/deliveries` (the newest). */
+  webhookLog: number;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = {
@@ -77,6 +102,8 @@ export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = {
   faultRules: 1_000,
   expiredAccessTokenGraceMs: 3_600_000,
   sweepIntervalMs: 60_000,
+  pendingWebhookDeliveries: 10_000,
+  webhookLog: 1_000,
 };
 
 /** A used authorization code is remembered this long after its expiry (a replay still revokes what it obtained). */
@@ -133,17 +160,7 @@ export class SandboxState {
     this.rateLimiter.clear();
     this.clockOffsetMs = 0;
     this.lastSweepMs = 0;
-    this.settings = {
-      accessTokenTtlSeconds: 7200,
-      codeTtlSeconds: 120,
-      autoApprove: false,
-      autoApproveAccountId: DEMO_ACCOUNT_ID,
-      rotateRefreshTokens: true,
-      orderShape: 'single',
-      pendingApprovalStatus: 200,
-      rateLimitRps: 0,
-      ...this.initialSettings,
-    };
+    this.settings = { ...defaultSettings(), ...this.initialSettings };
     this.clients = new Map(this.initialClients.map((c) => [c.clientId, { ...c }]));
     for (const account of seed) this.upsertAccount(account);
   }
@@ -174,6 +191,7 @@ export class SandboxState {
       orderList: previous?.orderList ?? [],
       rewards: previous?.rewards ?? [],
       rewardsById: previous?.rewardsById ?? new Map(),
+      ...(previous?.webhook ? { webhook: previous.webhook } : {}),
     };
     this.accounts.set(account.id, account);
     this.apiKeys.set(account.apiKey, account.id);
@@ -281,9 +299,11 @@ export class SandboxState {
   sizes(): Record<string, number> {
     let orders = 0;
     let rewards = 0;
+    let webhooks = 0;
     for (const a of this.accounts.values()) {
       orders += a.orderList.length;
       rewards += a.rewards.length;
+      if (a.webhook) webhooks++;
     }
     return {
       accounts: this.accounts.size,
@@ -294,6 +314,7 @@ export class SandboxState {
       refresh_tokens: this.refreshTokens.size,
       orders,
       rewards,
+      webhooks,
     };
   }
 
