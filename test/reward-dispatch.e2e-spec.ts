@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import request from 'supertest';
 import { FieldsCacheService } from '../src/fields-cache/fields-cache.service';
 import type { TestApp } from './support/app';
@@ -271,6 +272,44 @@ describe.each(['single', 'array'] as const)(
             .filter((r) => r.status === 409)
             .every((r) => r.body.error.code === 'idempotency_request_in_progress'),
         ).toBe(true);
+      });
+
+      it('shares commits between concurrent sends (group commit): 40 sends in fewer statements, each answered with its own stored dispatch', async () => {
+        const histogram = async () => {
+          const text = (await request(t.baseUrl).get('/metrics').expect(200)).text;
+          const num = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
+          return {
+            statements: num('rg_dispatch_insert_batch_size_count'),
+            dispatches: num('rg_dispatch_insert_batch_size_sum'),
+          };
+        };
+        const before = await histogram();
+        // Hold inserts back for a moment (a lock inserts wait for), as a slow commit would: the first insert is then in
+        // flight while the others arrive, and they must share statements rather than queue one by one.
+        const blocker = new Client({ connectionString: t.databaseUrl });
+        await blocker.connect();
+        await blocker.query('BEGIN');
+        await blocker.query('LOCK TABLE reward_dispatches IN SHARE MODE');
+        const pending = Promise.all(
+          Array.from({ length: 40 }, (_, i) =>
+            send(t, 'shop', `group-${i}`, {
+              ...FS,
+              rewards: [reward({ recipient: { name: `G${i}`, email: `group${i}@example.com` } })],
+            }).then((r) => r),
+          ),
+        );
+        await new Promise((r) => setTimeout(r, 500));
+        await blocker.query('COMMIT');
+        await blocker.end();
+        const responses = await pending;
+        expect(responses.map((r) => r.status)).toEqual(Array(40).fill(201));
+        expect(new Set(responses.map((r) => r.body.id)).size).toBe(40);
+        const after = await histogram();
+        expect(after.dispatches - before.dispatches).toBe(40);
+        expect(after.statements - before.statements).toBeLessThanOrEqual(4); // the first alone, then shared ones
+        // Each answer is its own dispatch, stored.
+        for (const r of responses.slice(0, 5))
+          await request(t.baseUrl).get(`/v1/tenants/shop/dispatches/${r.body.id}`).set(op).expect(200);
       });
 
       it('scopes keys per tenant', async () => {

@@ -101,7 +101,7 @@ export class BudgetPool extends pg.Pool {
     const deadline = Date.now() + CONNECT_RETRY_WINDOW_MS;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await super.connect();
+        return guarded(await super.connect());
       } catch (error) {
         if (!isRefused(error) || Date.now() >= deadline) throw error;
         const delay = Math.min(1_000, 50 * 2 ** attempt) * (0.5 + Math.random() / 2);
@@ -109,6 +109,23 @@ export class BudgetPool extends pg.Pool {
       }
     }
   }
+}
+
+const GUARDED = Symbol('rg-guarded');
+
+/**
+ * pg's pool listens for errors of idle clients only: a checked-out client whose backend goes away (a server restart,
+ * `pg_terminate_backend`, a network cut) emits 'error' with no listener, which ends the process. The query under way
+ * already rejects with that error, and the pool drops the dead client on release; this listener only keeps the event
+ * from being fatal. Added once per client.
+ */
+function guarded(client: PoolClient): PoolClient {
+  const c = client as PoolClient & { [GUARDED]?: true };
+  if (!c[GUARDED]) {
+    c.on('error', () => undefined);
+    c[GUARDED] = true;
+  }
+  return client;
 }
 
 /** The `pg` module as TypeORM's `driver`, with BudgetPool as its Pool. */

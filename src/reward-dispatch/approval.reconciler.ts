@@ -97,7 +97,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
     });
     if (!connectionId) return later(60 * 60_000);
     try {
-      const order = await this.rewardsApi.forConnection(connectionId).getOrder(orderId);
+      const order = await this.rewardsApi.forConnection(connectionId, 'bulk').getOrder(orderId);
       const outcome = orderOutcome(order.status);
       const delivery = order.rewards[0]?.delivery?.status ?? null;
       if (outcome === 'held')

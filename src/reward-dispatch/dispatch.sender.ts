@@ -5,6 +5,7 @@ import type { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.errors';
 import { type OrderRequest, type UpstreamOrder, orderOutcome } from '../rewards-api/rewards-api.types';
+import type { ConnectionClient } from '../rewards-api/connection-client';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import {
   AppCredentialsInvalidError,
@@ -36,6 +37,22 @@ export function backoffMs(baseMs: number, attempts: number, maxMs = 5 * 60_000):
   return Math.round(exp / 2 + Math.random() * (exp / 2)); // "equal jitter": spread, but never near zero
 }
 
+/** Orders of one dispatch in flight at once (each still waits for its account slot). */
+const LANES = 8;
+
+/** What the lanes of one attempt share. */
+interface RunState {
+  /** Outcomes decided and not written yet. */
+  carry: RewardUpdate[];
+  /** The first transient failure: the attempt stops and the dispatch is queued. */
+  interruption: Interruption | null;
+  stop: boolean;
+  /** Some reward settled in this attempt. */
+  progressed: boolean;
+  /** Positions whose order is being sent right now. */
+  inFlight: Set<number>;
+}
+
 /** Why an attempt stopped early: the upstream (or the token vault) could not take the order now. */
 interface Interruption {
   error: RewardError;
@@ -64,106 +81,227 @@ export class DispatchSender {
     this.vault = new VaultCipher(config.vaultKeys);
   }
 
-  /** `marked`: positions already written as `sending` by the insert (the request's own first attempt). */
+  /**
+   * One attempt. `inline`: the caller waits for the answer — `rewards` holds every reward of the dispatch, and the
+   * status and answer are derived from them in memory. Otherwise (the worker) `rewards` is one slice of the open
+   * rewards; `more` says whether others remain after it (the dispatch is then queued again, due now, so the workers
+   * go round the accounts), and the settled status is derived from the stored rewards.
+   * `marked`: positions the insert already wrote as `sending` (the request's own first attempt).
+   */
   async run(
     row: DispatchRow,
     rewards: RewardRow[],
-    marked: ReadonlySet<number> = new Set(),
+    opts: { inline?: boolean; marked?: ReadonlySet<number>; more?: boolean } = {},
   ): Promise<HttpOutcome> {
-    const inline = marked.size > 0;
+    const inline = opts.inline ?? false;
+    const marked = opts.marked ?? new Set<number>();
     const open = rewards.filter((r) => !isSettled(r.status));
     const units = row.order_shape === 'array' ? (open.length ? [open] : []) : open.map((r) => [r]);
-    // Outcomes written with the next statement; applied to the rows in memory as they are decided, so the derived
-    // status and the answer match what is written.
-    let carry: RewardUpdate[] = [];
+    const client = row.connection_id
+      ? this.rewardsApi.forConnection(row.connection_id, row.priority === 1 ? 'bulk' : 'interactive')
+      : null;
+    // Outcomes are written with the next statement (a lane's next `sending` mark, or the end of the attempt), and
+    // applied to the rows in memory as they are decided, so the derived status and the answer match what is written.
+    const run: RunState = {
+      carry: [],
+      interruption: null,
+      stop: false,
+      progressed: false,
+      inFlight: new Set(),
+    };
     const decide = (updates: RewardUpdate[]) => {
       apply(rewards, updates);
-      return updates;
+      run.carry.push(...updates);
+      if (updates.some((u) => isSettled(u.status))) run.progressed = true;
     };
-    let interruption: Interruption | null = null;
-    const client = row.connection_id ? this.rewardsApi.forConnection(row.connection_id) : null;
-    for (const [index, unit] of units.entries()) {
-      const starts = unit
-        .filter((r) => !marked.has(r.position))
-        .map((r): RewardUpdate => ({
-          position: r.position,
-          status: 'sending',
-          bump: 1,
-          last_error: r.last_error,
-        }));
-      if (carry.length || starts.length) {
-        const { connectionStatus } = await this.store.write(row.id, [...carry, ...starts], null);
-        apply(rewards, starts);
-        carry = [];
-        if (connectionStatus === 'disconnected' || connectionStatus === null) {
-          // Disconnected since this attempt began (on any instance): nothing more goes out.
-          carry = decide(this.cancel(rewards));
-          break;
-        }
-      }
-      try {
-        if (!client) throw new ConnectionNotFoundError();
-        const { status, order } = await client.createOrder(
-          this.orderFor(row, unit),
-          this.config.dispatch.upstreamTimeoutMs,
-        );
-        if (status === 201)
-          this.logger.log(
-            { dispatchId: row.id, orderId: order.id },
-            'order already existed upstream (a retry); not sent twice',
-          );
-        carry = decide(this.settled(row, unit, order));
-      } catch (error) {
-        if (error instanceof AppCredentialsInvalidError && inline && index === 0) {
-          // Our own app credentials were refused before the first order could go: nothing reached the service.
-          await this.store.discard(row.id);
-          throw error;
-        }
-        if (isGone(error)) {
-          carry = decide(this.cancel(rewards));
-          break;
-        }
-        const failed = this.definitive(error);
-        if (failed) {
-          // A dead connection fails every reward still open; a rejected order fails only its own.
-          const affected = error instanceof ConnectionNotActiveError ? units.slice(index).flat() : unit;
-          carry = decide(
-            affected.map((r) => ({ position: r.position, status: 'failed', last_error: failed })),
-          );
-          this.metrics.dispatchAttempts.inc({ outcome: 'failed' }, affected.length);
-          if (affected !== unit) break;
-        } else {
-          interruption = this.interruption(row, error);
-          carry = decide(
-            unit.map((r) => ({
-              position: r.position,
-              status: interruption?.error.outcome_unknown ? 'sending' : 'pending',
-              last_error: interruption?.error ?? null,
-            })),
-          );
-          this.metrics.dispatchAttempts.inc({ outcome: 'queued' }, unit.length);
-          break;
-        }
-      }
+    let next = 0;
+    if (inline && units.length) {
+      // The request's first order goes alone: when our app credentials are refused there, nothing was sent and the
+      // dispatch is forgotten (see callUnit).
+      next = 1;
+      await this.sendUnit(row, rewards, units, 0, client, marked, inline, run, decide);
     }
-    if (interruption && row.attempts >= this.config.dispatch.maxAttempts) {
+    // Up to LANES orders of this dispatch in flight; each takes its account slot in turn (ConnectionClient), so the
+    // pace holds while the upstream's latency overlaps.
+    const lane = async () => {
+      while (!run.stop && next < units.length) {
+        const index = next++;
+        await this.sendUnit(row, rewards, units, index, client, marked, inline, run, decide);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LANES, units.length) }, lane));
+    if (run.interruption && row.attempts >= this.config.dispatch.maxAttempts) {
       // Give up: what never reached a settled state fails (an unknown outcome is said so in the reason).
-      const reason = interruption.error;
-      const gaveUp: RewardUpdate[] = rewards
+      const reason = run.interruption.error;
+      const gaveUp: RewardError = {
+        ...reason,
+        message: `Gave up after ${row.attempts} attempts: ${reason.message}`,
+      };
+      if (!inline) {
+        await this.store.write(row.id, run.carry, null);
+        await this.store.settle(row.id, gaveUp);
+        return { status: 202, body: null };
+      }
+      const updates: RewardUpdate[] = rewards
         .filter((r) => !isSettled(r.status))
         .map((r) => ({
           position: r.position,
           status: 'failed',
-          last_error: {
-            ...reason,
-            message: `Gave up after ${row.attempts} attempts: ${reason.message}`,
-            outcome_unknown: r.status === 'sending',
-          },
+          last_error: { ...gaveUp, outcome_unknown: r.status === 'sending' },
         }));
-      carry = [...carry.filter((u) => !gaveUp.some((g) => g.position === u.position)), ...decide(gaveUp)];
-      interruption = null;
+      run.carry = run.carry.filter((u) => !updates.some((g) => g.position === u.position));
+      decide(updates);
+      run.interruption = null;
     }
-    return this.finish(row, rewards, carry, interruption);
+    if (inline) return this.finish(row, rewards, run.carry, run.interruption, run.progressed);
+    return this.finishSlice(row, run, opts.more ?? false);
+  }
+
+  /** One unit (one order): mark its rewards `sending` (with the outcomes decided so far), call, decide. */
+  private async sendUnit(
+    row: DispatchRow,
+    rewards: RewardRow[],
+    units: RewardRow[][],
+    index: number,
+    client: ConnectionClient | null,
+    marked: ReadonlySet<number>,
+    inline: boolean,
+    run: RunState,
+    decide: (updates: RewardUpdate[]) => void,
+  ): Promise<void> {
+    const unit = units[index];
+    const starts = unit
+      .filter((r) => !marked.has(r.position))
+      .map((r): RewardUpdate => ({
+        position: r.position,
+        status: 'sending',
+        bump: 1,
+        last_error: r.last_error,
+      }));
+    for (const r of unit) run.inFlight.add(r.position);
+    try {
+      if (run.carry.length || starts.length) {
+        const carry = run.carry.splice(0);
+        const written = await this.store.write(row.id, [...carry, ...starts], null);
+        if (written.connectionStatus === 'disconnected' || written.connectionStatus === null) {
+          // Disconnected since this attempt began (on any instance): nothing more goes out.
+          run.stop = true;
+          decide(this.cancel(rewards, run.inFlight, 'disconnected'));
+          return;
+        }
+        if (written.cancelRequested) {
+          run.stop = true;
+          decide(this.cancel(rewards, run.inFlight, 'requested'));
+        }
+        // Only rewards this write really marked go out: one cancelled meanwhile stays unsent.
+        const refused = unit.filter(
+          (r) => starts.some((u) => u.position === r.position) && !written.changed.has(r.position),
+        );
+        if (refused.length) {
+          decide(this.cancel(refused, new Set(), 'requested'));
+          return;
+        }
+        apply(rewards, starts);
+      }
+      await this.callUnit(row, rewards, units, index, client, inline, run, decide);
+    } finally {
+      for (const r of unit) run.inFlight.delete(r.position);
+    }
+  }
+
+  private async callUnit(
+    row: DispatchRow,
+    rewards: RewardRow[],
+    units: RewardRow[][],
+    index: number,
+    client: ConnectionClient | null,
+    inline: boolean,
+    run: RunState,
+    decide: (updates: RewardUpdate[]) => void,
+  ): Promise<void> {
+    const unit = units[index];
+    try {
+      if (!client) throw new ConnectionNotFoundError();
+      const { status, order } = await client.createOrder(
+        this.orderFor(row, unit),
+        this.config.dispatch.upstreamTimeoutMs,
+      );
+      if (status === 201)
+        this.logger.log(
+          { dispatchId: row.id, orderId: order.id },
+          'order already existed upstream (a retry); not sent twice',
+        );
+      decide(this.settled(row, unit, order));
+    } catch (error) {
+      if (error instanceof AppCredentialsInvalidError && inline && index === 0) {
+        // Our own app credentials were refused before the first order could go: nothing reached the service.
+        await this.store.discard(row.id);
+        throw error;
+      }
+      if (isGone(error)) {
+        run.stop = true;
+        decide(this.cancel(rewards, new Set(), 'disconnected'));
+        return;
+      }
+      const failed = this.definitive(error);
+      if (failed) {
+        // A dead connection fails every reward still open and not in flight; a rejected order fails only its own.
+        const dead = error instanceof ConnectionNotActiveError;
+        const affected = dead
+          ? rewards.filter(
+              (r) =>
+                !isSettled(r.status) &&
+                (unit.includes(r) || (!run.inFlight.has(r.position) && units.some((u) => u.includes(r)))),
+            )
+          : unit;
+        if (dead) run.stop = true;
+        decide(affected.map((r) => ({ position: r.position, status: 'failed', last_error: failed })));
+        this.metrics.dispatchAttempts.inc({ outcome: 'failed' }, affected.length);
+        return;
+      }
+      const interruption = this.interruption(row, error);
+      run.interruption ??= interruption;
+      run.stop = true;
+      decide(
+        unit.map((r) => ({
+          position: r.position,
+          status: interruption.error.outcome_unknown ? 'sending' : 'pending',
+          last_error: interruption.error,
+        })),
+      );
+      this.metrics.dispatchAttempts.inc({ outcome: 'queued' }, unit.length);
+    }
+  }
+
+  /**
+   * The worker's end of an attempt: queued again with a backoff after an interruption; queued again due now when
+   * more rewards remain after this slice (the workers go round the accounts); else settled from the stored rewards.
+   */
+  private async finishSlice(row: DispatchRow, run: RunState, more: boolean): Promise<HttpOutcome> {
+    if (run.interruption || (more && !run.stop)) {
+      const delay = run.interruption
+        ? Math.max(
+            run.interruption.retryAfterMs,
+            backoffMs(
+              this.config.dispatch.retryBaseMs,
+              run.progressed ? 1 : row.attempts,
+              this.config.dispatch.retryMaxMs,
+            ),
+          )
+        : 0;
+      await this.store.write(row.id, run.carry, {
+        status: 'queued',
+        responseStatus: 202,
+        lastError: (run.interruption?.error as unknown as Record<string, unknown>) ?? row.last_error,
+        nextAttemptAt: new Date(Date.now() + delay),
+        sentAt: null,
+        resetAttempts: run.progressed,
+      });
+      return { status: 202, body: null };
+    }
+    if (run.carry.length) await this.store.write(row.id, run.carry, null);
+    await this.store.settle(row.id);
+    return { status: 202, body: null };
   }
 
   private async finish(
@@ -171,6 +309,7 @@ export class DispatchSender {
     rewards: RewardRow[],
     carry: RewardUpdate[],
     interruption: Interruption | null,
+    progressed: boolean,
   ): Promise<HttpOutcome> {
     const derived = interruption ? null : deriveStatus(rewards);
     const now = new Date();
@@ -179,7 +318,11 @@ export class DispatchSender {
     if (!derived) {
       const delay = Math.max(
         interruption?.retryAfterMs ?? 0,
-        backoffMs(this.config.dispatch.retryBaseMs, row.attempts, this.config.dispatch.retryMaxMs),
+        backoffMs(
+          this.config.dispatch.retryBaseMs,
+          progressed ? 1 : row.attempts,
+          this.config.dispatch.retryMaxMs,
+        ),
       );
       const nextAttemptAt = new Date(now.getTime() + delay);
       update = {
@@ -188,6 +331,7 @@ export class DispatchSender {
         lastError: interruption?.error as unknown as Record<string, unknown>,
         nextAttemptAt,
         sentAt: null,
+        resetAttempts: progressed,
       };
       outcome = { status: 202, body: null, headers: { 'Retry-After': String(Math.ceil(delay / 1000)) } };
     } else {
@@ -220,8 +364,13 @@ export class DispatchSender {
     return outcome;
   }
 
-  view(row: DispatchRow, rewards: RewardRow[]) {
-    return toView(row, rewards, (r) => (r.link_enc ? this.vault.decrypt(r.link_enc, linkAad(r)) : null));
+  view(row: DispatchRow, rewards: RewardRow[], stored?: Parameters<typeof toView>[3]) {
+    return toView(
+      row,
+      rewards,
+      (r) => (r.link_enc ? this.vault.decrypt(r.link_enc, linkAad(r)) : null),
+      stored,
+    );
   }
 
   /** The exact order for these rewards, rebuilt from what was stored at insert: the same bytes on every retry. */
@@ -269,16 +418,23 @@ export class DispatchSender {
     });
   }
 
-  /** Every reward not settled yet ends `cancelled`: none of them is sent. */
-  private cancel(rewards: RewardRow[]): RewardUpdate[] {
-    const open = rewards.filter((r) => !isSettled(r.status));
+  /** Every reward not settled yet and not in flight ends `cancelled`: none of them is sent. */
+  private cancel(
+    rewards: RewardRow[],
+    inFlight: ReadonlySet<number>,
+    why: 'disconnected' | 'requested',
+  ): RewardUpdate[] {
+    const open = rewards.filter((r) => !isSettled(r.status) && !inFlight.has(r.position));
     this.metrics.dispatchAttempts.inc({ outcome: 'cancelled' }, open.length);
     return open.map((r) => ({
       position: r.position,
       status: 'cancelled',
       last_error: {
         code: 'dispatch_cancelled',
-        message: 'The rewards connection was disconnected before this reward was sent; it was not sent.',
+        message:
+          why === 'disconnected'
+            ? 'The rewards connection was disconnected before this reward was sent; it was not sent.'
+            : 'The dispatch was cancelled before this reward was sent; it was not sent.',
       },
     }));
   }
@@ -352,6 +508,9 @@ function apply(rewards: RewardRow[], updates: RewardUpdate[]): void {
     const r = rewards.find((x) => x.position === u.position);
     if (!r) continue;
     r.status = u.status;
+    // As the store does: a sent EMAIL / PHONE reward's delivery is followed from here on.
+    if (u.status === 'sent' && r.delivery_method !== 'LINK' && !r.delivery_state)
+      r.delivery_state = 'pending';
     if (u.bump) r.attempts += 1;
     if (u.upstream_order_id !== undefined) r.upstream_order_id = u.upstream_order_id;
     if (u.upstream_reward_id !== undefined) r.upstream_reward_id = u.upstream_reward_id;

@@ -1,13 +1,22 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { MetricsService } from '../metrics/metrics.service';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Pool } from 'pg';
-import { createPool } from '../database/pg-pools';
+import { GroupCommit } from '../database/group-commit';
+import { RelaxedPool } from '../database/relaxed-pool';
 import { VaultCipher } from '../token-vault/vault-cipher';
 import { mainPool } from '../database/sql';
 import type { DataSource } from 'typeorm';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
-import type { DispatchRow, DispatchStatus, RewardError, RewardRow, RewardStatus } from './dispatch.view';
+import {
+  type DispatchRow,
+  type DispatchStatus,
+  type RewardError,
+  type RewardRow,
+  type RewardStatus,
+  REWARD_STATUSES,
+} from './dispatch.view';
 
 /**
  * `vault:rotate`: re-encrypts the LINK redemption links with the vault's first key (same plaintexts). Returns how many
@@ -53,6 +62,45 @@ export interface DispatchUpdate {
   lastError: Record<string, unknown> | null;
   nextAttemptAt: Date | null;
   sentAt: Date | null;
+  /** The attempt made progress: the give-up count starts again (a long batch is not failed for old hiccups). */
+  resetAttempts?: boolean;
+}
+
+interface WriteItem {
+  dispatch_id: string;
+  rewards: RewardUpdate[];
+  status: DispatchStatus | null;
+  response_status: number | null;
+  last_error: Record<string, unknown> | null;
+  next_attempt_at: Date | null;
+  sent_at: Date | null;
+  reset_attempts: boolean;
+}
+
+export interface WriteResult {
+  /** Positions of the dispatch this statement changed (rewards still open). */
+  changed: Set<number>;
+  /** The connection's status as of the statement (null: the dispatch has no connection any more). */
+  connectionStatus: string | null;
+  cancelRequested: boolean;
+}
+
+/** A batch of more rewards than this is inserted alone rather than in a shared (group) commit. */
+const GROUP_COMMIT_MAX_REWARDS = 100;
+
+interface InsertItem {
+  id: string;
+  tenant_id: string;
+  connection_id: string | null;
+  environment: string;
+  order_shape: string;
+  idempotency_key: string;
+  request_hash: string;
+  request: unknown;
+  upstream_payload: unknown;
+  queued: boolean;
+  priority: number;
+  rewards: NewReward[];
 }
 
 export interface NewReward {
@@ -63,8 +111,18 @@ export interface NewReward {
   attempts: number;
 }
 
+/** Rewards read into memory at once: a worker's slice of a batch, and the most a view lists. */
+export const REWARD_PAGE = 100;
+
+/** A sent reward whose delivery the service reports (a LINK is handed over: there is nothing to follow). */
+const TRACKED = `t.delivery_method IS DISTINCT FROM 'LINK'`;
+
+/** The status of a dispatch whose rewards are all settled, from counts `c` — the same rule as deriveStatus(). */
+const DERIVED_STATUS = `CASE WHEN c.out = 0 AND c.cancelled > 0 THEN 'cancelled' WHEN c.out = 0 THEN 'failed'
+  WHEN c.out < c.total THEN 'partially_failed' WHEN c.held > 0 THEN 'pending_approval' ELSE 'sent' END`;
+
 const REWARD_COLUMNS = `dispatch_id, position, external_id, status, upstream_payload, attempts, upstream_order_id, upstream_reward_id,
-  upstream_order_status, delivery_method, delivery_status, link_enc, last_error, sent_at`;
+  upstream_order_status, delivery_method, delivery_status, delivery_state, delivery_reason, link_enc, last_error, sent_at`;
 
 /**
  * Every statement that reads or writes `reward_dispatches` and `dispatch_rewards`. The insert before the first upstream
@@ -74,23 +132,28 @@ const REWARD_COLUMNS = `dispatch_id, position, external_id, status, upstream_pay
  * synchronous: re-sent, a refused order might go through (funds added since) after the caller was told it failed.
  */
 @Injectable()
-export class DispatchStore implements OnModuleDestroy {
-  private readonly logger = new Logger(DispatchStore.name);
+export class DispatchStore {
   private readonly relaxed: Pool;
+  /** Interactive inserts of concurrent requests share one statement and one commit (see GroupCommit). */
+  /** Reward outcomes and dispatch progress, grouped per pool: asynchronous commit, or durable for failures. */
+  private readonly relaxedWrites = new GroupCommit<WriteItem, WriteResult>((items) =>
+    this.writeAll(this.relaxed, false, items),
+  );
+  private readonly durableWrites = new GroupCommit<WriteItem, WriteResult>((items) =>
+    this.writeAll(mainPool(this.db), true, items),
+  );
+  private readonly inserts = new GroupCommit<
+    InsertItem,
+    { created_at: Date; lease_until: Date | null } | null
+  >((items) => this.insertAll(items));
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
+    relaxed: RelaxedPool,
+    @Optional() private readonly metrics?: MetricsService,
   ) {
-    this.relaxed = createPool(
-      { url: config.databaseUrl as string, maxConnections: config.databaseMaxConnections },
-      'relaxed',
-    );
-    this.relaxed.on('error', (error) => this.logger.warn(`dispatch pool: ${error.message}`));
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await this.relaxed.end();
+    this.relaxed = relaxed.pool;
   }
 
   /**
@@ -98,38 +161,78 @@ export class DispatchStore implements OnModuleDestroy {
    * when the key is taken (nothing written).
    */
   async insert(
-    row: Omit<DispatchRow, 'created_at' | 'updated_at' | 'lease_until'>,
+    row: Omit<DispatchRow, 'created_at' | 'updated_at' | 'lease_until' | 'cancel_requested_at'>,
     rewards: NewReward[],
-  ): Promise<{ created_at: Date; lease_until: Date } | null> {
-    const { rows } = await mainPool(this.db).query<{ created_at: Date; lease_until: Date }>({
-      name: 'rg_dispatch_insert_v2',
-      text: `WITH d AS (
+    queued = false,
+  ): Promise<{ created_at: Date; lease_until: Date | null } | null> {
+    const item: InsertItem = {
+      id: row.id,
+      tenant_id: row.tenant_id,
+      connection_id: row.connection_id,
+      environment: row.environment,
+      order_shape: row.order_shape,
+      idempotency_key: row.idempotency_key,
+      request_hash: row.request_hash,
+      request: row.request,
+      upstream_payload: row.upstream_payload,
+      queued,
+      priority: row.priority,
+      rewards,
+    };
+    // Interactive sends share commits (group commit); a batch's large insert goes alone, so it never holds them up.
+    const [stamp] =
+      rewards.length <= GROUP_COMMIT_MAX_REWARDS
+        ? [await this.inserts.submit(item)]
+        : await this.insertAll([item]);
+    return stamp;
+  }
+
+  /**
+   * Inserts dispatches and their rewards in one statement (one round-trip, one commit), keyed by tenant +
+   * Idempotency-Key: a key already taken (or taken twice in the same batch) inserts nothing for that item (null).
+   * `queued` (a batch, or `Prefer: respond-async`): stored due now, with its 202 as the answer, for the workers; else
+   * stored `sending`, held by the request for its lease.
+   */
+  private async insertAll(
+    items: InsertItem[],
+  ): Promise<({ created_at: Date; lease_until: Date | null } | null)[]> {
+    const { rows } = await mainPool(this.db).query<{
+      id: string;
+      created_at: Date;
+      lease_until: Date | null;
+    }>({
+      name: 'rg_dispatch_insert_v4',
+      text: `WITH i AS (
+               SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, tenant_id text, connection_id uuid, environment text,
+                      order_shape text, idempotency_key text, request_hash text, request jsonb, upstream_payload jsonb,
+                      queued boolean, priority int, rewards jsonb)
+             ), d AS (
                INSERT INTO reward_dispatches (id, tenant_id, connection_id, environment, order_shape, idempotency_key, request_hash, request,
-                                              upstream_payload, status, attempts, lease_until, created_at, updated_at)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'sending', 1, now() + make_interval(secs => $10::float8 / 1000), now(), now())
+                                              upstream_payload, status, attempts, lease_until, next_attempt_at, response_status,
+                                              reward_count, priority, created_at, updated_at)
+               SELECT i.id, i.tenant_id, i.connection_id, i.environment, i.order_shape, i.idempotency_key, i.request_hash, i.request,
+                      i.upstream_payload, CASE WHEN i.queued THEN 'queued' ELSE 'sending' END, CASE WHEN i.queued THEN 0 ELSE 1 END,
+                      CASE WHEN i.queued THEN NULL ELSE now() + make_interval(secs => $2::float8 / 1000) END,
+                      CASE WHEN i.queued THEN now() END, CASE WHEN i.queued THEN 202 END, jsonb_array_length(i.rewards), i.priority,
+                      now(), now()
+                 FROM i
                ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
                RETURNING id, created_at, lease_until
              ), r AS (
                INSERT INTO dispatch_rewards (dispatch_id, position, external_id, status, upstream_payload, attempts, delivery_method)
                SELECT d.id, x.position, x.external_id, x.status, x.payload, x.attempts, x.payload->'delivery'->>'method'
-                 FROM d, jsonb_to_recordset($11::jsonb) AS x(position int, external_id text, status text, payload jsonb, attempts int)
+                 FROM d JOIN i ON i.id = d.id,
+                      jsonb_to_recordset(i.rewards) AS x(position int, external_id text, status text, payload jsonb, attempts int)
              )
-             SELECT created_at, lease_until FROM d`,
-      values: [
-        row.id,
-        row.tenant_id,
-        row.connection_id,
-        row.environment,
-        row.order_shape,
-        row.idempotency_key,
-        row.request_hash,
-        row.request,
-        row.upstream_payload,
-        this.config.dispatch.leaseMs,
-        JSON.stringify(rewards),
-      ],
+             SELECT id, created_at, lease_until FROM d`,
+      values: [JSON.stringify(items), this.config.dispatch.leaseMs],
     });
-    return rows[0] ?? null;
+    this.metrics?.insertBatch.observe(items.length);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return items.map((item) => {
+      const r = byId.get(item.id);
+      return r ? { created_at: r.created_at, lease_until: r.lease_until } : null;
+    });
   }
 
   /**
@@ -142,15 +245,46 @@ export class DispatchStore implements OnModuleDestroy {
     dispatchId: string,
     rewards: RewardUpdate[],
     dispatch: DispatchUpdate | null,
-  ): Promise<{ changed: number; connectionStatus: string | null }> {
+  ): Promise<WriteResult> {
     const durable =
       rewards.some((r) => r.status === 'failed' || r.status === 'cancelled') ||
       dispatch?.status === 'failed' ||
       dispatch?.status === 'cancelled';
-    const pool = durable ? mainPool(this.db) : this.relaxed;
-    const { rows } = await pool.query<{ changed: number; connection_status: string | null }>({
-      name: durable ? 'rg_dispatch_write_sync_v2' : 'rg_dispatch_write_v2',
-      text: `WITH r AS (
+    const item: WriteItem = {
+      dispatch_id: dispatchId,
+      rewards,
+      status: dispatch?.status ?? null,
+      response_status: dispatch?.responseStatus ?? null,
+      last_error: dispatch?.lastError ?? null,
+      next_attempt_at: dispatch?.nextAttemptAt ?? null,
+      sent_at: dispatch?.sentAt ?? null,
+      reset_attempts: dispatch?.resetAttempts ?? false,
+    };
+    return (durable ? this.durableWrites : this.relaxedWrites).submit(item);
+  }
+
+  /**
+   * The writes of several dispatches in one statement (group commit, see `write`): per dispatch, its reward updates
+   * (only rewards still `pending` / `sending` change) and its progress — with `status` the end of its attempt, without
+   * it a lease extension. Two writes of one dispatch may share a statement only as lease extensions (lanes of one
+   * attempt; their reward updates touch different positions), which is how the sender uses it.
+   */
+  private async writeAll(pool: Pool, durable: boolean, items: WriteItem[]): Promise<WriteResult[]> {
+    const { rows } = await pool.query<{
+      dispatch_id: string;
+      changed: number[] | null;
+      connection_status: string | null;
+      cancel_requested: boolean | null;
+    }>({
+      name: durable ? 'rg_dispatch_write_sync_v5' : 'rg_dispatch_write_v5',
+      text: `WITH w AS (
+               SELECT row_number() OVER () AS n, * FROM jsonb_to_recordset($1::jsonb) AS x(dispatch_id uuid, rewards jsonb, status text,
+                      response_status int, last_error jsonb, next_attempt_at timestamptz, sent_at timestamptz, reset_attempts boolean)
+             ), u AS (
+               SELECT w.dispatch_id, y.* FROM w, jsonb_to_recordset(w.rewards) AS y(position int, status text, bump int, upstream_order_id text,
+                      upstream_reward_id text, upstream_order_status text, delivery_status text, link_enc text, last_error jsonb,
+                      sent_at timestamptz, next_check_at timestamptz)
+             ), r AS (
                UPDATE dispatch_rewards t
                   SET status = x.status, attempts = t.attempts + coalesce(x.bump, 0),
                       upstream_order_id = coalesce(x.upstream_order_id, t.upstream_order_id),
@@ -158,32 +292,156 @@ export class DispatchStore implements OnModuleDestroy {
                       upstream_order_status = coalesce(x.upstream_order_status, t.upstream_order_status),
                       delivery_status = coalesce(x.delivery_status, t.delivery_status),
                       link_enc = coalesce(x.link_enc, t.link_enc),
-                      last_error = x.last_error, sent_at = coalesce(x.sent_at, t.sent_at), next_check_at = x.next_check_at, updated_at = now()
-                 FROM jsonb_to_recordset($2::jsonb) AS x(position int, status text, bump int, upstream_order_id text, upstream_reward_id text,
-                      upstream_order_status text, delivery_status text, link_enc text, last_error jsonb, sent_at timestamptz, next_check_at timestamptz)
-                WHERE t.dispatch_id = $1 AND t.position = x.position AND t.status IN ('pending', 'sending')
-               RETURNING t.position
+                      last_error = x.last_error, sent_at = coalesce(x.sent_at, t.sent_at), next_check_at = x.next_check_at, updated_at = now(),
+                      delivery_state = CASE WHEN x.status = 'sent' AND ${TRACKED} THEN coalesce(t.delivery_state, 'pending') ELSE t.delivery_state END,
+                      delivery_check_at = CASE WHEN x.status = 'sent' AND ${TRACKED} AND t.delivery_state IS NULL
+                                               THEN now() + make_interval(secs => $3::float8 / 1000) ELSE t.delivery_check_at END
+                 FROM u AS x
+                WHERE t.dispatch_id = x.dispatch_id AND t.position = x.position AND t.status IN ('pending', 'sending')
+               RETURNING t.dispatch_id, t.position
              ), d AS (
-               UPDATE reward_dispatches
-                  SET status = coalesce($3, status), response_status = coalesce(response_status, $4), last_error = CASE WHEN $3 IS NULL THEN last_error ELSE $5 END,
-                      next_attempt_at = CASE WHEN $3 IS NULL THEN next_attempt_at ELSE $6 END, sent_at = coalesce(sent_at, $7),
-                      lease_until = CASE WHEN $3 IS NULL THEN now() + make_interval(secs => $8::float8 / 1000) END, updated_at = now()
-                WHERE id = $1 AND status IN ('sending', 'queued')
+               UPDATE reward_dispatches dd
+                  SET status = coalesce(w.status, dd.status), response_status = coalesce(dd.response_status, w.response_status),
+                      last_error = CASE WHEN w.status IS NULL THEN dd.last_error ELSE w.last_error END,
+                      next_attempt_at = CASE WHEN w.status IS NULL THEN dd.next_attempt_at ELSE w.next_attempt_at END,
+                      sent_at = coalesce(dd.sent_at, w.sent_at),
+                      lease_until = CASE WHEN w.status IS NULL THEN now() + make_interval(secs => $2::float8 / 1000) END,
+                      attempts = CASE WHEN w.reset_attempts THEN 0 ELSE dd.attempts END, updated_at = now()
+                 FROM (SELECT DISTINCT ON (dispatch_id) * FROM w ORDER BY dispatch_id, status NULLS LAST) w
+                WHERE dd.id = w.dispatch_id AND dd.status IN ('sending', 'queued')
              )
-             SELECT (SELECT count(*)::int FROM r) AS changed,
-                    (SELECT c.status FROM reward_dispatches x JOIN connections c ON c.id = x.connection_id WHERE x.id = $1) AS connection_status`,
+             SELECT w.dispatch_id,
+                    (SELECT array_agg(r.position) FROM r WHERE r.dispatch_id = w.dispatch_id) AS changed,
+                    (SELECT c.status FROM reward_dispatches x JOIN connections c ON c.id = x.connection_id WHERE x.id = w.dispatch_id) AS connection_status,
+                    (SELECT x.cancel_requested_at IS NOT NULL FROM reward_dispatches x WHERE x.id = w.dispatch_id) AS cancel_requested
+               FROM w ORDER BY w.n`,
       values: [
-        dispatchId,
-        JSON.stringify(rewards),
-        dispatch?.status ?? null,
-        dispatch?.responseStatus ?? null,
-        dispatch?.lastError ?? null,
-        dispatch?.nextAttemptAt ?? null,
-        dispatch?.sentAt ?? null,
+        JSON.stringify(items),
         this.config.dispatch.leaseMs,
+        this.config.dispatch.deliveryReconcileAfterMs,
       ],
     });
-    return { changed: rows[0]?.changed ?? 0, connectionStatus: rows[0]?.connection_status ?? null };
+    // Positions changed belong to their dispatch; two items of one dispatch each see every position changed for it,
+    // and each only looks at its own.
+    return rows.map((row) => ({
+      changed: new Set(row.changed ?? []),
+      connectionStatus: row.connection_status,
+      cancelRequested: row.cancel_requested ?? false,
+    }));
+  }
+
+  /**
+   * Ends a worker's attempt whose rewards are all settled (they may be more than it held in memory): derives the
+   * dispatch's status from the stored rewards. With `giveUp`, every reward still open fails first with that reason.
+   * A dispatch that still has open rewards (none should) is queued again, due now.
+   */
+  async settle(dispatchId: string, giveUp: RewardError | null = null): Promise<void> {
+    const pool = mainPool(this.db);
+    if (giveUp) {
+      await pool.query(
+        `UPDATE dispatch_rewards SET status = 'failed', updated_at = now(),
+                last_error = $2::jsonb || jsonb_build_object('outcome_unknown', status = 'sending')
+          WHERE dispatch_id = $1 AND status IN ('pending', 'sending')`,
+        [dispatchId, JSON.stringify(giveUp)],
+      );
+    }
+    await pool.query({
+      name: 'rg_dispatch_settle',
+      text: `WITH c AS (
+               SELECT count(*) AS total,
+                      count(*) FILTER (WHERE status IN ('sent', 'pending_approval')) AS out,
+                      count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+                      count(*) FILTER (WHERE status = 'pending_approval') AS held,
+                      count(*) FILTER (WHERE status IN ('pending', 'sending')) AS open,
+                      count(DISTINCT last_error->>'code') FILTER (WHERE status IN ('failed', 'cancelled')) AS codes,
+                      min(last_error->>'code') FILTER (WHERE status IN ('failed', 'cancelled')) AS code,
+                      bool_and(last_error->>'code' IN ('upstream_unavailable', 'upstream_rate_limited'))
+                        FILTER (WHERE status IN ('failed', 'cancelled')) AS gave_up,
+                      max(sent_at) AS sent_at
+                 FROM dispatch_rewards WHERE dispatch_id = $1
+             ), s AS (
+               SELECT c.*, CASE WHEN c.open > 0 THEN 'queued' ELSE ${DERIVED_STATUS} END AS status,
+                      CASE WHEN c.codes = 1 THEN c.code ELSE 'upstream_rejected' END AS common_code
+                 FROM c
+             )
+             UPDATE reward_dispatches d
+                SET status = s.status, lease_until = NULL, updated_at = now(),
+                    next_attempt_at = CASE WHEN s.status = 'queued' THEN now() END,
+                    sent_at = coalesce(d.sent_at, s.sent_at),
+                    response_status = coalesce(d.response_status, CASE
+                      WHEN s.status IN ('sent', 'partially_failed') THEN 201
+                      WHEN s.status IN ('pending_approval', 'queued') THEN 202
+                      WHEN s.status = 'cancelled' OR s.common_code IN ('connection_not_active', 'dispatch_cancelled') THEN 409
+                      WHEN s.gave_up THEN 503 ELSE 422 END),
+                    last_error = CASE WHEN s.status IN ('failed', 'cancelled')
+                      THEN jsonb_build_object('code', s.common_code, 'message',
+                             CASE WHEN s.total = 1 THEN 'The reward was not sent; see the reward.'
+                                  ELSE 'None of the ' || s.total || ' rewards was sent; see each reward.' END)
+                      ELSE NULL END
+               FROM s
+              WHERE d.id = $1 AND d.status IN ('sending', 'queued')`,
+      values: [dispatchId],
+    });
+  }
+
+  /**
+   * `POST …/dispatches/{id}/cancel`: every reward not sent yet (`pending`) ends `cancelled` at once; a reward already
+   * on its way (`sending`) finishes. A dispatch no worker holds is settled here; one being sent is settled by its
+   * sender, which sees the request at its next write and stops. Returns false when the dispatch was already settled.
+   */
+  async cancel(tenantId: string, dispatchId: string): Promise<boolean> {
+    const { rows } = await mainPool(this.db).query<{ id: string }>(
+      `WITH d AS (
+         UPDATE reward_dispatches SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
+          WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'sending')
+          RETURNING id
+       ), r AS (
+         UPDATE dispatch_rewards t SET status = 'cancelled', updated_at = now(),
+                last_error = '{"code": "dispatch_cancelled", "message": "The dispatch was cancelled before this reward was sent; it was not sent."}'
+           FROM d WHERE t.dispatch_id = d.id AND t.status = 'pending'
+       )
+       SELECT id FROM d`,
+      [tenantId, dispatchId],
+    );
+    if (!rows.length) return false;
+    // Not held by a live sender (queued, or its holder died): settle now if nothing is on its way.
+    const { rows: idle } = await mainPool(this.db).query<{ open: number }>(
+      `SELECT count(*) FILTER (WHERE r.status IN ('pending', 'sending'))::int AS open
+         FROM reward_dispatches d JOIN dispatch_rewards r ON r.dispatch_id = d.id
+        WHERE d.id = $1 AND (d.status = 'queued' OR d.lease_until < now())`,
+      [dispatchId],
+    );
+    if (idle[0] && idle[0].open === 0) await this.settle(dispatchId);
+    return true;
+  }
+
+  /** Up to `limit` rewards of a dispatch not settled yet, after `afterPosition`, in position order: one slice. */
+  async openRewards(dispatchId: string, afterPosition: number, limit = REWARD_PAGE): Promise<RewardRow[]> {
+    return (await this.db.query(
+      `SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
+        WHERE dispatch_id = $1 AND position > $2 AND status IN ('pending', 'sending') ORDER BY position LIMIT $3`,
+      [dispatchId, afterPosition, limit],
+    )) as RewardRow[];
+  }
+
+  /** Counts per reward status of the given dispatches (stored counts, whatever their size). */
+  async countsOf(dispatchIds: string[]): Promise<Map<string, Record<RewardStatus, number>>> {
+    const rows = (await this.db.query(
+      `SELECT dispatch_id, status, count(*)::int AS n FROM dispatch_rewards WHERE dispatch_id = ANY($1::uuid[])
+        GROUP BY dispatch_id, status`,
+      [dispatchIds],
+    )) as { dispatch_id: string; status: RewardStatus; n: number }[];
+    const counts = new Map<string, Record<RewardStatus, number>>(
+      dispatchIds.map((id) => [
+        id,
+        Object.fromEntries(REWARD_STATUSES.map((st) => [st, 0])) as Record<RewardStatus, number>,
+      ]),
+    );
+    for (const r of rows) {
+      const c = counts.get(r.dispatch_id);
+      if (c) c[r.status] = r.n;
+    }
+    return counts;
   }
 
   /**
@@ -226,11 +484,13 @@ export class DispatchStore implements OnModuleDestroy {
     )) as DispatchRow[];
   }
 
-  /** The rewards of the given dispatches, by dispatch, in position order. */
-  async rewardsOf(dispatchIds: string[]): Promise<Map<string, RewardRow[]>> {
+  /** The rewards of the given dispatches, by dispatch, in position order: at most `limit` each from `offset`. */
+  async rewardsOf(dispatchIds: string[], limit = REWARD_PAGE, offset = 0): Promise<Map<string, RewardRow[]>> {
     const rows = (await this.db.query(
-      `SELECT ${REWARD_COLUMNS} FROM dispatch_rewards WHERE dispatch_id = ANY($1::uuid[]) ORDER BY dispatch_id, position`,
-      [dispatchIds],
+      `SELECT r.* FROM unnest($1::uuid[]) AS d(id),
+              LATERAL (SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
+                        WHERE dispatch_id = d.id AND position >= $3 ORDER BY position LIMIT $2) r`,
+      [dispatchIds, limit, offset],
     )) as RewardRow[];
     const byDispatch = new Map<string, RewardRow[]>(dispatchIds.map((id) => [id, []]));
     for (const r of rows) byDispatch.get(r.dispatch_id)?.push(r);
@@ -238,19 +498,35 @@ export class DispatchStore implements OnModuleDestroy {
   }
 
   /**
-   * The worker's claim: due retries and dispatches whose holder died (lease expired), one instance each. The
-   * connection's status is read in the same statement: a dispatch whose connection was disconnected is not claimed
-   * but ends here — its unsent rewards `cancelled`, the dispatch `cancelled` (or `partially_failed` when some of it
-   * went out before).
+   * The worker's claim: due retries, due batch slices, and dispatches whose holder died (lease expired), one instance
+   * each. Fair: round-robin over accounts — at most one dispatch per connection per claim, accounts whose oldest due
+   * work is oldest first, interactive before bulk — and never a connection this instance is already busy with at
+   * that priority (`busyInteractive`, `busyBulk`). The connection's status is read in the same statement: a dispatch
+   * whose connection was disconnected is not claimed but ends here — its unsent rewards `cancelled`, the dispatch
+   * `cancelled` (or `partially_failed` when some of it went out before).
    */
-  async claimDue(limit: number): Promise<DispatchRow[]> {
-    const { rows } = await mainPool(this.db).query<DispatchRow>(
-      `WITH due AS (
+  async claimDue(
+    limit: number,
+    busyInteractive: string[] = [],
+    busyBulk: string[] = [],
+  ): Promise<DispatchRow[]> {
+    const { rows } = await mainPool(this.db).query<DispatchRow>({
+      name: 'rg_dispatch_claim_v2',
+      text: `WITH ready AS (
+         SELECT d.id, d.priority, coalesce(d.next_attempt_at, d.lease_until) AS due,
+                row_number() OVER (PARTITION BY d.connection_id ORDER BY d.priority, coalesce(d.next_attempt_at, d.lease_until)) AS turn
+           FROM reward_dispatches d
+          WHERE ((d.status = 'queued' AND d.next_attempt_at <= now()) OR (d.status = 'sending' AND d.lease_until < now()))
+            AND NOT (d.priority = 0 AND d.connection_id = ANY($3::uuid[]))
+            AND NOT (d.priority = 1 AND d.connection_id = ANY($4::uuid[]))
+       ), candidates AS (
+         SELECT id FROM ready WHERE turn = 1 ORDER BY priority, due LIMIT $2
+       ), due AS (
          SELECT d.id, (c.id IS NULL OR c.status = 'disconnected') AS gone
            FROM reward_dispatches d LEFT JOIN connections c ON c.id = d.connection_id
-          WHERE (d.status = 'queued' AND d.next_attempt_at <= now()) OR (d.status = 'sending' AND d.lease_until < now())
-          ORDER BY coalesce(d.next_attempt_at, d.lease_until)
-          LIMIT $2 FOR UPDATE OF d SKIP LOCKED
+          WHERE d.id IN (SELECT id FROM candidates)
+            AND ((d.status = 'queued' AND d.next_attempt_at <= now()) OR (d.status = 'sending' AND d.lease_until < now()))
+          FOR UPDATE OF d SKIP LOCKED
        ), cancelled_rewards AS (
          UPDATE dispatch_rewards r SET status = 'cancelled', updated_at = now(),
                 last_error = '{"code": "dispatch_cancelled", "message": "The rewards connection was disconnected before this reward was sent; it was not sent."}'
@@ -269,9 +545,89 @@ export class DispatchStore implements OnModuleDestroy {
          FROM due
         WHERE d.id = due.id AND NOT due.gone
         RETURNING d.*`,
-      [this.config.dispatch.leaseMs, limit],
+      values: [this.config.dispatch.leaseMs, limit, busyInteractive, busyBulk],
+    });
+    return rows;
+  }
+
+  /**
+   * A delivery outcome for the reward the service knows as `upstreamRewardId` (from a webhook or reconciliation),
+   * idempotent and order-proof: applied only when it is not older than the state recorded (`eventAt`), and a final
+   * state is never replaced by `pending`. `accountConnectionIds`: the connections the event can belong to (an event of
+   * another account changes nothing). Returns the reward changed, or null when nothing changed.
+   */
+  async recordDelivery(
+    upstreamRewardId: string,
+    accountConnectionIds: string[],
+    outcome: {
+      state: 'pending' | 'delivered' | 'delivery_failed';
+      status: string;
+      reason: string | null;
+      eventAt: Date;
+    },
+  ): Promise<{ dispatch_id: string; position: number; tenant_id: string } | null> {
+    const { rows } = await mainPool(this.db).query<{
+      dispatch_id: string;
+      position: number;
+      tenant_id: string;
+    }>({
+      name: 'rg_dispatch_record_delivery',
+      text: `UPDATE dispatch_rewards r
+                SET delivery_state = $3, delivery_status = $4, delivery_reason = $5, delivery_event_at = $6,
+                    delivery_check_at = CASE WHEN $3 = 'pending' THEN r.delivery_check_at END, updated_at = now()
+               FROM reward_dispatches d
+              WHERE r.upstream_reward_id = $1 AND d.id = r.dispatch_id AND d.connection_id = ANY($2::uuid[])
+                AND r.status IN ('sent', 'pending_approval')
+                AND (r.delivery_event_at IS NULL OR r.delivery_event_at < $6
+                     OR (r.delivery_event_at = $6 AND r.delivery_state = 'pending'))
+                AND NOT ($3 = 'pending' AND r.delivery_state IN ('delivered', 'delivery_failed'))
+                AND (r.delivery_state IS DISTINCT FROM $3 OR r.delivery_status IS DISTINCT FROM $4)
+              RETURNING r.dispatch_id, r.position, d.tenant_id`,
+      values: [
+        upstreamRewardId,
+        accountConnectionIds,
+        outcome.state,
+        outcome.status,
+        outcome.reason,
+        outcome.eventAt,
+      ],
+    });
+    return rows[0] ?? null;
+  }
+
+  /**
+   * Reconciliation: claims up to `limit` sent rewards whose delivery is not final and whose check is due (SKIP
+   * LOCKED: one instance each), pushing their next check out by `nextCheckMs`. Rewards enter this schedule when sent
+   * (`delivery_check_at` = sent + the configured delay) — see `scheduleDeliveryChecks`.
+   */
+  async claimDeliveryChecks(
+    limit: number,
+    nextCheckMs: number,
+  ): Promise<{ dispatch_id: string; position: number; upstream_reward_id: string; connection_id: string }[]> {
+    const { rows } = await mainPool(this.db).query<{
+      dispatch_id: string;
+      position: number;
+      upstream_reward_id: string;
+      connection_id: string;
+    }>(
+      `UPDATE dispatch_rewards r SET delivery_check_at = now() + make_interval(secs => $2::float8 / 1000)
+         FROM (SELECT dispatch_id, position FROM dispatch_rewards
+                WHERE delivery_check_at <= now() ORDER BY delivery_check_at LIMIT $1 FOR UPDATE SKIP LOCKED) due,
+              reward_dispatches d
+        WHERE r.dispatch_id = due.dispatch_id AND r.position = due.position AND d.id = r.dispatch_id
+          AND r.upstream_reward_id IS NOT NULL AND d.connection_id IS NOT NULL
+        RETURNING r.dispatch_id, r.position, r.upstream_reward_id, d.connection_id`,
+      [limit, nextCheckMs],
     );
     return rows;
+  }
+
+  /** Stops polling a reward (its connection is gone, or the service does not know it). */
+  async stopDeliveryCheck(dispatchId: string, position: number): Promise<void> {
+    await mainPool(this.db).query(
+      `UPDATE dispatch_rewards SET delivery_check_at = NULL WHERE dispatch_id = $1 AND position = $2`,
+      [dispatchId, position],
+    );
   }
 
   /**
@@ -300,7 +656,10 @@ export class DispatchStore implements OnModuleDestroy {
          UPDATE dispatch_rewards t
             SET status = x.status, upstream_order_status = coalesce(x.upstream_order_status, t.upstream_order_status),
                 delivery_status = coalesce(x.delivery_status, t.delivery_status), last_error = x.last_error,
-                sent_at = coalesce(x.sent_at, t.sent_at), next_check_at = x.next_check_at, updated_at = now()
+                sent_at = coalesce(x.sent_at, t.sent_at), next_check_at = x.next_check_at, updated_at = now(),
+                delivery_state = CASE WHEN x.status = 'sent' AND ${TRACKED} THEN coalesce(t.delivery_state, 'pending') ELSE t.delivery_state END,
+                delivery_check_at = CASE WHEN x.status = 'sent' AND ${TRACKED} AND t.delivery_state IS NULL
+                                         THEN now() + make_interval(secs => $5::float8 / 1000) ELSE t.delivery_check_at END
            FROM jsonb_to_record($2::jsonb) AS x(position int, status text, upstream_order_status text, delivery_status text,
                 last_error jsonb, sent_at timestamptz, next_check_at timestamptz)
           WHERE t.dispatch_id = $1 AND t.position = x.position AND t.status = 'pending_approval'
@@ -314,14 +673,18 @@ export class DispatchStore implements OnModuleDestroy {
                 count(*) FILTER (WHERE CASE WHEN t.position = $3 THEN $4 ELSE t.status END IN ('pending', 'sending')) AS open
            FROM dispatch_rewards t WHERE t.dispatch_id = $1
        )
-       -- The same rule as deriveStatus() in dispatch.view.ts.
        UPDATE reward_dispatches d
-          SET status = CASE WHEN c.out = 0 AND c.cancelled > 0 THEN 'cancelled' WHEN c.out = 0 THEN 'failed'
-                            WHEN c.out < c.total THEN 'partially_failed' WHEN c.held > 0 THEN 'pending_approval' ELSE 'sent' END,
+          SET status = ${DERIVED_STATUS},
               sent_at = CASE WHEN $4 = 'sent' THEN coalesce(d.sent_at, now()) ELSE d.sent_at END, updated_at = now()
          FROM counts c, r
         WHERE d.id = $1 AND c.open = 0 AND d.status IN ('pending_approval', 'partially_failed')`,
-      [dispatchId, JSON.stringify(update), update.position, update.status],
+      [
+        dispatchId,
+        JSON.stringify(update),
+        update.position,
+        update.status,
+        this.config.dispatch.deliveryReconcileAfterMs,
+      ],
     );
   }
 }

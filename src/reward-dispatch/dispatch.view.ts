@@ -51,6 +51,8 @@ export interface DispatchRow {
     external_reference: string | null;
     funding_source_id: string;
     custom_fields: ResolvedCustomField[][];
+    /** Allowed but flagged when stored: the same recipient twice (at most 100 listed). */
+    warnings?: { field?: string; reason: string }[];
   };
   /** `{payment}`: what every order of the dispatch shares (older rows also hold the whole array-form order). */
   upstream_payload: { payment: { funding_source_id: string } };
@@ -65,6 +67,19 @@ export interface DispatchRow {
   created_at: Date;
   updated_at: Date;
   sent_at: Date | null;
+  /** How many rewards the dispatch holds (0 on rows from before batches: count them). */
+  reward_count: number;
+  /** 0: interactive (answered inline); 1: bulk (a batch, answered 202 at once, sent behind interactive work). */
+  priority: 0 | 1;
+  cancel_requested_at: Date | null;
+}
+
+/** A dispatch's progress: how many of its rewards are settled, and when the rest should be, at the account's pace. */
+export interface Progress {
+  total: number;
+  settled: number;
+  percent: number;
+  estimated_completion_at: string | null;
 }
 
 /** A reward's failure: an upstream answer, the vault's verdict on the connection, or the dispatch's own. */
@@ -88,6 +103,9 @@ export interface RewardRow {
   upstream_order_status: string | null;
   delivery_method: string | null;
   delivery_status: string | null;
+  /** Ours: `pending` (sent, not known delivered yet), `delivered`, `delivery_failed`; null for LINK or unsent. */
+  delivery_state?: 'pending' | 'delivered' | 'delivery_failed' | null;
+  delivery_reason?: string | null;
   link_enc: string | null;
   last_error: RewardError | null;
   sent_at: Date | null;
@@ -124,8 +142,11 @@ export function toView(
   row: DispatchRow,
   rewards: RewardRow[],
   link: (r: RewardRow) => string | null = () => null,
+  stored?: { counts: Record<RewardStatus, number>; progress: Progress },
 ) {
   const orderIds = new Set(rewards.map((r) => r.upstream_order_id));
+  const counts = stored?.counts ?? countsOf(rewards);
+  const total = Object.values(counts).reduce((a, b) => a + b, 0);
   return {
     id: row.id,
     status: row.status,
@@ -141,7 +162,12 @@ export function toView(
     last_error: row.last_error,
     created_at: iso(row.created_at),
     sent_at: iso(row.sent_at),
-    counts: countsOf(rewards),
+    counts,
+    progress: stored?.progress ?? progressOf(counts, null),
+    cancel_requested_at: iso(row.cancel_requested_at),
+    warnings: row.request.warnings ?? [],
+    /** True when `rewards` lists only the first ones: page through the rest with `…/dispatches/{id}/rewards`. */
+    rewards_truncated: rewards.length < total,
     rewards: rewards.map((r) => ({
       position: r.position,
       external_id: r.external_id,
@@ -156,12 +182,28 @@ export function toView(
       delivery: {
         method: r.delivery_method ?? r.upstream_payload.delivery.method,
         status: r.delivery_status,
+        state: r.delivery_state ?? null,
+        ...(r.delivery_reason ? { failure_reason: r.delivery_reason } : {}),
         ...(r.link_enc ? { link: link(r) } : {}),
       },
       custom_fields: row.request.custom_fields[r.position] ?? [],
       error: r.status === 'failed' || r.status === 'cancelled' ? r.last_error : null,
       sent_at: iso(r.sent_at),
     })),
+  };
+}
+
+/** Progress from counts; `msPerReward` (the account's pace) gives the estimate while rewards are open. */
+export function progressOf(counts: Record<RewardStatus, number>, msPerReward: number | null): Progress {
+  const total = Object.values(counts).reduce((a, b) => a + b, 0);
+  const open = counts.pending + counts.sending;
+  const settled = total - open;
+  return {
+    total,
+    settled,
+    percent: total ? Math.floor((settled / total) * 1000) / 10 : 100,
+    estimated_completion_at:
+      open > 0 && msPerReward !== null ? new Date(Date.now() + open * msPerReward).toISOString() : null,
   };
 }
 
@@ -180,8 +222,11 @@ export function failureBody(
   const code = codes.size === 1 ? [...codes][0] : 'upstream_rejected';
   const gaveUp = errors.every((e) => e.code === 'upstream_unavailable' || e.code === 'upstream_rate_limited');
   const status = gaveUp ? 503 : code === 'connection_not_active' || code === 'dispatch_cancelled' ? 409 : 422;
+  const total = row.reward_count || rewards.length;
   const message =
-    rewards.length === 1 ? errors[0].message : `All ${rewards.length} rewards failed; see details.`;
+    total === 1
+      ? errors[0].message
+      : `All ${total} rewards failed; see details${rewards.length < total ? ` (the first ${rewards.length})` : ''}.`;
   const details = rewards.map((r, i) => ({
     field: `rewards[${r.position}]`,
     reason: errors[i].message,

@@ -9,24 +9,35 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { DispatchSender } from './dispatch.sender';
-import { DispatchStore } from './dispatch.store';
+import { DispatchStore, REWARD_PAGE } from './dispatch.store';
+import type { DispatchRow } from './dispatch.view';
+import { type Claimed, ClaimLoop } from '../common/claim-loop';
 import { runEvery } from '../common/schedule';
 
 const BATCH = 20;
-/** Upstream attempts one instance runs at once from the worker. */
+/** Dispatches one instance works on at once from the worker. */
 const MAX_IN_FLIGHT = 64;
+/** Per connection and instance: interactive dispatches at once (bulk: one — a batch is sent one slice at a time). */
+const INTERACTIVE_PER_CONNECTION = 2;
 
 /**
- * Retries queued dispatches and reclaims those stuck in `sending` past their lease (their process died). Every
- * instance runs one; `FOR UPDATE SKIP LOCKED` hands each due dispatch to exactly one of them. The dispatch row is
- * the job: no second record to keep in step (which a separate job queue would need in the same transaction).
+ * Sends queued dispatches and batches, and reclaims those stuck in `sending` past their lease (their process died).
+ * Every instance runs one; `FOR UPDATE SKIP LOCKED` hands each due dispatch to exactly one of them. The dispatch row
+ * is the job: no second record to keep in step (which a separate job queue would need in the same transaction).
+ *
+ * Fairness: a claim takes at most one dispatch per account, the accounts waiting longest first, interactive before
+ * bulk, and skips accounts this instance is already busy with; a batch is worked one slice (REWARD_PAGE rewards)
+ * per claim and then queued again, due now, so a tenant's 10,000 rewards never hold the workers from other tenants.
+ * The account's pace itself is kept by the AccountPacer, across instances.
  */
 @Injectable()
 export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(DispatchWorker.name);
-  private running = false;
-  private stopped = false;
-  private readonly inFlight = new Set<Promise<void>>();
+  private readonly loop = new ClaimLoop(this.logger, 'dispatch worker', MAX_IN_FLIGHT, (free) =>
+    this.claim(free),
+  );
+  /** Connection id → dispatches in flight here, per priority. */
+  private readonly busy = [new Map<string, number>(), new Map<string, number>()];
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -40,49 +51,51 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
-    this.stopped = true;
-    await this.drain();
+    await this.loop.stop();
   }
 
-  /**
-   * One pass: claim due dispatches (up to the free in-flight slots) and start them; does not wait for the upstream
-   * calls, so a slow or timing-out upstream does not stall the claiming. Returns how many were started.
-   */
-  async tick(): Promise<number> {
-    if (this.running || this.stopped) return 0;
-    this.running = true;
-    let started = 0;
-    try {
-      for (;;) {
-        const free = MAX_IN_FLIGHT - this.inFlight.size;
-        if (free <= 0 || this.stopped) break;
-        const claimed = await this.store.claimDue(Math.min(BATCH, free));
-        const rewards = claimed.length ? await this.store.rewardsOf(claimed.map((r) => r.id)) : new Map();
-        for (const row of claimed) {
-          const attempt: Promise<void> = this.sender
-            .run(row, rewards.get(row.id) ?? [])
-            .then(
-              () => undefined,
-              (error: unknown) => this.logger.warn(`dispatch ${row.id}: ${String(error)}`),
-            )
-            .finally(() => this.inFlight.delete(attempt));
-          this.inFlight.add(attempt);
-        }
-        started += claimed.length;
-        if (claimed.length < BATCH) break;
-      }
-    } catch (error) {
-      this.logger.warn(
-        `dispatch worker pass failed: ${error instanceof Error ? error.message : String(error)}`,
-      );
-    } finally {
-      this.running = false;
-    }
-    return started;
+  /** Work became due here (a batch was stored, a slice ended): claim now rather than at the next poll. */
+  nudge(): void {
+    this.loop.nudge();
+  }
+
+  /** One pass: claims due dispatches up to the free slots and starts them. Returns how many were started. */
+  tick(): Promise<number> {
+    return this.loop.tick();
   }
 
   /** Waits for the attempts this instance has started (tests, shutdown). */
-  async drain(): Promise<void> {
-    while (this.inFlight.size) await Promise.all([...this.inFlight]);
+  drain(): Promise<void> {
+    return this.loop.drain();
+  }
+
+  /** One claim: at most one dispatch per account; again while any was claimed (the next accounts' turn). */
+  private async claim(free: number): Promise<Claimed> {
+    const claimed = await this.store.claimDue(
+      Math.min(BATCH, free),
+      this.busyWith(0, INTERACTIVE_PER_CONNECTION),
+      this.busyWith(1, 1),
+    );
+    for (const row of claimed) this.start(row);
+    return { started: claimed.length, more: claimed.length > 0 };
+  }
+
+  private start(row: DispatchRow): void {
+    const key = row.connection_id ?? '';
+    const busy = this.busy[row.priority];
+    busy.set(key, (busy.get(key) ?? 0) + 1);
+    const attempt = this.store
+      .openRewards(row.id, -1, REWARD_PAGE)
+      .then((slice) => this.sender.run(row, slice, { more: slice.length === REWARD_PAGE }));
+    this.loop.track(attempt, `dispatch ${row.id}`, () => {
+      const left = (busy.get(key) ?? 1) - 1;
+      if (left > 0) busy.set(key, left);
+      else busy.delete(key);
+      if (!this.loop.isStopped) this.nudge(); // a slice ended or a slot freed: the next due work goes now
+    });
+  }
+
+  private busyWith(priority: 0 | 1, limit: number): string[] {
+    return [...this.busy[priority]].filter(([id, n]) => id && n >= limit).map(([id]) => id);
   }
 }

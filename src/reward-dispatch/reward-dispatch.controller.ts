@@ -1,4 +1,16 @@
-import { Body, Controller, Get, Headers, Param, ParseUUIDPipe, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Headers,
+  HttpCode,
+  Param,
+  ParseUUIDPipe,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBearerAuth,
@@ -11,9 +23,55 @@ import {
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { DispatchListResponse, DispatchResponse, RewardListResponse } from './dto/dispatch.response';
+import { SendBodyPipe, type SendRewardsBody } from './dto/send-body.pipe';
 import { ListDispatchesDto, SendRewardsDto } from './dto/send-rewards.dto';
+import { PageQueryDto } from '../common/page-query.dto';
+import {
+  ApiErrors,
+  ApiJsonBody,
+  CONNECTION_NOT_ACTIVE,
+  CONNECTION_NOT_FOUND,
+  CUSTOM_FIELD_ERRORS,
+  DISPATCH_NOT_FOUND,
+  ENVIRONMENT_NOT_CONFIGURED,
+  FIELDS_UNAVAILABLE,
+  type ErrorExample,
+  TENANT_ROUTE,
+  VAULT_UNAVAILABLE,
+  jsonBodyErrors,
+  notAUuid,
+  validationFailed,
+} from '../common/api-docs';
 import { RewardDispatchService } from './reward-dispatch.service';
 import { RewardListingService } from './reward-listing.service';
+
+const DISPATCH_ID = '3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f';
+
+/** A send whose every reward failed (one reward here): the rewards' common code, one detail per reward. */
+function allFailed(
+  status: number,
+  code: ErrorExample['code'],
+  message: string,
+  upstreamStatus: number | null,
+): ErrorExample {
+  return {
+    status,
+    code,
+    message,
+    details: [
+      {
+        field: 'rewards[0]',
+        reason: message,
+        code,
+        dispatch_id: DISPATCH_ID,
+        external_id: `${DISPATCH_ID}-r0`,
+        upstream_status: upstreamStatus,
+        upstream_payload: null,
+      },
+    ],
+    when: `every reward failed: ${code}`,
+  };
+}
 
 @ApiTags('rewards')
 @ApiBearerAuth()
@@ -27,17 +85,59 @@ export class RewardDispatchController {
   @Post('rewards')
   @ApiOperation({
     summary:
-      'Send one or more rewards, exactly once per Idempotency-Key (one upstream order per reward in the single shape).',
+      'Send one or more rewards (a batch of up to 10,000), exactly once per Idempotency-Key (one upstream order per reward in the single shape).',
     description:
+      'Up to DISPATCH_INLINE_MAX_REWARDS rewards (default 10) are sent before the answer; a larger batch is validated ' +
+      'whole, stored and answered 202 at once (Location: the dispatch), then sent at the account’s pace — poll the ' +
+      'dispatch for `progress`, cancel it with `POST …/dispatches/{id}/cancel`. The same recipient twice is allowed ' +
+      'and listed in `warnings`. ' +
       '201: sent, or partially_failed (see each reward). 202: queued (the rewards service was unavailable; poll the dispatch) or ' +
       'pending_approval (held upstream). When every reward failed: 422 (refused), 409 (connection not active) or 503 (gave up). A repeated request ' +
       'with the same key and body replays the stored outcome; another body → 422 idempotency_key_reused; while the first ' +
       'is in flight → 409 idempotency_request_in_progress.',
   })
+  @ApiJsonBody(SendRewardsDto, {
+    email: {
+      summary: 'One gift card by e-mail, a custom field by its label',
+      value: {
+        rewards: [
+          {
+            recipient: { name: 'Ada Lovelace', email: 'ada@example.com' },
+            value: { denomination: 25, currency_code: 'USD' },
+            products: ['PRODAMAZONUS'],
+            custom_fields: { Department: 'Sales' },
+          },
+        ],
+      },
+    },
+    campaignLink: {
+      summary:
+        'A campaign reward as a redemption link; funding source, reference and custom fields by id and label',
+      value: {
+        environment: 'sandbox',
+        funding_source_id: 'BALANCE',
+        external_reference: 'payroll-2026-11',
+        rewards: [
+          {
+            recipient: { name: 'Grace Hopper', email: 'grace@example.com' },
+            value: { denomination: 50, currency_code: 'USD' },
+            campaign_id: 'CAMPAIGNDEMO1',
+            delivery: { method: 'LINK' },
+            custom_fields: [
+              { id: 'FLDDEPARTMENT', value: 'Engineering' },
+              { label: 'Region', value: 'EMEA' },
+            ],
+          },
+        ],
+      },
+    },
+  })
   @ApiHeader({
     name: 'Idempotency-Key',
     required: true,
-    description: 'Unique per reward request, at most 255 characters; kept at least 24 h.',
+    example: 'payroll-2026-11-ada',
+    description:
+      'Unique per reward request, at most 255 characters; kept at least 24 h. The same key with the same body replays the first answer.',
   })
   @ApiCreatedResponse({
     type: DispatchResponse,
@@ -49,14 +149,87 @@ export class RewardDispatchController {
     description:
       'The dispatch, status queued (a worker retries it) or pending_approval (reconciled in the background).',
   })
+  @ApiHeader({
+    name: 'Prefer',
+    required: false,
+    description:
+      '`respond-async`: store the dispatch and answer 202 at once, even for a few rewards (a batch — more than ' +
+      'DISPATCH_INLINE_MAX_REWARDS rewards — always is).',
+  })
+  @ApiErrors(
+    TENANT_ROUTE,
+    jsonBodyErrors(8),
+    validationFailed('rewards[0].recipient.email', 'required for EMAIL delivery'),
+    {
+      status: 400,
+      code: 'idempotency_key_missing',
+      message: 'Send an Idempotency-Key header (a unique string per reward request, at most 255 characters).',
+      details: [{ field: 'Idempotency-Key', reason: 'required' }],
+      when: 'no Idempotency-Key header',
+    },
+    {
+      status: 400,
+      code: 'idempotency_key_invalid',
+      message: 'The Idempotency-Key must be 1–255 visible ASCII characters.',
+      details: [{ field: 'Idempotency-Key', reason: 'contains spaces or non-ASCII characters' }],
+      when: 'an Idempotency-Key that is not 1–255 visible ASCII characters',
+    },
+    CONNECTION_NOT_FOUND,
+    CONNECTION_NOT_ACTIVE,
+    {
+      status: 409,
+      code: 'idempotency_request_in_progress',
+      message: 'A request with this Idempotency-Key is still being processed; retry shortly.',
+      details: [{ field: 'Idempotency-Key', reason: 'in progress', dispatch_id: DISPATCH_ID }],
+      when: 'the first request with this key is still running',
+    },
+    allFailed(
+      409,
+      'dispatch_cancelled',
+      'The dispatch was cancelled before this reward was sent; it was not sent.',
+      null,
+    ),
+    ENVIRONMENT_NOT_CONFIGURED,
+    CUSTOM_FIELD_ERRORS,
+    {
+      status: 422,
+      code: 'idempotency_key_reused',
+      message: 'This Idempotency-Key was used with a different request body.',
+      details: [
+        { field: 'Idempotency-Key', reason: 'already used with another body', dispatch_id: DISPATCH_ID },
+      ],
+      when: 'the key was used with another body',
+    },
+    allFailed(
+      422,
+      'insufficient_funds',
+      'The funding source does not hold enough funds for this order.',
+      402,
+    ),
+    allFailed(
+      422,
+      'upstream_rejected',
+      'The rewards service rejected the order: Product PRODAMAZONUS is not available in EUR',
+      400,
+    ),
+    allFailed(
+      503,
+      'upstream_unavailable',
+      'The rewards service did not complete the order: rewards service answered 503',
+      503,
+    ),
+    VAULT_UNAVAILABLE.filter((e) => e.code === 'upstream_app_credentials_invalid'),
+  )
   async send(
     @Param('tenant') tenant: string,
     @Headers('idempotency-key') key: string | undefined,
-    @Body() dto: SendRewardsDto,
+    @Headers('prefer') prefer: string | undefined,
+    @Body(SendBodyPipe) dto: SendRewardsBody,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {
-    const outcome = await this.dispatches.send(tenant, key, dto, req.body);
+    const respondAsync = /(^|[,;\s])respond-async([,;\s]|$)/i.test(prefer ?? '');
+    const outcome = await this.dispatches.send(tenant, key, dto, req.body, respondAsync);
     res.status(outcome.status);
     if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
     for (const [name, value] of Object.entries(outcome.headers ?? {})) res.setHeader(name, value);
@@ -71,6 +244,56 @@ export class RewardDispatchController {
   @ApiQuery({ name: 'offset', required: false })
   @ApiQuery({ name: 'limit', required: false })
   @ApiOkResponse({ type: RewardListResponse })
+  @ApiErrors(
+    TENANT_ROUTE,
+    validationFailed('limit', 'must be a whole number from 1 to 100', 'The query is invalid; see details.'),
+    CONNECTION_NOT_FOUND,
+    CONNECTION_NOT_ACTIVE,
+    ENVIRONMENT_NOT_CONFIGURED,
+    {
+      status: 422,
+      code: 'unknown_custom_field',
+      message: 'Filter by custom field labels of the rewards account; see details.',
+      details: [
+        {
+          field: 'Team',
+          reason: 'unknown custom field label "Team"',
+          known_labels: ['Department', 'Campaign', 'Region'],
+        },
+      ],
+      when: 'a filter by a label the account does not have',
+    },
+    {
+      status: 502,
+      code: 'upstream_rejected',
+      message: 'The rewards service rejected the listing: Query parameter Department must be a string',
+      details: [
+        {
+          field: 'upstream',
+          reason: 'The rewards service rejected the listing: Query parameter Department must be a string',
+          upstream_status: 400,
+          upstream_payload: null,
+        },
+      ],
+      when: 'the rewards service refused the listing',
+    },
+    {
+      status: 503,
+      code: 'upstream_unavailable',
+      message: 'The rewards service did not complete the listing: rewards service answered 503',
+      details: [
+        {
+          field: 'upstream',
+          reason: 'The rewards service did not complete the listing: rewards service answered 503',
+          upstream_status: 503,
+          upstream_payload: null,
+        },
+      ],
+      when: 'the rewards service did not answer, or answered 5xx or 429',
+    },
+    FIELDS_UNAVAILABLE,
+    VAULT_UNAVAILABLE,
+  )
   listRewards(@Param('tenant') tenant: string, @Query() query: Record<string, unknown>): Promise<unknown> {
     return this.listing.list(tenant, query);
   }
@@ -78,6 +301,7 @@ export class RewardDispatchController {
   @Get('dispatches/:id')
   @ApiOperation({ summary: 'A dispatch: status, attempts, upstream order and reward ids, last error.' })
   @ApiOkResponse({ type: DispatchResponse })
+  @ApiErrors(TENANT_ROUTE, DISPATCH_NOT_FOUND, notAUuid('GET', '/v1/tenants/acme/dispatches/123'))
   get(
     @Param('tenant') tenant: string,
     @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string,
@@ -85,9 +309,59 @@ export class RewardDispatchController {
     return this.dispatches.get(tenant, id);
   }
 
+  @Get('dispatches/:id/rewards')
+  @ApiOperation({
+    summary: 'A dispatch’s rewards, a page at a time (a batch’s view lists only the first 100).',
+  })
+  @ApiQuery({ name: 'offset', required: false })
+  @ApiQuery({ name: 'limit', required: false, description: '1–200, default 100' })
+  @ApiOkResponse({ description: '`{rewards: [...], next_offset}`, rewards as in the dispatch view.' })
+  @ApiErrors(
+    TENANT_ROUTE,
+    validationFailed('limit', 'limit must not be greater than 200'),
+    DISPATCH_NOT_FOUND,
+    notAUuid('GET', '/v1/tenants/acme/dispatches/123/rewards'),
+  )
+  rewards(
+    @Param('tenant') tenant: string,
+    @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string,
+    @Query() query: PageQueryDto,
+  ): Promise<unknown> {
+    return this.dispatches.rewardsPage(tenant, id, query.limit ?? 100, query.offset ?? 0);
+  }
+
+  @Post('dispatches/:id/cancel')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      'Cancel what of a dispatch is not sent yet: its pending rewards end `cancelled`; rewards already on their way finish.',
+    description: '409 dispatch_not_cancellable when every reward is settled already.',
+  })
+  @ApiOkResponse({ type: DispatchResponse })
+  @ApiErrors(TENANT_ROUTE, DISPATCH_NOT_FOUND, notAUuid('POST', '/v1/tenants/acme/dispatches/123/cancel'), {
+    status: 409,
+    code: 'dispatch_not_cancellable',
+    message: `Dispatch ${DISPATCH_ID} is sent: every reward is settled, nothing is left to cancel.`,
+    details: [{ field: 'id', reason: 'already sent' }],
+    when: 'every reward is settled already',
+  })
+  cancel(
+    @Param('tenant') tenant: string,
+    @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string,
+  ): Promise<unknown> {
+    return this.dispatches.cancel(tenant, id);
+  }
+
   @Get('dispatches')
   @ApiOperation({ summary: 'The tenant’s dispatches, newest first, optionally by status.' })
   @ApiOkResponse({ type: DispatchListResponse })
+  @ApiErrors(
+    TENANT_ROUTE,
+    validationFailed(
+      'status',
+      'status must be one of the following values: sending, queued, sent, pending_approval, partially_failed, failed, cancelled',
+    ),
+  )
   list(@Param('tenant') tenant: string, @Query() query: ListDispatchesDto): Promise<unknown> {
     return this.dispatches.list(tenant, query.status, query.limit, query.offset);
   }

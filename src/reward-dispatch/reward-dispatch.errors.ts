@@ -9,6 +9,7 @@ export const DISPATCH_ERROR_CODES = [
   'idempotency_request_in_progress',
   'dispatch_not_found',
   'dispatch_cancelled',
+  'dispatch_not_cancellable',
   'order_failed',
   'order_rejected',
 ] as const;

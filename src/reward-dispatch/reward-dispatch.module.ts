@@ -32,6 +32,6 @@ import { RewardListingService } from './reward-listing.service';
     DispatchWorker,
     ApprovalReconciler,
   ],
-  exports: [RewardDispatchService, DispatchWorker, ApprovalReconciler],
+  exports: [RewardDispatchService, DispatchWorker, ApprovalReconciler, DispatchStore],
 })
 export class RewardDispatchModule {}

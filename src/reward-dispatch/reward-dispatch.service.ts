@@ -16,8 +16,18 @@ import { TenantsService } from '../tenants/tenants.service';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { AppCredentialsInvalidError } from '../token-vault/token-vault.errors';
 import { DispatchSender, type HttpOutcome } from './dispatch.sender';
-import { DispatchStore, type NewReward } from './dispatch.store';
-import { type DispatchRow, type RewardRow, failureBody, httpStatusOf } from './dispatch.view';
+import { DispatchStore, type NewReward, REWARD_PAGE } from './dispatch.store';
+import {
+  type DispatchRow,
+  type RewardRow,
+  type RewardStatus,
+  countsOf,
+  failureBody,
+  httpStatusOf,
+  progressOf,
+} from './dispatch.view';
+import { DispatchWorker } from './dispatch.worker';
+import { spacingMs } from '../rewards-api/account-pacer';
 import type { RewardSpecDto, SendRewardsDto } from './dto/send-rewards.dto';
 import { DispatchError } from './reward-dispatch.errors';
 
@@ -42,6 +52,7 @@ export class RewardDispatchService {
     private readonly connections: ConnectionsService,
     private readonly fields: FieldsCacheService,
     private readonly tokens: AccessTokenProvider,
+    private readonly worker: DispatchWorker,
   ) {}
 
   async send(
@@ -49,6 +60,7 @@ export class RewardDispatchService {
     idempotencyKey: string | undefined,
     dto: SendRewardsDto,
     rawBody: unknown,
+    respondAsync = false,
   ): Promise<HttpOutcome> {
     const key = validateKey(idempotencyKey);
     const requestHash = createHash('sha256').update(canonicalJson(rawBody)).digest('hex');
@@ -63,8 +75,11 @@ export class RewardDispatchService {
     }
     const id = randomUUID();
     const shape = prepared.environment.orderShape;
+    // A batch is stored and answered at once; the workers send it at the account's pace, behind interactive sends.
+    const batch = dto.rewards.length > this.config.dispatch.inlineMaxRewards;
+    const answerNow = batch || respondAsync;
     // The first order's rewards are marked `sending` by the insert itself: the call follows at once.
-    const first = shape === 'array' ? prepared.rewards.length : 1;
+    const first = answerNow ? 0 : shape === 'array' ? prepared.rewards.length : 1;
     const newRewards: NewReward[] = prepared.rewards.map((payload, position) => ({
       position,
       external_id: shape === 'array' ? id : `${id}-r${position}`,
@@ -72,7 +87,7 @@ export class RewardDispatchService {
       payload,
       attempts: position < first ? 1 : 0,
     }));
-    const row: Omit<DispatchRow, 'created_at' | 'updated_at' | 'lease_until'> = {
+    const row: Omit<DispatchRow, 'created_at' | 'updated_at' | 'lease_until' | 'cancel_requested_at'> = {
       id,
       tenant_id: tenantId,
       connection_id: prepared.connectionId,
@@ -82,16 +97,18 @@ export class RewardDispatchService {
       request_hash: requestHash,
       request: prepared.request,
       upstream_payload: { payment: { funding_source_id: prepared.request.funding_source_id } },
-      status: 'sending',
-      attempts: 1,
+      status: answerNow ? 'queued' : 'sending',
+      attempts: answerNow ? 0 : 1,
       next_attempt_at: null,
       upstream_order_id: null,
       last_error: null,
       response_status: null,
       response_body: null,
       sent_at: null,
+      reward_count: newRewards.length,
+      priority: batch ? 1 : 0,
     };
-    const stamp = await this.store.insert(row, newRewards);
+    const stamp = await this.store.insert(row, newRewards, answerNow);
     if (!stamp) {
       const existing = await this.store.findByKey(tenantId, key);
       if (!existing)
@@ -104,8 +121,8 @@ export class RewardDispatchService {
         );
       return this.replay(existing, requestHash);
     }
-    // The rows as written, built here rather than read back.
-    const rewards: RewardRow[] = newRewards.map((r) => ({
+    // The rows as written, built here rather than read back (a batch's answer lists only its first page).
+    const rewards: RewardRow[] = newRewards.slice(0, answerNow ? REWARD_PAGE : undefined).map((r) => ({
       dispatch_id: id,
       position: r.position,
       external_id: r.external_id,
@@ -121,16 +138,58 @@ export class RewardDispatchService {
       last_error: null,
       sent_at: null,
     }));
+    const stored: DispatchRow = {
+      ...row,
+      created_at: stamp.created_at,
+      updated_at: stamp.created_at,
+      lease_until: stamp.lease_until,
+      cancel_requested_at: null,
+      response_status: answerNow ? 202 : null,
+    };
+    if (answerNow) {
+      this.worker.nudge();
+      // Just stored: every reward is pending — the counts need no query.
+      const counts = countsOf(newRewards);
+      return {
+        status: 202,
+        body: this.sender.view(stored, rewards, {
+          counts,
+          progress: progressOf(counts, this.msPerReward(stored)),
+        }),
+        headers: { Location: `/v1/tenants/${encodeURIComponent(tenantId)}/dispatches/${id}` },
+      };
+    }
     const marked = new Set(newRewards.filter((r) => r.status === 'sending').map((r) => r.position));
-    return this.sender.run(
-      { ...row, created_at: stamp.created_at, updated_at: stamp.created_at, lease_until: stamp.lease_until },
-      rewards,
-      marked,
-    );
+    return this.sender.run(stored, rewards, { inline: true, marked });
+  }
+
+  /**
+   * Counts and progress of a dispatch, with the estimate at its account's pace: from the rewards at hand when they are
+   * all of them, else counted in the database.
+   */
+  private async storedProgress(row: DispatchRow, rewards: RewardRow[]) {
+    const counts =
+      rewards.length >= row.reward_count
+        ? countsOf(rewards)
+        : ((await this.store.countsOf([row.id])).get(row.id) as Record<RewardStatus, number>);
+    return { counts, progress: progressOf(counts, this.msPerReward(row)) };
+  }
+
+  /** The account's pace for estimates: the configured spacing (null when pacing is off). */
+  private msPerReward(row: DispatchRow): number | null {
+    const pacing = this.config.rewards[row.environment]?.pacing;
+    return pacing && pacing.rps > 0 ? spacingMs(pacing) : null;
   }
 
   /** Everything resolved before the first write: connection, funding source, custom fields (all from caches). */
   private async prepare(tenantId: string, dto: SendRewardsDto) {
+    if (dto.rewards.length > this.config.dispatch.maxRewards)
+      throw new ValidationFailedError([
+        {
+          field: 'rewards',
+          reason: `at most ${this.config.dispatch.maxRewards} rewards per dispatch on this gateway (DISPATCH_MAX_REWARDS); got ${dto.rewards.length}`,
+        },
+      ]);
     checkRecipients(dto.rewards);
     const connection = await this.connections.liveConnection(tenantId, dto.environment);
     const environment = this.config.rewards[connection.environment] as RewardsEnvironmentConfig;
@@ -159,14 +218,17 @@ export class RewardDispatchService {
       ...(r.campaign_id ? { campaign_id: r.campaign_id } : {}),
       custom_fields: resolution.resolved[i].map((c) => ({ id: c.id, value: c.value })),
     }));
+    const warnings = duplicateRecipients(rewards);
     return {
       connectionId: connection.id,
       environment,
       rewards,
+      warnings,
       request: {
         external_reference: dto.external_reference ?? null,
         funding_source_id: fundingSourceId,
         custom_fields: resolution.resolved as ResolvedCustomField[][],
+        ...(warnings.length ? { warnings } : {}),
       },
     };
   }
@@ -214,10 +276,48 @@ export class RewardDispatchService {
         return { status: row.response_status, body: row.response_body };
       return failureBody(row, rewards);
     }
-    return { status: httpStatusOf(row.status), body: this.sender.view(row, rewards) };
+    return { status: httpStatusOf(row.status), body: await this.view(row, rewards) };
+  }
+
+  private async view(row: DispatchRow, rewards: RewardRow[]) {
+    return this.sender.view(row, rewards, await this.storedProgress(row, rewards));
   }
 
   async get(tenantId: string, id: string): Promise<unknown> {
+    const row = await this.require(tenantId, id);
+    const rewards = (await this.store.rewardsOf([row.id])).get(row.id) ?? [];
+    return this.view(row, rewards);
+  }
+
+  /** One page of a dispatch's rewards, in position order (a batch's view lists only the first REWARD_PAGE). */
+  async rewardsPage(tenantId: string, id: string, limit = 100, offset = 0): Promise<unknown> {
+    const row = await this.require(tenantId, id);
+    const rewards = (await this.store.rewardsOf([row.id], limit + 1, offset)).get(row.id) ?? [];
+    const page = rewards.slice(0, limit);
+    return {
+      rewards: this.sender.view(row, page).rewards,
+      next_offset: rewards.length > limit ? offset + limit : null,
+    };
+  }
+
+  /**
+   * Cancels what of a dispatch is not sent yet: its `pending` rewards end `cancelled` at once; rewards already on
+   * their way finish. 409 when the dispatch is settled already.
+   */
+  async cancel(tenantId: string, id: string): Promise<unknown> {
+    const row = await this.require(tenantId, id);
+    if (!(await this.store.cancel(tenantId, id))) {
+      throw new DispatchError(
+        HttpStatus.CONFLICT,
+        'dispatch_not_cancellable',
+        `Dispatch ${id} is ${row.status}: every reward is settled, nothing is left to cancel.`,
+        [{ field: 'id', reason: `already ${row.status}` }],
+      );
+    }
+    return this.get(tenantId, id);
+  }
+
+  private async require(tenantId: string, id: string): Promise<DispatchRow> {
     const row = await this.store.find(tenantId, id);
     if (!row)
       throw new DispatchError(
@@ -225,20 +325,52 @@ export class RewardDispatchService {
         'dispatch_not_found',
         `No dispatch ${id} for this tenant.`,
       );
-    const rewards = (await this.store.rewardsOf([row.id])).get(row.id) ?? [];
-    return this.sender.view(row, rewards);
+    return row;
   }
 
   async list(tenantId: string, status: string | undefined, limit = 50, offset = 0): Promise<unknown> {
     await this.tenants.require(tenantId);
     const rows = await this.store.list(tenantId, status, limit + 1, offset);
     const page = rows.slice(0, limit);
-    const rewards = await this.store.rewardsOf(page.map((r) => r.id));
+    const ids = page.map((r) => r.id);
+    const [rewards, counts] = await Promise.all([this.store.rewardsOf(ids), this.store.countsOf(ids)]);
     return {
-      dispatches: page.map((r) => this.sender.view(r, rewards.get(r.id) ?? [])),
+      dispatches: page.map((r) => {
+        const c = counts.get(r.id) as Record<RewardStatus, number>;
+        return this.sender.view(r, rewards.get(r.id) ?? [], {
+          counts: c,
+          progress: progressOf(c, this.msPerReward(r)),
+        });
+      }),
       next_offset: rows.length > limit ? offset + limit : null,
     };
   }
+}
+
+/**
+ * Rewards going to a recipient an earlier reward of the same request already goes to (same e-mail, case-insensitive,
+ * or same phone): allowed — a campaign may reward someone twice — but flagged, at most 100 listed.
+ */
+function duplicateRecipients(rewards: UpstreamRewardSpec[]): ErrorDetail[] {
+  const seen = new Map<string, number>();
+  const warnings: ErrorDetail[] = [];
+  rewards.forEach((r, i) => {
+    const key = r.recipient.email
+      ? `e:${r.recipient.email.toLowerCase()}`
+      : r.recipient.phone
+        ? `p:${r.recipient.phone.replace(/[^0-9+]/g, '')}`
+        : null;
+    if (key === null) return;
+    const first = seen.get(key);
+    if (first === undefined) seen.set(key, i);
+    else if (warnings.length < 100)
+      warnings.push({
+        field: `rewards[${i}].recipient`,
+        reason: `same recipient as rewards[${first}] (allowed; sent twice)`,
+        code: 'duplicate_recipient',
+      });
+  });
+  return warnings;
 }
 
 /** What each delivery method needs of the recipient, and products or a campaign: checked before any lookup. */

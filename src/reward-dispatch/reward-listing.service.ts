@@ -9,6 +9,31 @@ import { upstreamAppError } from '../rewards-api/rewards-api.errors';
 
 const RESERVED = new Set(['environment', 'offset', 'limit']);
 
+/**
+ * A time of the rewards service as the gateway answers every time: ISO 8601 in UTC with milliseconds
+ * (`2026-11-22T10:15:30.000Z`). The service writes `2026-11-22 10:15:30 UTC`, or ISO with an offset or none (UTC);
+ * a value that does not parse is passed on as it is.
+ */
+export function isoUtc(text: string): string {
+  const normalised = text
+    .trim()
+    .replace(/^(\d{4}-\d{2}-\d{2}) (?=\d)/, '$1T')
+    .replace(/\s*UTC$/i, 'Z')
+    .replace(/T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/, '$&Z'); // no zone: the service's times are UTC
+  const ms = Date.parse(normalised);
+  return Number.isNaN(ms) ? text : new Date(ms).toISOString();
+}
+
+/** The upstream reward with every time (a string under a key ending in `_at`, at any depth) as ISO 8601 UTC. */
+function isoTimes<T>(value: T, depth = 0): T {
+  if (depth > 8 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v: unknown) => isoTimes(v, depth + 1)) as T;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value as Record<string, unknown>))
+    out[key] = typeof v === 'string' && /(^|_)at$/.test(key) ? isoUtc(v) : isoTimes(v, depth + 1);
+  return out as T;
+}
+
 /** `GET /v1/tenants/{tenant}/rewards?<label>=<value>`: the upstream's filtered list, labels checked first. */
 @Injectable()
 export class RewardListingService {
@@ -66,7 +91,7 @@ export class RewardListingService {
     const params = new URLSearchParams([...filters, ['offset', offset], ['limit', limit]]);
     try {
       const page = await this.rewardsApi.forConnection(connection.id).listRewards(params);
-      return { ...page, offset: Number(offset), limit: Number(limit) };
+      return { ...page, rewards: page.rewards.map(isoTimes), offset: Number(offset), limit: Number(limit) };
     } catch (error) {
       if (error instanceof RewardsApiError)
         throw upstreamAppError(error, 'the listing', HttpStatus.BAD_GATEWAY);

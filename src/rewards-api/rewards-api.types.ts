@@ -52,3 +52,16 @@ export function orderOutcome(status: string | undefined): OrderOutcome {
   if (s === 'CANCELED' || s === 'CANCELLED' || s === 'FAILED') return 'failed';
   return 'held';
 }
+
+/** `POST /webhooks` → `{webhook: {...}}`: the account's one webhook (a second POST changes its URL, same id and key). */
+export interface UpstreamWebhook {
+  id: string;
+  url: string;
+  /** The HMAC-SHA256 key of `Tremendous-Webhook-Signature`. Secret: stored only encrypted, never logged. */
+  private_key: string;
+}
+
+/** `GET /rewards/{id}` → `{reward: {...}}`; `delivery.status`: SCHEDULED, PENDING, SUCCEEDED, FAILED or a newer value. */
+export type UpstreamRewardDetail = UpstreamReward & {
+  delivery?: { method: string; status: string; failure_reason?: string };
+};

@@ -28,6 +28,16 @@ class DeliveryView {
     description: 'The service’s delivery status (SCHEDULED, PENDING, SUCCEEDED, FAILED, …).',
   })
   status: string | null;
+  @ApiProperty({
+    enum: ['pending', 'delivered', 'delivery_failed'],
+    nullable: true,
+    type: String,
+    description:
+      'Ours, from the service’s delivery webhooks or reconciliation: pending (sent, not known delivered yet), delivered, delivery_failed; null for LINK or not sent.',
+  })
+  state: string | null;
+  @ApiPropertyOptional({ description: 'Why the delivery failed (the service’s reason).' })
+  failure_reason?: string;
   @ApiPropertyOptional({
     description: 'LINK delivery: the redemption link (returned once by the service; kept encrypted).',
   })
@@ -66,7 +76,7 @@ class DispatchRewardView {
   @ApiProperty({ type: [CustomFieldView] }) custom_fields: CustomFieldView[];
   @ApiProperty({ type: RewardErrorView, nullable: true, description: 'Why the reward failed.' })
   error: RewardErrorView | null;
-  @ApiProperty({ nullable: true, type: String }) sent_at: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) sent_at: string | null;
 }
 
 class DispatchCountsView {
@@ -75,6 +85,26 @@ class DispatchCountsView {
   @ApiProperty() sent: number;
   @ApiProperty() pending_approval: number;
   @ApiProperty() failed: number;
+  @ApiProperty() cancelled: number;
+}
+
+class ProgressView {
+  @ApiProperty({ example: 10000 }) total: number;
+  @ApiProperty({ example: 2500, description: 'Rewards no longer pending or sending.' }) settled: number;
+  @ApiProperty({ example: 25 }) percent: number;
+  @ApiProperty({
+    format: 'date-time',
+    nullable: true,
+    type: String,
+    description: 'While rewards are open: when the rest should be settled at the account’s configured pace.',
+  })
+  estimated_completion_at: string | null;
+}
+
+class WarningView {
+  @ApiProperty({ example: 'rewards[43].recipient' }) field: string;
+  @ApiProperty({ example: 'same recipient as rewards[3] (allowed; sent twice)' }) reason: string;
+  @ApiProperty({ example: 'duplicate_recipient' }) code: string;
 }
 
 /** A dispatch: one send request (one Idempotency-Key) of one or more rewards. */
@@ -97,7 +127,12 @@ export class DispatchResponse {
   })
   upstream_order_id: string | null;
   @ApiProperty() attempts: number;
-  @ApiProperty({ nullable: true, type: String, description: 'When the worker retries a queued dispatch.' })
+  @ApiProperty({
+    format: 'date-time',
+    nullable: true,
+    type: String,
+    description: 'When the worker retries a queued dispatch.',
+  })
   next_attempt_at: string | null;
   @ApiProperty({
     nullable: true,
@@ -106,9 +141,21 @@ export class DispatchResponse {
       '{code, message, upstream_status, outcome_unknown?}: why the last attempt stopped, or why every reward failed.',
   })
   last_error: Record<string, unknown> | null;
-  @ApiProperty() created_at: string;
-  @ApiProperty({ nullable: true, type: String }) sent_at: string | null;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) sent_at: string | null;
   @ApiProperty({ type: DispatchCountsView }) counts: DispatchCountsView;
+  @ApiProperty({ type: ProgressView }) progress: ProgressView;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) cancel_requested_at: string | null;
+  @ApiProperty({
+    type: [WarningView],
+    description: 'The same recipient twice in the request (allowed), at most 100.',
+  })
+  warnings: WarningView[];
+  @ApiProperty({
+    description:
+      'True when `rewards` lists only the first 100: page through the rest with `…/dispatches/{id}/rewards`.',
+  })
+  rewards_truncated: boolean;
   @ApiProperty({ type: [DispatchRewardView] }) rewards: DispatchRewardView[];
 }
 

@@ -116,6 +116,7 @@ export class RewardSpecDto {
 
   @ApiPropertyOptional({ type: DeliveryDto })
   @IsOptional()
+  @IsObject({ message: 'delivery must be an object such as {"method": "EMAIL"}' })
   @ValidateNested()
   @Type(() => DeliveryDto)
   delivery?: DeliveryDto;
@@ -128,6 +129,7 @@ export class RewardSpecDto {
       { type: 'object', additionalProperties: {} },
       { type: 'array', items: { type: 'object' } },
     ],
+    example: { Department: 'Sales' },
   })
   @IsOptional()
   @Validate(CustomFieldsShape)
@@ -162,11 +164,11 @@ export class SendRewardsDto {
   @ApiProperty({
     type: [RewardSpecDto],
     description:
-      'One or more rewards (at most 100): one upstream order each (`single` order shape), or one order for all (`array`).',
+      'One or more rewards (at most 10,000; more than DISPATCH_INLINE_MAX_REWARDS, default 10, make a batch answered 202 at once): one upstream order each (`single` order shape), or one order for all (`array`).',
   })
   @IsArray()
   @ArrayMinSize(1)
-  @ArrayMaxSize(100)
+  @ArrayMaxSize(10_000)
   @IsObject({ each: true, message: 'each reward must be an object' })
   @ValidateNested({ each: true })
   @Type(() => RewardSpecDto)

@@ -1,0 +1,89 @@
+import type { Logger } from '@nestjs/common';
+
+/** One claim of due work: how many items were started, and whether to claim again in the same pass. */
+export interface Claimed {
+  started: number;
+  more: boolean;
+}
+
+/**
+ * The claim-and-start loop of a background worker (the dispatch worker, the tenant-webhook sender): one pass at a time
+ * on this instance; a pass claims due work up to the free slots (`claim(free)`, which starts each item with `track`)
+ * and does not wait for it, so a slow upstream never stalls claiming. `nudge()` asks for a pass now (a pass under way
+ * goes round again), `drain()` waits for what was started, `stop()` ends the loop for shutdown.
+ */
+export class ClaimLoop {
+  private running = false;
+  private again = false;
+  private stopped = false;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly what: string,
+    private readonly capacity: number,
+    private readonly claim: (free: number) => Promise<Claimed>,
+    /** Runs at the end of every pass (gauges, purges); its errors end the pass like a claim's. */
+    private readonly afterPass: () => Promise<void> = async () => undefined,
+  ) {}
+
+  get isStopped(): boolean {
+    return this.stopped;
+  }
+
+  /** Work became due here: claim now rather than at the next poll. */
+  nudge(): void {
+    if (this.running) this.again = true;
+    else void this.tick();
+  }
+
+  /** One pass; returns how many items it started. */
+  async tick(): Promise<number> {
+    if (this.running || this.stopped) return 0;
+    this.running = true;
+    let started = 0;
+    try {
+      do {
+        this.again = false;
+        for (;;) {
+          const free = this.capacity - this.inFlight.size;
+          if (free <= 0 || this.stopped) break;
+          const claimed = await this.claim(free);
+          started += claimed.started;
+          if (!claimed.more) break;
+        }
+      } while (this.again && !this.stopped);
+      await this.afterPass();
+    } catch (error) {
+      this.logger.warn(`${this.what} pass failed: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      this.running = false;
+    }
+    return started;
+  }
+
+  /** Starts tracking one item's work; `done` runs when it settles (its failure is logged, never thrown). */
+  track(work: Promise<unknown>, label: string, done: () => void = () => undefined): void {
+    const item: Promise<void> = work
+      .then(
+        () => undefined,
+        (error: unknown) =>
+          this.logger.warn(`${label}: ${error instanceof Error ? error.message : String(error)}`),
+      )
+      .finally(() => {
+        this.inFlight.delete(item);
+        done();
+      });
+    this.inFlight.add(item);
+  }
+
+  /** Waits for the work this instance has started (tests, shutdown). */
+  async drain(): Promise<void> {
+    while (this.inFlight.size) await Promise.all([...this.inFlight]);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.drain();
+  }
+}

@@ -1,0 +1,143 @@
+import { Injectable, Optional } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DataSource } from 'typeorm';
+import type { PacingConfig } from '../config/app-config';
+import { RelaxedPool } from '../database/relaxed-pool';
+import { mainPool } from '../database/sql';
+import { MetricsService } from '../metrics/metrics.service';
+
+/** Interactive sends (answered inline) go ahead of bulk work (batches, probes, approval checks). */
+export type Priority = 'interactive' | 'bulk';
+
+/**
+ * How late past its slot a request may still go out. The spacing between slots is widened by this much per second,
+ * so a request sent anywhere in [slot, slot + margin] keeps every 1-second interval within the limit; one that wakes
+ * up later (a busy event loop) gives its slot up and takes a new one instead of bunching up with the next.
+ */
+export const PACING_MARGIN_MS = 50;
+/**
+ * Of that margin, how late a request may leave after its slot; the rest absorbs the differences in how long
+ * requests take to reach the service (the limit is counted where they arrive).
+ */
+const LATE_MS = 10;
+/** A 429 halves the account's rate down to this fraction; every granted slot wins some of it back. */
+const MIN_FACTOR = 0.1;
+const RECOVERY_PER_SLOT = 0.02;
+
+/** The spacing between two requests of an account (ms): `rps` in any 1 s, with `burst` back to back when idle. */
+export function spacingMs(pacing: PacingConfig): number {
+  return (1000 + PACING_MARGIN_MS) / (pacing.rps - pacing.burst + 1);
+}
+
+/**
+ * Per-account pacing shared by every gateway instance through Postgres: a GCRA (the "virtual scheduling" form of a
+ * token bucket) whose state is one row per account — `tat`, the theoretical arrival time of the account's next
+ * request. Taking a slot is one statement (one round-trip): slot = max(now, tat − τ), tat' = max(tat, now) + T, with
+ * T = spacingMs() / factor and τ = (burst − 1)·T. Postgres's clock decides for every instance, and the caller sleeps
+ * the returned delay on its own monotonic clock, so no two instances' clocks are compared.
+ *
+ * Strictness: with T = (1000 + margin) / (rps − burst + 1), any 1000 ms interval holds at most rps requests even when
+ * each leaves up to LATE_MS after its slot and arrives up to margin − LATE_MS later than another; a request that
+ * would leave later takes a new slot.
+ *
+ * Priorities: an interactive request always takes the next slot. A bulk request takes one only when it is due within
+ * one and a half spacings (so bulk work never reserves far ahead); otherwise it waits a spacing and asks again. An interactive
+ * send on an account busy with a batch therefore waits about one slot, not behind the whole batch.
+ *
+ * AIMD: a 429 that still happens halves `factor` (the rate) and pushes `tat` past its Retry-After (1 s when absent);
+ * each granted slot adds a little back, up to the configured rate.
+ */
+@Injectable()
+export class AccountPacer {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly relaxed: RelaxedPool,
+    @Optional() private readonly metrics?: MetricsService,
+  ) {}
+
+  /** Waits until `account` may send its next request; resolves when the request should go out now. */
+  async acquire(account: string, pacing: PacingConfig, priority: Priority): Promise<void> {
+    if (pacing.rps <= 0) return;
+    const base = spacingMs(pacing);
+    const stop = this.metrics?.pacingWait.startTimer({ priority });
+    try {
+      await this.take(account, pacing, priority, base);
+    } finally {
+      stop?.();
+    }
+  }
+
+  private async take(account: string, pacing: PacingConfig, priority: Priority, base: number): Promise<void> {
+    for (;;) {
+      const slot = await this.reserve(account, pacing, priority, base);
+      if (slot === null) {
+        this.metrics?.pacingRetakes.inc({ reason: 'deferred' });
+        await sleep(base); // bulk, and the next slot is further out: let interactive requests have it
+        continue;
+      }
+      const deadline = slot.asked + Math.max(0, slot.waitMs);
+      const left = deadline - performance.now();
+      if (left > 0) await sleep(left);
+      if (performance.now() - deadline <= LATE_MS) return;
+      this.metrics?.pacingRetakes.inc({ reason: 'late' });
+      // Woke up too late to use the slot without bunching with the next ones: take a fresh slot.
+    }
+  }
+
+  /** A 429 came back anyway: slow the account down and keep its next request past `retryAfterMs`. */
+  async throttled(account: string, retryAfterMs: number): Promise<void> {
+    await mainPool(this.db).query({
+      name: 'rg_pace_throttled',
+      text: `UPDATE account_pace
+                SET factor = greatest($2::float8, factor / 2), throttled_429 = throttled_429 + 1,
+                    tat = greatest(tat, clock_timestamp() + make_interval(secs => $3::float8 / 1000)), updated_at = clock_timestamp()
+              WHERE account_key = $1`,
+      values: [account, MIN_FACTOR, retryAfterMs],
+    });
+    this.metrics?.upstreamThrottled.inc();
+  }
+
+  /** The account's current state, for progress estimates and the dashboard. */
+  async state(account: string): Promise<{ factor: number; throttled429: number } | null> {
+    const { rows } = await mainPool(this.db).query<{ factor: number; throttled_429: string }>(
+      `SELECT factor, throttled_429 FROM account_pace WHERE account_key = $1`,
+      [account],
+    );
+    return rows[0] ? { factor: rows[0].factor, throttled429: Number(rows[0].throttled_429) } : null;
+  }
+
+  /**
+   * One slot: how long to wait for it (ms, ≤ 0 = now) from `asked` — when the statement was sent on its connection
+   * (after any wait for the pool, so the slot is never taken early; a slow answer eats into the wait rather than
+   * delaying the request past its slot unnoticed) — or null when a bulk request should ask again later.
+   * Asynchronous commit (the relaxed pool): a slot lost in a crash costs nothing, and the WAL flush adds jitter.
+   */
+  private async reserve(
+    account: string,
+    pacing: PacingConfig,
+    priority: Priority,
+    base: number,
+  ): Promise<{ asked: number; waitMs: number } | null> {
+    const client = await this.relaxed.pool.connect();
+    const asked = performance.now();
+    const { rows } = await client
+      .query<{ wait_ms: number }>({
+        name: 'rg_pace_reserve',
+        text: `INSERT INTO account_pace AS p (account_key, tat, last_slot, factor, updated_at)
+             VALUES ($1, clock_timestamp() + make_interval(secs => $2::float8 / 1000), clock_timestamp(), 1, clock_timestamp())
+             ON CONFLICT (account_key) DO UPDATE
+                SET last_slot = greatest(p.tat, clock_timestamp()) - make_interval(secs => $3::float8 * $2::float8 / p.factor / 1000),
+                    tat = greatest(p.tat, clock_timestamp()) + make_interval(secs => $2::float8 / p.factor / 1000),
+                    factor = least(1, p.factor + $5::float8), updated_at = clock_timestamp()
+              WHERE $4::boolean
+                 OR p.tat - make_interval(secs => $3::float8 * $2::float8 / p.factor / 1000)
+                    <= clock_timestamp() + make_interval(secs => 1.5 * $2::float8 / 1000)
+             RETURNING extract(epoch FROM (last_slot - clock_timestamp())) * 1000 AS wait_ms`,
+        values: [account, base, pacing.burst - 1, priority === 'interactive', RECOVERY_PER_SLOT],
+      })
+      .finally(() => client.release());
+    return rows.length ? { asked, waitMs: Number(rows[0].wait_ms) } : null;
+  }
+}
