@@ -1,5 +1,14 @@
 import { Body, Controller, Delete, Get, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiErrors,
+  ApiJsonBody,
+  CONNECTION_NOT_FOUND,
+  ENVIRONMENT_NOT_CONFIGURED,
+  JSON_BODY,
+  TENANT_ROUTE,
+  validationFailed,
+} from '../common/api-docs';
 import { ConnectionsService } from './connections.service';
 import {
   ConnectSessionResponse,
@@ -7,6 +16,11 @@ import {
   ConnectionResponse,
   CreateConnectSessionDto,
 } from './dto/connection.dto';
+
+const ENVIRONMENT_QUERY = validationFailed(
+  'environment',
+  'environment must be one of the following values: sandbox, production',
+);
 
 @ApiTags('connections')
 @ApiBearerAuth()
@@ -19,6 +33,33 @@ export class ConnectionsController {
     summary: 'Create a one-time connect link for the tenant admin’s "Connect rewards account" button.',
   })
   @ApiCreatedResponse({ type: ConnectSessionResponse })
+  @ApiJsonBody(CreateConnectSessionDto, {
+    returnUrl: {
+      summary: 'Back to the platform’s settings page (on the tenant’s return_urls)',
+      value: { return_url: 'https://platform.example.com/settings/rewards' },
+    },
+    explicit: {
+      summary: 'Environment and scopes named',
+      value: {
+        environment: 'sandbox',
+        scopes: ['default'],
+        return_url: 'https://platform.example.com/settings/rewards',
+      },
+    },
+  })
+  @ApiErrors(
+    TENANT_ROUTE,
+    JSON_BODY,
+    validationFailed('scopes', 'each scope must be default or team_management'),
+    ENVIRONMENT_NOT_CONFIGURED,
+    {
+      status: 422,
+      code: 'return_url_not_allowed',
+      message: 'return_url is not on the tenant’s allow-list (return_urls).',
+      details: [{ field: 'return_url', reason: 'allowed: https://platform.example.com/settings/rewards' }],
+      when: 'a return_url off the tenant’s return_urls',
+    },
+  )
   createSession(
     @Param('tenant') tenant: string,
     @Body() dto: CreateConnectSessionDto,
@@ -31,6 +72,7 @@ export class ConnectionsController {
     summary: 'The tenant’s connection: status, scopes, refresh and error state (never tokens).',
   })
   @ApiOkResponse({ type: ConnectionResponse })
+  @ApiErrors(TENANT_ROUTE, ENVIRONMENT_QUERY, CONNECTION_NOT_FOUND, ENVIRONMENT_NOT_CONFIGURED)
   get(@Param('tenant') tenant: string, @Query() query: ConnectionQueryDto): Promise<ConnectionResponse> {
     return this.connections.getConnection(tenant, query.environment);
   }
@@ -38,6 +80,7 @@ export class ConnectionsController {
   @Delete('connection')
   @ApiOperation({ summary: 'Disconnect: the grant is deleted and the connection marked disconnected.' })
   @ApiOkResponse({ type: ConnectionResponse })
+  @ApiErrors(TENANT_ROUTE, ENVIRONMENT_QUERY, CONNECTION_NOT_FOUND, ENVIRONMENT_NOT_CONFIGURED)
   disconnect(
     @Param('tenant') tenant: string,
     @Query() query: ConnectionQueryDto,

@@ -7,6 +7,7 @@ import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { ConnectFlowController } from './connect-flow.controller';
 import { ConnectionsController } from './connections.controller';
 import { ConnectSessionStore } from './connect-session.store';
+import { ConnectionActivationHooks } from './connection-activation';
 import { HousekeepingService } from './housekeeping.service';
 import { PgStateStore } from './oauth-state.store';
 import { ConnectionsService } from './connections.service';
@@ -22,6 +23,7 @@ export const OAUTH_STRATEGIES = Symbol('OAUTH_STRATEGIES');
   providers: [
     ConnectionsService,
     ConnectSessionStore,
+    ConnectionActivationHooks,
     PgStateStore,
     HousekeepingService,
     {
@@ -33,6 +35,6 @@ export const OAUTH_STRATEGIES = Symbol('OAUTH_STRATEGIES');
       ],
     },
   ],
-  exports: [ConnectionsService, HousekeepingService],
+  exports: [ConnectionsService, HousekeepingService, ConnectionActivationHooks],
 })
 export class ConnectionsModule {}

@@ -14,6 +14,7 @@ import { GrantStore } from '../token-vault/grant.store';
 import { NotificationsService } from '../database/notifications.service';
 import { inTransaction, mainPool } from '../database/sql';
 import { ConnectSessionStore } from './connect-session.store';
+import { ConnectionActivationHooks } from './connection-activation';
 import { TenantsService } from '../tenants/tenants.service';
 import type {
   ConnectionResponse,
@@ -56,6 +57,7 @@ export class ConnectionsService {
     private readonly grants: GrantStore,
     private readonly sessions: ConnectSessionStore,
     private readonly notifications: NotificationsService,
+    private readonly activation: ConnectionActivationHooks,
   ) {
     this.vault = new VaultCipher(config.vaultKeys);
     notifications.onEviction((eviction) => {
@@ -137,7 +139,8 @@ export class ConnectionsService {
   /**
    * Stores a new grant and makes the connection active, in one transaction: the previous live connection of the
    * tenant and environment is disconnected (grant deleted), the session consumed (once), an event recorded.
-   * Returns null when the session was already used (a second callback for it): nothing is stored then.
+   * Returns null when the session was already used (a second callback for it): nothing is stored then. Once active,
+   * the activation hooks run (registered by other modules) before this returns, so before the browser is redirected.
    */
   async completeConnection(session: ConnectSession, result: OAuthResult): Promise<string | null> {
     const tokens = normaliseTokenResponse({
@@ -184,11 +187,14 @@ export class ConnectionsService {
       return connectionId;
     });
     this.liveCache.delete(`${session.tenant_id}/${session.environment}`);
-    if (id)
+    if (id) {
       this.logger.log(
         { tenantId: session.tenant_id, connectionId: id, environment: session.environment },
         'connection active',
       );
+      // Before the browser goes back (e.g. the delivery webhook's registration); never fails the connect.
+      await this.activation.run({ id, tenantId: session.tenant_id, environment: session.environment });
+    }
     return id;
   }
 

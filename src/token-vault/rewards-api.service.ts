@@ -1,13 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
+import { AccountPacer, type Priority } from '../rewards-api/account-pacer';
 import { ConnectionClient } from '../rewards-api/connection-client';
 import { RewardsApiClient } from '../rewards-api/rewards-api.client';
 import { AccessTokenProvider } from './access-token.provider';
 
 /**
  * The entry point for calls on a tenant's behalf: `rewardsApi.forConnection(id)` gives a client whose every call
- * carries the connection's token from the vault (with the refresh lock and the retry after a 401).
+ * carries the connection's token from the vault (with the refresh lock and the retry after a 401), paced per account.
  */
 @Injectable()
 export class RewardsApi {
@@ -15,9 +16,21 @@ export class RewardsApi {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly http: RewardsApiClient,
     private readonly tokens: AccessTokenProvider,
+    private readonly pacer: AccountPacer,
   ) {}
 
-  forConnection(connectionId: string): ConnectionClient {
-    return new ConnectionClient(this.http, this.tokens, this.config.rewards, connectionId);
+  /**
+   * `priority`: `interactive` for calls a caller waits on (a send answered inline, a fields reload during one),
+   * `bulk` for background work (batches, probes, approval checks) — see AccountPacer.
+   */
+  forConnection(connectionId: string, priority: Priority = 'interactive'): ConnectionClient {
+    return new ConnectionClient(
+      this.http,
+      this.tokens,
+      this.config.rewards,
+      connectionId,
+      this.pacer,
+      priority,
+    );
   }
 }

@@ -7,6 +7,7 @@ import { ConnectionStateStore } from './connection-state.store';
 import { GrantStore } from './grant.store';
 import { RewardsApi } from './rewards-api.service';
 import { VaultCanary } from './vault-canary';
+import { WebhookKeyStore } from './webhook-key.store';
 
 /**
  * Encrypted grant storage, the AccessTokenProvider with the cross-process refresh lock, and `RewardsApi`: the
@@ -22,6 +23,7 @@ import { VaultCanary } from './vault-canary';
     GrantStore,
     AppCredentialsStore,
     VaultCanary,
+    WebhookKeyStore,
   ],
   exports: [
     AccessTokenProvider,
@@ -30,6 +32,7 @@ import { VaultCanary } from './vault-canary';
     GrantStore,
     AppCredentialsStore,
     VaultCanary,
+    WebhookKeyStore,
   ],
 })
 export class TokenVaultModule {}

@@ -4,6 +4,7 @@ import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsOptional, IsString, MaxLen
 export class CreateConnectSessionDto {
   @ApiPropertyOptional({
     enum: ['sandbox', 'production'],
+    example: 'sandbox',
     description: 'Default: the gateway’s default environment.',
   })
   @IsOptional()
@@ -39,7 +40,7 @@ export class ConnectSessionResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ description: 'One-time link for the tenant admin’s browser (15 minutes).' })
   connect_url: string;
-  @ApiProperty() expires_at: string;
+  @ApiProperty({ format: 'date-time' }) expires_at: string;
   @ApiProperty({ enum: ['sandbox', 'production'] }) environment: 'sandbox' | 'production';
   @ApiProperty({ type: [String] }) scopes: string[];
 }
@@ -54,7 +55,7 @@ export class ConnectionQueryDto {
 export class ConnectionErrorView {
   @ApiProperty() code: string;
   @ApiProperty() message: string;
-  @ApiProperty() at: string;
+  @ApiProperty({ format: 'date-time' }) at: string;
 }
 
 export class ConnectionResponse {
@@ -64,11 +65,11 @@ export class ConnectionResponse {
   @ApiProperty({ enum: ['active', 'needs_reauth', 'error', 'disconnected'] }) status:
     'active' | 'needs_reauth' | 'error' | 'disconnected';
   @ApiProperty({ type: [String] }) scopes: string[];
-  @ApiProperty() connected_at: string;
-  @ApiProperty({ nullable: true, type: String }) disconnected_at: string | null;
-  @ApiProperty({ nullable: true, type: String }) last_refreshed_at: string | null;
-  @ApiProperty({ nullable: true, type: String }) access_expires_at: string | null;
-  @ApiProperty({ nullable: true, type: String }) last_used_at: string | null;
+  @ApiProperty({ format: 'date-time' }) connected_at: string;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) disconnected_at: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_refreshed_at: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) access_expires_at: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_used_at: string | null;
   @ApiProperty({ nullable: true, type: ConnectionErrorView }) last_error: ConnectionErrorView | null;
   @ApiProperty() consecutive_failures: number;
   @ApiProperty() refresh_count: number;

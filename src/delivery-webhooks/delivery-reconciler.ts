@@ -1,0 +1,172 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { runEvery } from '../common/schedule';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import { MetricsService } from '../metrics/metrics.service';
+import { DispatchStore } from '../reward-dispatch/dispatch.store';
+import { RewardsApiError } from '../rewards-api/rewards-api.errors';
+import { RewardsApi } from '../token-vault/rewards-api.service';
+import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
+import { WebhookEventStore } from './webhook-event.store';
+import { WebhookRegistrar } from './webhook-registrar';
+
+/** Rewards one instance checks per pass at most (each a paced, bulk-priority `GET /rewards/{id}`). */
+export const CHECKS_PER_PASS = 20;
+const CHECK_TIMEOUT_MS = 10_000;
+/** Handled webhook uuids are kept this long (the service's retries and replays fall well within it). */
+export const EVENTS_KEPT_DAYS = 30;
+const PURGE_EVERY_MS = 10 * 60_000;
+const PURGE_BATCH = 1_000;
+const PURGE_MAX_BATCHES = 20;
+const FAILURE_REASON = /^[A-Za-z0-9_.-]{1,100}$/;
+
+/**
+ * The background job of every instance (every DELIVERY_RECONCILE_POLL_MS): retries due webhook registrations,
+ * reconciles deliveries whose webhook was missed, and purges old webhook uuids.
+ *
+ * Reconciliation: `DispatchStore.claimDeliveryChecks` hands out sent EMAIL/PHONE rewards whose delivery is not final
+ * `DELIVERY_RECONCILE_AFTER_MS` after sending (SKIP LOCKED: one instance each; the claim pushes the next check out by
+ * `DELIVERY_RECHECK_MS`); each is read with `GET /rewards/{id}` at the account's pace (bulk priority) and applied with
+ * `recordDelivery`: SUCCEEDED → delivered, FAILED → delivery_failed (final); anything else stays pending and is checked
+ * again later. A reward the service does not know (404), or whose connection is gone, is not checked again.
+ */
+@Injectable()
+export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(DeliveryReconciler.name);
+  private running = false;
+  private stopped = false;
+  private nextPurgeAt = Date.now() + Math.random() * 60_000;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly store: DispatchStore,
+    private readonly rewardsApi: RewardsApi,
+    private readonly registrar: WebhookRegistrar,
+    private readonly events: WebhookEventStore,
+    private readonly metrics: MetricsService,
+    private readonly scheduler: SchedulerRegistry,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    runEvery(
+      this.scheduler,
+      'delivery-reconciler',
+      this.config.dispatch.deliveryReconcilePollMs,
+      () => void this.tick(),
+    );
+  }
+
+  onModuleDestroy(): void {
+    this.stopped = true;
+  }
+
+  /** One pass (never two at once in a process); returns how many rewards were checked. */
+  async tick(): Promise<number> {
+    if (this.running || this.stopped) return 0;
+    this.running = true;
+    try {
+      await this.step('webhook registration retry', () => this.registrar.retryDue());
+      const checked = await this.step('delivery reconciliation', () => this.reconcile());
+      if (Date.now() >= this.nextPurgeAt) {
+        this.nextPurgeAt = Date.now() + PURGE_EVERY_MS;
+        await this.step('webhook events purge', () => this.purge());
+      }
+      return checked;
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async step(what: string, run: () => Promise<number>): Promise<number> {
+    try {
+      return await run();
+    } catch (error) {
+      this.logger.warn(`${what} pass failed: ${error instanceof Error ? error.message : String(error)}`);
+      return 0;
+    }
+  }
+
+  async reconcile(): Promise<number> {
+    const due = await this.store.claimDeliveryChecks(CHECKS_PER_PASS, this.config.dispatch.deliveryRecheckMs);
+    for (const reward of due) {
+      if (this.stopped) break;
+      this.metrics.deliveryReconciliations.inc({ outcome: await this.check(reward) });
+    }
+    return due.length;
+  }
+
+  private async check(reward: {
+    dispatch_id: string;
+    position: number;
+    upstream_reward_id: string;
+    connection_id: string;
+  }): Promise<string> {
+    let upstream;
+    try {
+      upstream = await this.rewardsApi
+        .forConnection(reward.connection_id, 'bulk')
+        .getReward(reward.upstream_reward_id, CHECK_TIMEOUT_MS);
+    } catch (error) {
+      const gone = error instanceof ConnectionNotActiveError || error instanceof ConnectionNotFoundError;
+      const unknown = error instanceof RewardsApiError && error.status === 404;
+      if (gone || unknown) {
+        await this.store.stopDeliveryCheck(reward.dispatch_id, reward.position);
+        return gone ? 'connection_gone' : 'not_found';
+      }
+      // Checked again after DELIVERY_RECHECK_MS (the claim already pushed it out).
+      this.logger.warn(
+        {
+          dispatchId: reward.dispatch_id,
+          position: reward.position,
+          err: error instanceof Error ? error.message : String(error),
+        },
+        'could not read a reward’s delivery status; checked again later',
+      );
+      return 'error';
+    }
+    const status = (typeof upstream.delivery?.status === 'string' ? upstream.delivery.status : '')
+      .toUpperCase()
+      .slice(0, 64);
+    const state = status === 'SUCCEEDED' ? 'delivered' : status === 'FAILED' ? 'delivery_failed' : 'pending';
+    const failure = upstream.delivery?.failure_reason;
+    const reason =
+      state === 'delivery_failed' && typeof failure === 'string' && FAILURE_REASON.test(failure)
+        ? failure
+        : null;
+    // A final state is as of now. "Still pending" is dated by the reward's creation instead: a webhook's final
+    // event (timed by the service's clock) must never lose against a poll that merely saw it not final yet.
+    const created = typeof upstream.created_at === 'string' ? Date.parse(upstream.created_at) : NaN;
+    const eventAt =
+      state === 'pending' && Number.isFinite(created) && created < Date.now()
+        ? new Date(created)
+        : new Date();
+    const changed = await this.store.recordDelivery(reward.upstream_reward_id, [reward.connection_id], {
+      state,
+      status: status || 'UNKNOWN',
+      reason,
+      eventAt,
+    });
+    // Final upstream but not applied (a newer state is recorded): nothing more to learn by polling.
+    if (!changed && state !== 'pending')
+      await this.store.stopDeliveryCheck(reward.dispatch_id, reward.position);
+    return state;
+  }
+
+  private async purge(): Promise<number> {
+    let total = 0;
+    for (let i = 0; i < PURGE_MAX_BATCHES && !this.stopped; i++) {
+      const n = await this.events.purgeOlderThan(EVENTS_KEPT_DAYS, PURGE_BATCH);
+      total += n;
+      if (n < PURGE_BATCH) break;
+    }
+    if (total) this.logger.log({ webhook_events: total }, 'housekeeping: purged');
+    return total;
+  }
+}

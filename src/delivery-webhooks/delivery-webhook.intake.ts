@@ -1,0 +1,248 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { RequestHandler } from 'express';
+import { CommonError } from '../common/app-error';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig, RewardsEnvironment } from '../config/app-config';
+import { MetricsService } from '../metrics/metrics.service';
+import { DispatchStore } from '../reward-dispatch/dispatch.store';
+import { WebhookKey, WebhookKeyStore } from '../token-vault/webhook-key.store';
+import { WebhookSignatureInvalidError } from './delivery-webhooks.errors';
+import { deliveryWebhookBody } from './webhook-body';
+import { WebhookEventStore } from './webhook-event.store';
+import { parseSignature, signatureMatches, signedForms } from './webhook-signature';
+
+export type WebhookOutcome = 'applied' | 'duplicate' | 'ignored';
+
+/** The events that carry a reward's delivery outcome, and the state each one means. */
+const DELIVERY_EVENTS: Record<string, { state: 'delivered' | 'delivery_failed'; status: string }> = {
+  'REWARDS.DELIVERY.SUCCEEDED': { state: 'delivered', status: 'SUCCEEDED' },
+  'REWARDS.DELIVERY.FAILED': { state: 'delivery_failed', status: 'FAILED' },
+};
+
+/** Keys of this many distinct webhooks are tried when an event's URL names no usable registration. */
+export const FALLBACK_KEYS = 10;
+const KEY_TTL_MS = 60_000;
+const UNKNOWN_TTL_MS = 30_000;
+const FALLBACK_TTL_MS = 15_000;
+const CONNECTIONS_TTL_MS = 10_000;
+const CACHE_MAX = 5_000;
+const LOGGED_MAX = 500;
+
+const REGISTRATION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const EVENT_UUID = /^[A-Za-z0-9-]{1,100}$/;
+const EVENT_NAME = /^[A-Za-z0-9_.]{1,64}$/;
+const RESOURCE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const FAILURE_REASON = /^[A-Za-z0-9_.-]{1,100}$/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A bounded map whose entries expire: the oldest entry goes first when it is full. */
+class TtlCache<V> {
+  private readonly entries = new Map<string, { value: V; until: number }>();
+  constructor(private readonly max: number) {}
+  get(key: string): { value: V } | undefined {
+    const hit = this.entries.get(key);
+    if (!hit) return undefined;
+    if (hit.until > Date.now()) return hit;
+    this.entries.delete(key);
+    return undefined;
+  }
+  set(key: string, value: V, ttlMs: number): void {
+    this.entries.delete(key);
+    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as string);
+    this.entries.set(key, { value, until: Date.now() + ttlMs });
+  }
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+}
+
+/**
+ * The rewards service's delivery webhooks (`POST /webhooks/rewards/{environment}?account=<registration id>`):
+ * the signature is checked against the registration's key (else, bounded, against the environment's keys), the event
+ * is deduplicated by its `uuid`, and `REWARDS.DELIVERY.SUCCEEDED|FAILED` is applied to the reward the service knows as
+ * `payload.resource.id` — among the rewards of the connections registered with the same upstream webhook (the same
+ * account) only — through `DispatchStore.recordDelivery`, which is idempotent and never lets an older event replace a
+ * newer state. Anything else signed correctly is answered 2xx and ignored (logged once per kind and event type).
+ */
+@Injectable()
+export class DeliveryWebhookIntake {
+  private readonly logger = new Logger(DeliveryWebhookIntake.name);
+  private readonly registrations = new TtlCache<WebhookKey | null>(CACHE_MAX);
+  private readonly fallback = new TtlCache<WebhookKey[]>(10);
+  private readonly webhookConnections = new TtlCache<string[]>(CACHE_MAX);
+  private readonly logged = new Set<string>();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly keys: WebhookKeyStore,
+    private readonly events: WebhookEventStore,
+    private readonly dispatches: DispatchStore,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  /** The route's body reader (app.factory mounts it on `/webhooks/rewards` only). */
+  bodyReader(): RequestHandler {
+    return deliveryWebhookBody(this.config, () =>
+      this.metrics.deliveryWebhooks.inc({ outcome: 'bad_signature' }),
+    );
+  }
+
+  async receive(
+    environment: string,
+    account: string | undefined,
+    signature: string | string[] | undefined,
+    raw: Buffer | undefined,
+  ): Promise<{ received: true; outcome: WebhookOutcome }> {
+    const env = environment as RewardsEnvironment;
+    if (!this.config.rewards[env] || (env !== 'sandbox' && env !== 'production'))
+      throw new CommonError(404, 'not_found', 'No rewards environment of that name sends webhooks here.');
+    const provided = parseSignature(signature);
+    if (!provided) return this.badSignature();
+    if (!raw) throw new CommonError(400, 'invalid_json', 'The webhook has no body.');
+    const parsed = parseJson(raw);
+    const key = await this.verify(env, account, provided, signedForms(raw, parsed));
+    if (!key) return this.badSignature();
+    const outcome = await this.handle(env, key, parsed);
+    this.metrics.deliveryWebhooks.inc({ outcome });
+    return { received: true, outcome };
+  }
+
+  private badSignature(): never {
+    this.metrics.deliveryWebhooks.inc({ outcome: 'bad_signature' });
+    throw new WebhookSignatureInvalidError();
+  }
+
+  /**
+   * The key that signed the body: the one of the registration named by `?account=`, or — when the URL names none, an
+   * unknown one or one without a key yet — one of the environment's (at most FALLBACK_KEYS, cached). A registration
+   * whose key does not match is not retried against others.
+   */
+  private async verify(
+    env: RewardsEnvironment,
+    account: string | undefined,
+    provided: Buffer,
+    forms: Buffer[],
+  ): Promise<WebhookKey | null> {
+    if (account !== undefined && REGISTRATION_ID.test(account)) {
+      const key = await this.registrationKey(env, account);
+      if (key) return signatureMatches(provided, key, forms) ? key : null;
+    }
+    for (const key of await this.fallbackKeys(env)) if (signatureMatches(provided, key, forms)) return key;
+    return null;
+  }
+
+  private async registrationKey(env: RewardsEnvironment, id: string): Promise<WebhookKey | null> {
+    const cacheKey = `${env}/${id}`;
+    const cached = this.registrations.get(cacheKey);
+    if (cached) return cached.value;
+    const found = await this.keys.forRegistration(id, env);
+    // Not registered yet: not cached (its key may land any moment); unknown: cached briefly (cheap junk).
+    if (found === 'unregistered') return null;
+    this.registrations.set(cacheKey, found, found ? KEY_TTL_MS : UNKNOWN_TTL_MS);
+    return found;
+  }
+
+  private async fallbackKeys(env: RewardsEnvironment): Promise<WebhookKey[]> {
+    const cached = this.fallback.get(env);
+    if (cached) return cached.value;
+    const keys = await this.keys.environmentKeys(env, FALLBACK_KEYS);
+    this.fallback.set(env, keys, FALLBACK_TTL_MS);
+    return keys;
+  }
+
+  private async handle(env: RewardsEnvironment, key: WebhookKey, parsed: unknown): Promise<WebhookOutcome> {
+    const event = isObject(parsed) ? parsed : {};
+    const name = typeof event.event === 'string' && EVENT_NAME.test(event.event) ? event.event : 'malformed';
+    const uuid = typeof event.uuid === 'string' && EVENT_UUID.test(event.uuid) ? event.uuid : null;
+    if (!uuid) {
+      this.once('malformed', name, 'a signed webhook without a usable uuid: ignored');
+      return 'ignored';
+    }
+    if (await this.events.seen(uuid)) return 'duplicate';
+
+    let applied = false;
+    const meaning = Object.hasOwn(DELIVERY_EVENTS, name) ? DELIVERY_EVENTS[name] : undefined;
+    if (!meaning) {
+      this.once('unknown_event', name, 'a webhook event the gateway does not act on: ignored');
+    } else {
+      const payload = isObject(event.payload) ? event.payload : {};
+      const resource = isObject(payload.resource) ? payload.resource : {};
+      const meta = isObject(payload.meta) ? payload.meta : {};
+      const rewardId = typeof resource.id === 'string' && RESOURCE_ID.test(resource.id) ? resource.id : null;
+      if (!rewardId || (resource.type !== undefined && resource.type !== 'rewards')) {
+        this.once('malformed', name, 'a delivery event without a reward id: ignored');
+      } else {
+        const reason =
+          meaning.state === 'delivery_failed' &&
+          typeof meta.failure_reason === 'string' &&
+          FAILURE_REASON.test(meta.failure_reason)
+            ? meta.failure_reason
+            : null;
+        const created = typeof event.created_utc === 'string' ? Date.parse(event.created_utc) : NaN;
+        applied = await this.apply(env, key, rewardId, {
+          ...meaning,
+          reason,
+          eventAt: Number.isFinite(created) ? new Date(created) : new Date(),
+        });
+        if (!applied)
+          this.once(
+            'no_change',
+            name,
+            'a delivery event that changed nothing (a reward of another account or not sent through the gateway, or not newer than its state): ignored',
+          );
+      }
+    }
+    // After the change (or the decision that there is none): a crash before this line means a harmless re-apply.
+    const first = await this.events.record(uuid, key.connectionId, name);
+    return applied ? 'applied' : first ? 'ignored' : 'duplicate';
+  }
+
+  /**
+   * Applies the outcome to the reward among the rewards of every connection registered with this upstream webhook
+   * (cached briefly; looked up afresh once when nothing matched, in case a connection joined since).
+   */
+  private async apply(
+    env: RewardsEnvironment,
+    key: WebhookKey,
+    rewardId: string,
+    outcome: { state: 'delivered' | 'delivery_failed'; status: string; reason: string | null; eventAt: Date },
+  ): Promise<boolean> {
+    const cacheKey = `${env}/${key.webhookId}`;
+    const cached = this.webhookConnections.get(cacheKey)?.value;
+    const load = async () => {
+      const ids = await this.keys.connectionsOfWebhook(env, key.webhookId);
+      const all = ids.includes(key.connectionId) ? ids : [...ids, key.connectionId];
+      this.webhookConnections.set(cacheKey, all, CONNECTIONS_TTL_MS);
+      return all;
+    };
+    const connections = cached ?? (await load());
+    if (await this.dispatches.recordDelivery(rewardId, connections, outcome)) return true;
+    if (!cached) return false;
+    const fresh = await load();
+    if (fresh.length === connections.length && fresh.every((id) => connections.includes(id))) return false;
+    return (await this.dispatches.recordDelivery(rewardId, fresh, outcome)) !== null;
+  }
+
+  /** Logs what was ignored once per kind and event type in this process (bounded). */
+  private once(kind: string, event: string, message: string): void {
+    const id = `${kind}:${event}`;
+    if (this.logged.has(id) || this.logged.size >= LOGGED_MAX) return;
+    this.logged.add(id);
+    this.logger.log({ kind, event }, message);
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** UTF-8 JSON, or our 400 (before any key is looked up: junk costs no query). */
+function parseJson(raw: Buffer): unknown {
+  try {
+    return JSON.parse(utf8.decode(raw));
+  } catch {
+    throw new CommonError(400, 'invalid_json', 'The webhook body is not valid JSON.', [
+      { field: 'body', reason: 'not valid UTF-8 JSON' },
+    ]);
+  }
+}

@@ -1,0 +1,31 @@
+import { Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { ConnectionsModule } from '../connections/connections.module';
+import { MetricsModule } from '../metrics/metrics.module';
+import { RewardDispatchModule } from '../reward-dispatch/reward-dispatch.module';
+import { TokenVaultModule } from '../token-vault/token-vault.module';
+import { DeliveryReconciler } from './delivery-reconciler';
+import { DeliveryWebhookIntake } from './delivery-webhook.intake';
+import { DeliveryWebhooksController } from './delivery-webhooks.controller';
+import { WebhookEventStore } from './webhook-event.store';
+import { WebhookRegistrar } from './webhook-registrar';
+
+/**
+ * The rewards service's delivery webhooks: registration per connection at connect (and retried), the signed receiver
+ * `POST /webhooks/rewards/{environment}`, and the reconciliation of missed events. Delivery outcomes are written
+ * through `DispatchStore.recordDelivery`, the reward-dispatch module's store (it owns those rows; one instance per
+ * process, so its group commits are shared).
+ */
+@Module({
+  imports: [
+    ScheduleModule.forRoot(),
+    MetricsModule,
+    TokenVaultModule,
+    ConnectionsModule,
+    RewardDispatchModule,
+  ],
+  controllers: [DeliveryWebhooksController],
+  providers: [WebhookEventStore, DeliveryWebhookIntake, WebhookRegistrar, DeliveryReconciler],
+  exports: [DeliveryWebhookIntake, WebhookRegistrar, DeliveryReconciler],
+})
+export class DeliveryWebhooksModule {}

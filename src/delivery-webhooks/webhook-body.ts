@@ -1,0 +1,92 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { CommonError } from '../common/app-error';
+import { readCapped } from '../common/json-body';
+import type { AppConfig, RewardsEnvironment } from '../config/app-config';
+import { REWARDS_ENVIRONMENTS } from '../config/app-config';
+import { WebhookSignatureInvalidError } from './delivery-webhooks.errors';
+import { SIGNATURE_HEADER, parseSignature } from './webhook-signature';
+
+/** A delivery webhook is a few hundred bytes; anything above this is refused before more is read. */
+export const MAX_WEBHOOK_BODY_BYTES = 64 * 1024;
+
+/** The request as the controller sees it: the raw body (the bytes the signature is over). */
+export interface WebhookRequest extends Request {
+  deliveryWebhookBody?: Buffer;
+}
+
+/**
+ * The body reader of `POST /webhooks/rewards/{environment}` (mounted for that path only; nothing else there parses
+ * a body). The route takes no API key, so everything an unauthenticated sender can make it do stays cheap, and is
+ * refused in this order before a byte of the body is read: an environment this gateway does not serve → 404; no
+ * well-formed `Tremendous-Webhook-Signature` → 401; `Content-Encoding` other than identity, or a body that is not
+ * `application/json` → 415; a declared length over 64 KiB → 413 (each with `Connection: close`). Then the body is
+ * read as raw bytes, and reading stops at 64 KiB (413). The signature itself is checked by the controller.
+ */
+export function deliveryWebhookBody(config: AppConfig, onBadSignature: () => void): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (req.method !== 'POST') return next();
+    const refuse = (error: Error) => {
+      res.setHeader('Connection', 'close'); // do not read what will be refused
+      next(error);
+    };
+    const environment = /^\/([a-z]+)\/?$/.exec(req.path)?.[1];
+    if (
+      !environment ||
+      !REWARDS_ENVIRONMENTS.includes(environment as RewardsEnvironment) ||
+      !config.rewards[environment as RewardsEnvironment]
+    ) {
+      return refuse(
+        new CommonError(404, 'not_found', 'No rewards environment of that name sends webhooks here.'),
+      );
+    }
+    if (!parseSignature(req.headers[SIGNATURE_HEADER])) {
+      onBadSignature();
+      return refuse(new WebhookSignatureInvalidError());
+    }
+    const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
+    if (encoding !== 'identity') {
+      return refuse(
+        new CommonError(415, 'unsupported_media_type', 'Compressed webhook bodies are not accepted.', [
+          { field: 'Content-Encoding', reason: `${encoding} is not accepted` },
+        ]),
+      );
+    }
+    const length = req.headers['content-length'];
+    const chunked = req.headers['transfer-encoding'] !== undefined;
+    if ((length === undefined || length === '0') && !chunked) {
+      return refuse(
+        new CommonError(400, 'invalid_json', 'The webhook has no body.', [
+          { field: 'body', reason: 'empty' },
+        ]),
+      );
+    }
+    if (!req.is('application/json')) {
+      return refuse(
+        new CommonError(
+          415,
+          'unsupported_media_type',
+          'Webhook bodies are JSON ("Content-Type: application/json").',
+          [
+            {
+              field: 'Content-Type',
+              reason: `${req.headers['content-type'] ?? 'missing'} is not application/json`,
+            },
+          ],
+        ),
+      );
+    }
+    const tooLarge = () =>
+      new CommonError(
+        413,
+        'payload_too_large',
+        `The webhook body is larger than ${MAX_WEBHOOK_BODY_BYTES / 1024} KiB.`,
+      );
+    if (length !== undefined && !(Number(length) <= MAX_WEBHOOK_BODY_BYTES)) return refuse(tooLarge());
+
+    readCapped(req, MAX_WEBHOOK_BODY_BYTES, tooLarge, (error, body) => {
+      if (error) return refuse(error);
+      (req as WebhookRequest).deliveryWebhookBody = body as Buffer;
+      next();
+    });
+  };
+}

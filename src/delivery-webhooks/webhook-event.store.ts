@@ -1,0 +1,56 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Pool } from 'pg';
+import type { DataSource } from 'typeorm';
+import { RelaxedPool } from '../database/relaxed-pool';
+import { mainPool } from '../database/sql';
+
+/**
+ * Every statement that writes `webhook_events`: the `uuid` of each delivery webhook handled. A uuid is recorded only
+ * after its event's state change was applied (or found irrelevant): a crash in between leaves it unrecorded, and the
+ * service's retry applies the event again — harmless, since applying is idempotent and order-proof. For the same
+ * reason the record is written with asynchronous commit (the `relaxed` pool): losing it in a crash costs the same
+ * harmless re-apply, and the webhook's answer does not wait for a WAL flush.
+ */
+@Injectable()
+export class WebhookEventStore {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly relaxed: RelaxedPool,
+  ) {}
+
+  private get pool(): Pool {
+    return mainPool(this.db);
+  }
+
+  /** True when this event was handled already. */
+  async seen(uuid: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query({
+      name: 'rg_webhook_event_seen',
+      text: `SELECT 1 FROM webhook_events WHERE uuid = $1`,
+      values: [uuid],
+    });
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** Records a handled event; false when it was recorded already (a concurrent duplicate). */
+  async record(uuid: string, connectionId: string | null, event: string): Promise<boolean> {
+    const { rowCount } = await this.relaxed.pool.query({
+      name: 'rg_webhook_event_record',
+      text: `INSERT INTO webhook_events (uuid, connection_id, event) VALUES ($1, $2, $3) ON CONFLICT (uuid) DO NOTHING`,
+      values: [uuid, connectionId, event],
+    });
+    return rowCount === 1;
+  }
+
+  /** Deletes up to `batch` events received more than `days` days ago; returns how many. */
+  async purgeOlderThan(days: number, batch: number): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM webhook_events WHERE uuid IN (
+         SELECT uuid FROM webhook_events WHERE received_at < now() - make_interval(days => $1)
+          ORDER BY received_at LIMIT $2)`,
+      [days, batch],
+    );
+    return rowCount ?? 0;
+  }
+}

@@ -1,0 +1,245 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { createHmac } from 'node:crypto';
+import type { Pool } from 'pg';
+import type { DataSource } from 'typeorm';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig, RewardsEnvironment } from '../config/app-config';
+import { mainPool } from '../database/sql';
+import { VaultCipher, VaultDecryptionError } from './vault-cipher';
+
+/** The additional authenticated data of a webhook key: bound to its connection (a copied value does not decrypt). */
+const aad = (connectionId: string) => `${connectionId}/webhook_key`;
+
+/**
+ * A webhook's signing key, decrypted, with what it belongs to. The key itself is an ES private field: it is not a
+ * property, so no serialiser, logger or error ever shows it; it is only used to compute an HMAC.
+ */
+export class WebhookKey {
+  readonly #secret: string;
+
+  constructor(
+    /** The opaque id the gateway put in the webhook URL (`?account=`). */
+    readonly registrationId: string,
+    readonly connectionId: string,
+    readonly environment: RewardsEnvironment,
+    /** The service's id of the account's webhook (one per organization: connections of one account share it). */
+    readonly webhookId: string,
+    secret: string,
+  ) {
+    this.#secret = secret;
+  }
+
+  /** HMAC-SHA256 of `data` with the webhook's private key (32 bytes). */
+  hmac(data: string | Buffer): Buffer {
+    return createHmac('sha256', this.#secret).update(data).digest();
+  }
+}
+
+/** A registration due for another attempt, with its connection's status. */
+export interface DueRegistration {
+  id: string;
+  connection_id: string;
+  environment: RewardsEnvironment;
+  attempts: number;
+  /** null when the connection row is gone. */
+  connection_status: string | null;
+}
+
+interface KeyRow {
+  id: string;
+  connection_id: string;
+  environment: RewardsEnvironment;
+  webhook_id: string;
+  private_key_enc: string;
+}
+
+/**
+ * Every statement that writes `webhook_keys`: the gateway's registration of the rewards service's webhook per
+ * connection, and the webhook's private key, encrypted with the vault (AES-256-GCM, AAD = the connection id). The key
+ * is decrypted only into a `WebhookKey`; it never leaves this module as a string.
+ */
+@Injectable()
+export class WebhookKeyStore {
+  private readonly logger = new Logger(WebhookKeyStore.name);
+  private readonly vault: VaultCipher;
+
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {
+    this.vault = new VaultCipher(config.vaultKeys);
+  }
+
+  private get pool(): Pool {
+    return mainPool(this.db);
+  }
+
+  /**
+   * The connection's registration, created `pending` when it has none, due again at `retryAt` (so that a process
+   * dying during the registration leaves it to the background retry). Returns its id and status.
+   */
+  async begin(
+    connectionId: string,
+    environment: RewardsEnvironment,
+    retryAt: Date,
+  ): Promise<{ id: string; status: string }> {
+    const { rows } = await this.pool.query<{ id: string; status: string }>(
+      `INSERT INTO webhook_keys (connection_id, environment, status, next_attempt_at) VALUES ($1, $2, 'pending', $3)
+       ON CONFLICT (connection_id) DO UPDATE
+         SET next_attempt_at = CASE WHEN webhook_keys.status = 'registered' THEN NULL ELSE excluded.next_attempt_at END,
+             updated_at = now()
+       RETURNING id, status`,
+      [connectionId, environment, retryAt],
+    );
+    return rows[0];
+  }
+
+  /** The service accepted the registration: its webhook id and private key (encrypted here). */
+  async markRegistered(
+    id: string,
+    connectionId: string,
+    webhookId: string,
+    privateKey: string,
+  ): Promise<void> {
+    await this.pool.query(
+      `UPDATE webhook_keys SET status = 'registered', webhook_id = $3, private_key_enc = $4, attempts = attempts + 1,
+              next_attempt_at = NULL, last_error = NULL, registered_at = now(), updated_at = now()
+        WHERE id = $1 AND connection_id = $2`,
+      [id, connectionId, webhookId, this.vault.encrypt(privateKey, aad(connectionId))],
+    );
+  }
+
+  /** An attempt failed: `error` says why (a code, never a key); tried again at `retryAt`, or never when null. */
+  async markFailed(id: string, error: string, retryAt: Date | null): Promise<void> {
+    await this.pool.query(
+      `UPDATE webhook_keys SET status = 'failed', attempts = attempts + 1, last_error = $2, next_attempt_at = $3,
+              updated_at = now()
+        WHERE id = $1 AND status <> 'registered'`,
+      [id, error.slice(0, 500), retryAt],
+    );
+  }
+
+  /**
+   * Claims up to `limit` registrations whose next attempt is due (SKIP LOCKED: one instance each), pushing it out by
+   * `leaseMs` so a crashed attempt comes back on its own.
+   */
+  async claimDue(limit: number, leaseMs: number): Promise<DueRegistration[]> {
+    const { rows } = await this.pool.query<DueRegistration>(
+      `UPDATE webhook_keys k SET next_attempt_at = now() + make_interval(secs => $2::float8 / 1000), updated_at = now()
+         FROM (SELECT id FROM webhook_keys WHERE next_attempt_at <= now() AND status <> 'registered'
+                ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+        WHERE k.id = due.id
+        RETURNING k.id, k.connection_id, k.environment, k.attempts,
+                  (SELECT c.status FROM connections c WHERE c.id = k.connection_id) AS connection_status`,
+      [limit, leaseMs],
+    );
+    return rows;
+  }
+
+  /**
+   * Live connections that have no registration at all (connected before webhooks were registered, or whose
+   * activation hook could not even record one) and were connected more than `graceMs` ago (fresh ones are the
+   * connect flow's): a pending registration, due now, for up to `limit` of them. Returns how many.
+   */
+  async adoptUnregistered(limit: number, graceMs: number): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO webhook_keys (connection_id, environment, status, next_attempt_at)
+       SELECT c.id, c.environment, 'pending', now() FROM connections c
+        WHERE c.status IN ('active', 'error')
+          AND c.connected_at < now() - make_interval(secs => $2::float8 / 1000)
+          AND NOT EXISTS (SELECT 1 FROM webhook_keys k WHERE k.connection_id = c.id)
+        LIMIT $1
+       ON CONFLICT (connection_id) DO NOTHING`,
+      [limit, graceMs],
+    );
+    return rowCount ?? 0;
+  }
+
+  /**
+   * The key of registration `id` in `environment`: a WebhookKey; `unregistered` when the registration exists but
+   * holds no usable key (not registered yet, or its key cannot be decrypted); null when there is no such
+   * registration.
+   */
+  async forRegistration(
+    id: string,
+    environment: RewardsEnvironment,
+  ): Promise<WebhookKey | 'unregistered' | null> {
+    const { rows } = await this.pool.query<KeyRow & { status: string }>(
+      `SELECT id, connection_id, environment, status, webhook_id, private_key_enc FROM webhook_keys
+        WHERE id = $1 AND environment = $2`,
+      [id, environment],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    if (row.status !== 'registered') return 'unregistered';
+    return this.toKey(row) ?? 'unregistered';
+  }
+
+  /**
+   * The keys of `environment`'s most recently registered webhooks, one per webhook (connections of one account share
+   * theirs), at most `limit`: the fallback for an event whose URL names no usable registration.
+   */
+  async environmentKeys(environment: RewardsEnvironment, limit: number): Promise<WebhookKey[]> {
+    const { rows } = await this.pool.query<KeyRow>(
+      `SELECT * FROM (
+         SELECT DISTINCT ON (k.webhook_id) k.id, k.connection_id, k.environment, k.webhook_id, k.private_key_enc,
+                k.registered_at
+           FROM webhook_keys k JOIN connections c ON c.id = k.connection_id
+          WHERE k.environment = $1 AND k.status = 'registered' AND c.status <> 'disconnected'
+          ORDER BY k.webhook_id, k.registered_at DESC) w
+        ORDER BY registered_at DESC LIMIT $2`,
+      [environment, limit],
+    );
+    return rows.map((r) => this.toKey(r)).filter((k): k is WebhookKey => k !== null);
+  }
+
+  /** Every connection registered with webhook `webhookId` (the same upstream account), disconnected ones included. */
+  async connectionsOfWebhook(environment: RewardsEnvironment, webhookId: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ connection_id: string }>(
+      `SELECT connection_id FROM webhook_keys WHERE environment = $1 AND webhook_id = $2 AND status = 'registered'`,
+      [environment, webhookId],
+    );
+    return rows.map((r) => r.connection_id);
+  }
+
+  private toKey(row: KeyRow): WebhookKey | null {
+    try {
+      return new WebhookKey(
+        row.id,
+        row.connection_id,
+        row.environment,
+        row.webhook_id,
+        this.vault.decrypt(row.private_key_enc, aad(row.connection_id)),
+      );
+    } catch (error) {
+      if (!(error instanceof VaultDecryptionError)) throw error;
+      this.logger.warn(
+        { registrationId: row.id, connectionId: row.connection_id, err: error.message },
+        'a webhook key cannot be decrypted with VAULT_KEYS (rotated without vault:rotate?)',
+      );
+      return null;
+    }
+  }
+}
+
+/**
+ * `vault:rotate`: re-encrypts every webhook key with the vault's first key (same plaintexts). Returns how many were
+ * rewritten.
+ */
+export async function reencryptWebhookKeys(pool: Pool, vault: VaultCipher): Promise<number> {
+  const { rows } = await pool.query<{ id: string; connection_id: string; private_key_enc: string }>(
+    `SELECT id, connection_id, private_key_enc FROM webhook_keys WHERE private_key_enc IS NOT NULL`,
+  );
+  let rewritten = 0;
+  for (const r of rows) {
+    if (VaultCipher.keyIdOf(r.private_key_enc) === vault.currentKeyId) continue;
+    const context = aad(r.connection_id);
+    const { rowCount } = await pool.query(
+      `UPDATE webhook_keys SET private_key_enc = $2, updated_at = now() WHERE id = $1 AND private_key_enc = $3`,
+      [r.id, vault.encrypt(vault.decrypt(r.private_key_enc, context), context), r.private_key_enc],
+    );
+    rewritten += rowCount ?? 0;
+  }
+  return rewritten;
+}
