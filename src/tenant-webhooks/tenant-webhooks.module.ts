@@ -1,0 +1,21 @@
+import { Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { MetricsModule } from '../metrics/metrics.module';
+import { TenantWebhooksController } from './tenant-webhooks.controller';
+import { TenantWebhooksService } from './tenant-webhooks.service';
+import { WebhookSender } from './webhook.sender';
+import { WebhookStore } from './webhook.store';
+import { WebhookWorker } from './webhook.worker';
+
+/**
+ * Tenant webhooks: endpoints, the durable outbox (filled by Postgres triggers in the transaction of each state change)
+ * and its delivery worker. Depends on no other feature module: the events come from the database.
+ * `TenantWebhooksService.failingEndpoints` is exported for the ops dashboard.
+ */
+@Module({
+  imports: [ScheduleModule.forRoot(), MetricsModule],
+  controllers: [TenantWebhooksController],
+  providers: [TenantWebhooksService, WebhookStore, WebhookSender, WebhookWorker],
+  exports: [TenantWebhooksService, WebhookWorker],
+})
+export class TenantWebhooksModule {}

@@ -1,0 +1,134 @@
+import { isIP } from 'node:net';
+import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { Webhook } from 'standardwebhooks';
+import { Agent, request } from 'undici';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import { hostOf, isForbiddenTargetError, pinnedLookup, resolveChecked } from './target-guard';
+
+/** The most of a receiver's answer that is read (and then ignored). */
+export const MAX_RESPONSE_BYTES = 64 * 1024;
+
+export type AttemptOutcome =
+  | { ok: true; statusCode: number }
+  | {
+      ok: false;
+      statusCode: number | null;
+      /** For metrics: `http_error` (non-2xx, 3xx included), `timeout`, `network_error`, `forbidden_target`. */
+      kind: 'http_error' | 'timeout' | 'network_error' | 'forbidden_target';
+      error: string;
+    };
+
+/** The body exactly as sent and signed: `{type, timestamp, data}`. */
+export function bodyOf(payload: { type: string; timestamp: string; data: unknown }): string {
+  return JSON.stringify({ type: payload.type, timestamp: payload.timestamp, data: payload.data });
+}
+
+/**
+ * One delivery attempt: a signed POST (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`).
+ * The connection goes only to addresses checked by the SSRF guard after DNS resolution (the lookup is pinned to them);
+ * an IP literal is checked before connecting. No redirect is followed (a 3xx is a failure); the whole attempt is
+ * bounded by `WEBHOOK_TIMEOUT_MS`; at most 64 KiB of the answer is read, and ignored.
+ */
+@Injectable()
+export class WebhookSender implements OnModuleDestroy {
+  private readonly agent: Agent;
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+    const timeout = config.webhooks.timeoutMs;
+    this.agent = new Agent({
+      connect: {
+        timeout,
+        // Read at every connection: the flag is configuration, and tests flip it.
+        lookup: pinnedLookup(() => this.config.webhooks.allowPrivateTargets) as never,
+      },
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+      keepAliveTimeout: 4_000,
+      connections: 8,
+    });
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.agent.destroy().catch(() => undefined);
+  }
+
+  async send(
+    url: string,
+    webhookId: string,
+    secret: string,
+    body: string,
+    now = new Date(),
+  ): Promise<AttemptOutcome> {
+    const signature = new Webhook(secret).sign(webhookId, now, body);
+    try {
+      const target = new URL(url);
+      // IP literals never reach a lookup: check them here (names are checked in the pinned lookup).
+      const host = hostOf(target);
+      if (isIP(host)) await resolveChecked(host, this.config.webhooks.allowPrivateTargets);
+      const res = await request(target, {
+        method: 'POST',
+        dispatcher: this.agent,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'RewardsGateway-Webhooks/1',
+          'webhook-id': webhookId,
+          'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+          'webhook-signature': signature,
+        },
+        body,
+        signal: AbortSignal.timeout(this.config.webhooks.timeoutMs),
+      });
+      await drain(res.body);
+      if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, statusCode: res.statusCode };
+      return {
+        ok: false,
+        statusCode: res.statusCode,
+        kind: 'http_error',
+        error:
+          res.statusCode >= 300 && res.statusCode < 400
+            ? `receiver answered ${res.statusCode} (a redirect; redirects are not followed)`
+            : `receiver answered ${res.statusCode}`,
+      };
+    } catch (error) {
+      if (isForbiddenTargetError(error)) {
+        return { ok: false, statusCode: null, kind: 'forbidden_target', error: messageOf(error) };
+      }
+      const name = (error as { name?: string; code?: string })?.name ?? '';
+      const code = (error as { code?: string })?.code ?? '';
+      if (
+        name === 'TimeoutError' ||
+        name === 'AbortError' ||
+        /TIMEOUT/i.test(code) ||
+        /timeout/i.test(messageOf(error))
+      ) {
+        return {
+          ok: false,
+          statusCode: null,
+          kind: 'timeout',
+          error: `no answer within ${this.config.webhooks.timeoutMs} ms`,
+        };
+      }
+      return { ok: false, statusCode: null, kind: 'network_error', error: messageOf(error) };
+    }
+  }
+}
+
+/** Reads at most MAX_RESPONSE_BYTES of the answer and drops the rest (the connection is then not reused). */
+async function drain(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<void> {
+  let read = 0;
+  for await (const chunk of body) {
+    read += chunk.length;
+    if (read > MAX_RESPONSE_BYTES) {
+      body.destroy();
+      return;
+    }
+  }
+}
+
+function messageOf(error: unknown): string {
+  const e = error as { message?: string; code?: string; cause?: { message?: string; code?: string } };
+  const own = e?.message || String(error);
+  const cause = e?.cause?.message && e.cause.message !== own ? `: ${e.cause.message}` : '';
+  return `${e?.code && !own.includes(e.code) ? `${e.code} ` : ''}${own}${cause}`.slice(0, 500);
+}

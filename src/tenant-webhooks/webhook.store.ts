@@ -1,0 +1,358 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Pool } from 'pg';
+import type { DataSource } from 'typeorm';
+import { inTransaction, mainPool } from '../database/sql';
+import { VaultCipher } from '../token-vault/vault-cipher';
+
+export interface EndpointRow {
+  id: string;
+  tenant_id: string;
+  url: string;
+  events: string[];
+  secret_enc: string;
+  created_at: Date;
+  consecutive_failures: number;
+  failing_since: Date | null;
+  last_success_at: Date | null;
+  last_failure_at: Date | null;
+  last_error: string | null;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface DeliveryRow {
+  id: string;
+  endpoint_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: Date;
+  queued_at: Date;
+  last_attempt_at: Date | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+  created_at: Date;
+}
+
+/** A claimed outbox row, with what its delivery needs. `attempts` is the claim's fence. */
+export interface ClaimedDelivery {
+  id: string;
+  endpoint_id: string;
+  tenant_id: string;
+  event_type: string;
+  payload: { type: string; timestamp: string; data: Record<string, unknown> };
+  attempts: number;
+  url: string;
+  secret_enc: string;
+}
+
+/** An endpoint in trouble, for the ops dashboard. */
+export interface FailingEndpoint {
+  endpoint_id: string;
+  tenant_id: string;
+  url: string;
+  failing_since: Date | null;
+  consecutive_failures: number;
+  last_error: string | null;
+  disabled: boolean;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+}
+
+/** The vault's additional data for an endpoint's signing secret: a value copied onto another endpoint does not decrypt. */
+export const secretContext = (endpointId: string) => `webhook_endpoint/${endpointId}/secret`;
+
+const ENDPOINT_COLUMNS = `id, tenant_id, url, events, secret_enc, created_at, consecutive_failures, failing_since,
+  last_success_at, last_failure_at, last_error, disabled_at, disabled_reason`;
+const DELIVERY_COLUMNS = `id, endpoint_id, event_type, status, attempts, next_attempt_at, queued_at, last_attempt_at,
+  last_status_code, last_error, delivered_at, created_at`;
+
+/** `vault:rotate`: re-encrypts every endpoint's signing secret with the vault's first key. Returns how many. */
+export async function reencryptWebhookSecrets(pool: Pool, vault: VaultCipher): Promise<number> {
+  const { rows } = await pool.query<{ id: string; secret_enc: string }>(
+    `SELECT id, secret_enc FROM webhook_endpoints`,
+  );
+  let rewritten = 0;
+  for (const r of rows) {
+    if (VaultCipher.keyIdOf(r.secret_enc) === vault.currentKeyId) continue;
+    const plain = vault.decrypt(r.secret_enc, secretContext(r.id));
+    await pool.query(`UPDATE webhook_endpoints SET secret_enc = $2 WHERE id = $1 AND secret_enc = $3`, [
+      r.id,
+      vault.encrypt(plain, secretContext(r.id)),
+      r.secret_enc,
+    ]);
+    rewritten += 1;
+  }
+  return rewritten;
+}
+
+/**
+ * Every statement of the gateway's code that writes `webhook_endpoints` and `webhook_outbox`.
+ *
+ * `webhook_outbox` has a second writer: the trigger functions of migration 1700000013000-tenant-webhooks, which INSERT
+ * the events in the transaction of the state change (reward sent or delivered, dispatch settled, connection broken or
+ * recovered), one row per subscribed active endpoint. This store never inserts events; it claims, records outcomes,
+ * replays and purges them.
+ */
+@Injectable()
+export class WebhookStore {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  private get pool(): Pool {
+    return mainPool(this.db);
+  }
+
+  // --- endpoints (the API) ---
+
+  /**
+   * Registers an endpoint unless the tenant has `max` already (under a per-tenant advisory lock, so two concurrent
+   * registrations cannot both take the last place). Returns null at the limit.
+   */
+  async insertEndpoint(
+    row: { id: string; tenant_id: string; url: string; events: string[]; secret_enc: string },
+    max: number,
+  ): Promise<EndpointRow | null> {
+    return inTransaction(this.pool, async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('rg_webhook_endpoints'), hashtext($1))`, [
+        row.tenant_id,
+      ]);
+      const { rows } = await tx.query<EndpointRow>(
+        `INSERT INTO webhook_endpoints (id, tenant_id, url, events, secret_enc)
+         SELECT $1::uuid, $2::varchar, $3::varchar, $4::text[], $5::text
+          WHERE (SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $2::varchar) < $6::int
+         RETURNING ${ENDPOINT_COLUMNS}`,
+        [row.id, row.tenant_id, row.url, row.events, row.secret_enc, max],
+      );
+      return rows[0] ?? null;
+    });
+  }
+
+  async listEndpoints(tenantId: string): Promise<EndpointRow[]> {
+    const { rows } = await this.pool.query<EndpointRow>(
+      `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY created_at, id`,
+      [tenantId],
+    );
+    return rows;
+  }
+
+  async findEndpoint(tenantId: string, id: string): Promise<EndpointRow | null> {
+    const { rows } = await this.pool.query<EndpointRow>(
+      `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`,
+      [tenantId, id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Deletes the endpoint and its outbox rows (pending ones are not delivered any more). */
+  async deleteEndpoint(tenantId: string, id: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`,
+      [tenantId, id],
+    );
+    return Boolean(rowCount);
+  }
+
+  /** Enables a disabled endpoint again, its failure record cleared. Returns the row, or null when unknown. */
+  async enableEndpoint(tenantId: string, id: string): Promise<EndpointRow | null> {
+    const { rows } = await this.pool.query<EndpointRow>(
+      `UPDATE webhook_endpoints
+          SET disabled_at = NULL, disabled_reason = NULL, consecutive_failures = 0, failing_since = NULL
+        WHERE tenant_id = $1 AND id = $2
+        RETURNING ${ENDPOINT_COLUMNS}`,
+      [tenantId, id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** An endpoint's most recent outbox rows, newest first. */
+  async listDeliveries(endpointId: string, limit: number, status?: DeliveryStatus): Promise<DeliveryRow[]> {
+    const { rows } = await this.pool.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_outbox
+        WHERE endpoint_id = $1 AND ($3::text IS NULL OR status = $3)
+        ORDER BY created_at DESC, id LIMIT $2`,
+      [endpointId, limit, status ?? null],
+    );
+    return rows;
+  }
+
+  /**
+   * Queues one event of the endpoint again, due now, with the same id (the `webhook-id` receivers deduplicate on);
+   * its give-up window starts again. Null when the endpoint has no such event.
+   */
+  async replay(endpointId: string, eventId: string): Promise<DeliveryRow | null> {
+    const { rows } = await this.pool.query<DeliveryRow>(
+      `UPDATE webhook_outbox SET status = 'pending', next_attempt_at = now(), queued_at = now(), delivered_at = NULL
+        WHERE endpoint_id = $1 AND id = $2
+        RETURNING ${DELIVERY_COLUMNS}`,
+      [endpointId, eventId],
+    );
+    return rows[0] ?? null;
+  }
+
+  // --- the delivery worker ---
+
+  /**
+   * Claims up to `limit` due rows of active endpoints (SKIP LOCKED: one instance each), at most `perEndpoint` in flight
+   * per endpoint on this instance (`busy`: endpoint id → deliveries in flight here). The claim is a lease: it counts the
+   * attempt and moves `next_attempt_at` `leaseMs` ahead, so the row comes back on its own if this process dies.
+   */
+  async claimDue(
+    limit: number,
+    busy: Map<string, number>,
+    perEndpoint: number,
+    leaseMs: number,
+  ): Promise<ClaimedDelivery[]> {
+    const busyIds = [...busy.keys()];
+    const full = busyIds.filter((id) => (busy.get(id) ?? 0) >= perEndpoint);
+    const { rows } = await this.pool.query<ClaimedDelivery>({
+      name: 'rg_webhook_claim_v1',
+      text: `WITH candidates AS (
+               SELECT o.id, o.endpoint_id, o.next_attempt_at FROM webhook_outbox o
+                WHERE o.status = 'pending' AND o.next_attempt_at <= now() AND NOT (o.endpoint_id = ANY($5::uuid[]))
+                ORDER BY o.next_attempt_at LIMIT $6
+             ), ranked AS (
+               SELECT c.id, c.next_attempt_at,
+                      row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) + coalesce(b.n, 0) AS slot
+                 FROM candidates c LEFT JOIN unnest($2::uuid[], $3::int[]) AS b(endpoint_id, n) ON b.endpoint_id = c.endpoint_id
+             ), picked AS (
+               SELECT id FROM ranked WHERE slot <= $4 ORDER BY slot, next_attempt_at LIMIT $1
+             ), due AS (
+               SELECT o.id FROM webhook_outbox o
+                WHERE o.id IN (SELECT id FROM picked) AND o.status = 'pending' AND o.next_attempt_at <= now()
+                FOR UPDATE SKIP LOCKED
+             )
+             UPDATE webhook_outbox o
+                SET attempts = o.attempts + 1, last_attempt_at = now(),
+                    next_attempt_at = now() + make_interval(secs => $7::float8 / 1000)
+               FROM due, webhook_endpoints e
+              WHERE o.id = due.id AND e.id = o.endpoint_id AND e.disabled_at IS NULL
+              RETURNING o.id, o.endpoint_id, o.tenant_id, o.event_type, o.payload, o.attempts, e.url, e.secret_enc`,
+      values: [
+        limit,
+        busyIds,
+        busyIds.map((id) => busy.get(id) ?? 0),
+        perEndpoint,
+        full,
+        Math.max(limit * 4, 100),
+        leaseMs,
+      ],
+    });
+    return rows;
+  }
+
+  /**
+   * A 2xx: the row is delivered (even if its lease passed meanwhile — it did arrive), and the endpoint's failure
+   * record is cleared.
+   */
+  async recordSuccess(row: ClaimedDelivery, statusCode: number): Promise<void> {
+    await this.pool.query({
+      name: 'rg_webhook_success_v1',
+      text: `WITH o AS (
+               UPDATE webhook_outbox SET status = 'delivered', delivered_at = now(), last_status_code = $2, last_error = NULL
+                WHERE id = $1 AND status = 'pending'
+                RETURNING endpoint_id
+             )
+             UPDATE webhook_endpoints w SET consecutive_failures = 0, failing_since = NULL, last_success_at = now()
+               FROM o WHERE w.id = o.endpoint_id`,
+      values: [row.id, statusCode],
+    });
+  }
+
+  /**
+   * A failed attempt, applied only if the row is still this claim's (`attempts` fences it): retried after `delayMs`,
+   * or `failed` once `giveUpAfterMs` has passed since it was queued. The endpoint counts the failure; failing
+   * continuously for `disableAfterMs` disables it, and its pending rows (this one included) end `failed` — replay
+   * them once it is enabled. `gaveUp`: this row ended `failed`.
+   */
+  async recordFailure(
+    row: ClaimedDelivery,
+    outcome: { statusCode: number | null; error: string },
+    policy: { delayMs: number; giveUpAfterMs: number; disableAfterMs: number },
+  ): Promise<{ gaveUp: boolean; disabled: boolean }> {
+    const { rows } = await this.pool.query<{ status: string | null; just_disabled: boolean | null }>({
+      name: 'rg_webhook_failure_v2',
+      text: `WITH ep AS (
+               SELECT w.id, (w.disabled_at IS NULL AND w.failing_since <= now() - make_interval(secs => $7::float8 / 1000)) AS disable
+                 FROM webhook_endpoints w WHERE w.id = $8
+             ), o AS (
+               UPDATE webhook_outbox x
+                  SET last_status_code = $3, last_error = $4,
+                      status = CASE WHEN ep.disable OR x.queued_at <= now() - make_interval(secs => $6::float8 / 1000)
+                                    THEN 'failed' ELSE 'pending' END,
+                      next_attempt_at = now() + make_interval(secs => $5::float8 / 1000)
+                 FROM ep
+                WHERE x.id = $1 AND x.attempts = $2 AND x.status = 'pending' AND x.endpoint_id = ep.id
+                RETURNING x.endpoint_id, x.status
+             ), e AS (
+               UPDATE webhook_endpoints w
+                  SET consecutive_failures = w.consecutive_failures + 1,
+                      failing_since = coalesce(w.failing_since, now()),
+                      last_failure_at = now(), last_error = $4,
+                      disabled_at = CASE WHEN ep.disable THEN now() ELSE w.disabled_at END,
+                      disabled_reason = CASE WHEN ep.disable
+                                             THEN format('failing continuously since %s (%s consecutive failed attempts); last error: %s',
+                                                         to_char(w.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                                                         w.consecutive_failures + 1, $4::text)
+                                             ELSE w.disabled_reason END
+                 FROM o, ep WHERE w.id = o.endpoint_id AND ep.id = w.id
+                RETURNING w.id, ep.disable AS just_disabled
+             ), dropped AS (
+               UPDATE webhook_outbox x
+                  SET status = 'failed', last_error = 'not delivered: the endpoint was disabled', next_attempt_at = now()
+                 FROM e WHERE e.just_disabled AND x.endpoint_id = e.id AND x.status = 'pending' AND x.id <> $1
+             )
+             SELECT (SELECT status FROM o) AS status, (SELECT just_disabled FROM e) AS just_disabled`,
+      values: [
+        row.id,
+        row.attempts,
+        outcome.statusCode,
+        outcome.error.slice(0, 500),
+        policy.delayMs,
+        policy.giveUpAfterMs,
+        policy.disableAfterMs,
+        row.endpoint_id,
+      ],
+    });
+    return { gaveUp: rows[0]?.status === 'failed', disabled: rows[0]?.just_disabled === true };
+  }
+
+  /** Endpoints failing now or disabled, disabled first, then the longest failing (ops dashboard). */
+  async failingEndpoints(limit: number): Promise<FailingEndpoint[]> {
+    const { rows } = await this.pool.query<FailingEndpoint>(
+      `SELECT id AS endpoint_id, tenant_id, url, failing_since, consecutive_failures, last_error,
+              disabled_at IS NOT NULL AS disabled, disabled_at, disabled_reason
+         FROM webhook_endpoints
+        WHERE failing_since IS NOT NULL OR disabled_at IS NOT NULL
+        ORDER BY disabled_at IS NULL, coalesce(disabled_at, failing_since), id
+        LIMIT $1`,
+      [limit],
+    );
+    return rows;
+  }
+
+  /** Rows waiting for delivery (every endpoint): the outbox depth gauge. */
+  async pendingCount(): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM webhook_outbox WHERE status = 'pending'`,
+    );
+    return rows[0]?.n ?? 0;
+  }
+
+  /** Housekeeping: deletes up to `batch` delivered or failed rows older than `maxAgeDays`; returns how many. */
+  async purgeOld(maxAgeDays: number, batch: number): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM webhook_outbox WHERE id IN (
+         SELECT o.id FROM webhook_endpoints e,
+                LATERAL (SELECT id FROM webhook_outbox
+                          WHERE endpoint_id = e.id AND created_at < now() - make_interval(days => $1) AND status <> 'pending'
+                          ORDER BY created_at LIMIT $2) o
+          LIMIT $2)`,
+      [maxAgeDays, batch],
+    );
+    return rowCount ?? 0;
+  }
+}

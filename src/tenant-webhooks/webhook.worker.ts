@@ -1,0 +1,181 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import { type Claimed, ClaimLoop } from '../common/claim-loop';
+import { runEvery } from '../common/schedule';
+import { MetricsService } from '../metrics/metrics.service';
+import { VaultCipher } from '../token-vault/vault-cipher';
+import { retryDelayMs } from './webhook-events';
+import { bodyOf, WebhookSender } from './webhook.sender';
+import { type ClaimedDelivery, secretContext, WebhookStore } from './webhook.store';
+
+/** Deliveries in flight per endpoint on one instance. */
+export const PER_ENDPOINT_IN_FLIGHT = 4;
+/** A claim's lease beyond the attempt's own timeout: a row held by a dead process is due again after this. */
+const LEASE_MARGIN_MS = 20_000;
+/** Delivered and failed rows are kept this long (the deliveries view), then purged. */
+const RETENTION_DAYS = 30;
+const PURGE_EVERY_MS = 10 * 60_000;
+const GAUGE_EVERY_MS = 15_000;
+
+/**
+ * Delivers the outbox. Every instance runs one: it claims due rows with `FOR UPDATE SKIP LOCKED` (one instance each),
+ * as a lease — a row whose sender died is due again once the lease ends — and sends them with bounded concurrency
+ * (`WEBHOOK_CONCURRENCY` per instance, at most 4 per endpoint). Failures are retried on the schedule
+ * (`WEBHOOK_RETRY_SCHEDULE_MS`) until `WEBHOOK_GIVE_UP_AFTER_MS`; an endpoint failing continuously for
+ * `WEBHOOK_DISABLE_AFTER_MS` is disabled. Delivery is at least once (receivers deduplicate on `webhook-id`), and the
+ * order of deliveries to an endpoint is not guaranteed.
+ */
+@Injectable()
+export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(WebhookWorker.name);
+  private readonly vault: VaultCipher;
+  private readonly loop: ClaimLoop;
+  /** Endpoint id → deliveries in flight here. */
+  private readonly busy = new Map<string, number>();
+  /** Decrypted secrets by endpoint, keyed by their ciphertext (a rotated or replaced secret is read again). */
+  private readonly secrets = new Map<string, { enc: string; secret: string }>();
+  private lastPurge = Date.now();
+  private depth = 0;
+  private lastGauge = 0;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly store: WebhookStore,
+    private readonly sender: WebhookSender,
+    private readonly metrics: MetricsService,
+    private readonly scheduler: SchedulerRegistry,
+  ) {
+    this.vault = new VaultCipher(config.vaultKeys);
+    this.loop = new ClaimLoop(
+      this.logger,
+      'webhook worker',
+      config.webhooks.concurrency,
+      (free) => this.claim(free),
+      () => this.housekeeping(),
+    );
+    metrics.gauge(
+      'rg_webhook_outbox_pending',
+      'Tenant webhook events waiting for delivery (every endpoint; refreshed every 15 s by each instance).',
+      [],
+      (set) => {
+        set({}, this.depth);
+        return undefined;
+      },
+    );
+  }
+
+  onApplicationBootstrap(): void {
+    runEvery(this.scheduler, 'tenant-webhooks-worker', this.config.webhooks.pollMs, () => void this.tick());
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.loop.stop();
+  }
+
+  /** New work is due now (a replay): claim at once rather than at the next poll. */
+  nudge(): void {
+    this.loop.nudge();
+  }
+
+  /** One pass: claims due rows up to the free slots and starts them (does not wait for them). Returns how many. */
+  tick(): Promise<number> {
+    return this.loop.tick();
+  }
+
+  /** Waits for the deliveries this instance has started (tests, shutdown). */
+  drain(): Promise<void> {
+    return this.loop.drain();
+  }
+
+  private async claim(free: number): Promise<Claimed> {
+    const claimed = await this.store.claimDue(
+      free,
+      this.busy,
+      PER_ENDPOINT_IN_FLIGHT,
+      this.config.webhooks.timeoutMs + LEASE_MARGIN_MS,
+    );
+    for (const row of claimed) this.start(row);
+    return { started: claimed.length, more: claimed.length === free };
+  }
+
+  private start(row: ClaimedDelivery): void {
+    this.busy.set(row.endpoint_id, (this.busy.get(row.endpoint_id) ?? 0) + 1);
+    this.loop.track(this.deliver(row), `webhook delivery ${row.id}`, () => {
+      const left = (this.busy.get(row.endpoint_id) ?? 1) - 1;
+      if (left > 0) this.busy.set(row.endpoint_id, left);
+      else this.busy.delete(row.endpoint_id);
+    });
+  }
+
+  private async deliver(row: ClaimedDelivery): Promise<void> {
+    let secret: string;
+    try {
+      secret = this.secretOf(row);
+    } catch (error) {
+      // VAULT_KEYS lost the key of this secret: nothing can be signed. Logged; retried like a failed attempt.
+      this.logger.error(`webhook endpoint ${row.endpoint_id}: ${(error as Error).message}`);
+      secret = '';
+    }
+    const outcome = secret
+      ? await this.sender.send(row.url, row.id, secret, bodyOf(row.payload))
+      : ({
+          ok: false,
+          statusCode: null,
+          kind: 'network_error',
+          error: 'the signing secret cannot be decrypted with VAULT_KEYS; not sent',
+        } as const);
+    if (outcome.ok) {
+      await this.store.recordSuccess(row, outcome.statusCode);
+      this.metrics.webhookDeliveries.inc({ outcome: 'delivered' });
+      return;
+    }
+    this.metrics.webhookDeliveries.inc({ outcome: outcome.kind });
+    const { webhooks } = this.config;
+    const result = await this.store.recordFailure(
+      row,
+      { statusCode: outcome.statusCode, error: outcome.error },
+      {
+        delayMs: retryDelayMs(webhooks.retryScheduleMs, row.attempts),
+        giveUpAfterMs: webhooks.giveUpAfterMs,
+        disableAfterMs: webhooks.disableAfterMs,
+      },
+    );
+    if (result.gaveUp) this.metrics.webhookDeliveries.inc({ outcome: 'gave_up' });
+    if (result.disabled) {
+      this.metrics.webhookEndpointsDisabled.inc();
+      this.logger.warn(
+        { tenantId: row.tenant_id, endpointId: row.endpoint_id, lastError: outcome.error },
+        'tenant webhook endpoint disabled after failing continuously',
+      );
+    }
+  }
+
+  private secretOf(row: ClaimedDelivery): string {
+    const cached = this.secrets.get(row.endpoint_id);
+    if (cached && cached.enc === row.secret_enc) return cached.secret;
+    const secret = this.vault.decrypt(row.secret_enc, secretContext(row.endpoint_id));
+    if (this.secrets.size > 10_000) this.secrets.clear();
+    this.secrets.set(row.endpoint_id, { enc: row.secret_enc, secret });
+    return secret;
+  }
+
+  private async housekeeping(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastGauge >= GAUGE_EVERY_MS) {
+      this.lastGauge = now;
+      this.depth = await this.store.pendingCount();
+    }
+    if (now - this.lastPurge >= PURGE_EVERY_MS) {
+      this.lastPurge = now;
+      await this.store.purgeOld(RETENTION_DAYS, 1_000);
+    }
+  }
+}
