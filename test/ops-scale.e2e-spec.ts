@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { OPS_METRICS_INTERVAL } from '../src/ops/ops-metrics.service';
 import { HEALTH_SQL, OpsService } from '../src/ops/ops.service';
 import type { TestApp } from './support/app';
+import { DispatchWorker } from '../src/reward-dispatch/dispatch.worker';
 import { startTestApp } from './support/app';
 import { op } from './support/connect';
 import { sqlOn } from './support/database';
@@ -271,6 +272,8 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     await ops.gauges.refresh();
     // Quiet the app's own background passes (worker, alerts, approvals, this snapshot), then count every query.
     for (const name of scheduler.getIntervals()) scheduler.deleteInterval(name);
+    // The dispatch worker also claims again as each attempt ends (no poll delay): stop it too.
+    await t.app.get(DispatchWorker).onModuleDestroy();
     await new Promise((r) => setTimeout(r, 300));
     const ds = t.app.get(DataSource);
     let queries = 0;

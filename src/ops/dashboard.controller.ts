@@ -21,10 +21,13 @@ import { OpsError } from './ops.errors';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { OperatorPage } from '../tenants/auth/auth.decorators';
-import { dashboardPage, type DashboardEvent } from './dashboard.page';
+import { TenantWebhooksService } from '../tenant-webhooks/tenant-webhooks.service';
+import { activityLastHour, connectionSummary } from './dashboard.data';
+import { dashboardPage, type DashboardEvent, FAILING_ENDPOINTS_SHOWN } from './dashboard.page';
 import { Transform, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
 import { OpsService } from './ops.service';
+import { runningBatches } from './running-batches';
 
 const blankToUndefined = () =>
   Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
@@ -50,7 +53,11 @@ const PAGE = 100;
 
 /**
  * `/ops`: server-rendered, operator credentials required (HTTP Basic with the operator key as password, or a
- * Bearer operator key). Buttons post forms protected by a CSRF token and an Origin check.
+ * Bearer operator key). Without credentials it answers 401 with `WWW-Authenticate: Basic realm="Rewards Gateway ops"`,
+ * so a browser asks for them (ApiKeyGuard; failures count in its auth throttle). Buttons post forms protected by a
+ * CSRF token and an Origin check. Above the connections: a summary of them by status and health, the last hour's sends
+ * and failures per minute (dashboard.data.ts), the running batches (running-batches.ts) and the failing tenant webhook
+ * endpoints (TenantWebhooksService.failingEndpoints).
  */
 @ApiExcludeController()
 @Controller('ops')
@@ -61,6 +68,7 @@ export class DashboardController {
     private readonly ops: OpsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
+    private readonly webhooks: TenantWebhooksService,
   ) {
     this.csrf = createHmac('sha256', `${config.operatorApiKey ?? ''}/${config.vaultKeys[0]?.id ?? ''}`)
       .update('ops-dashboard-csrf')
@@ -70,11 +78,14 @@ export class DashboardController {
   @Get()
   @OperatorPage()
   async page(@Query() query: DashboardQueryDto, @Res() res: Response): Promise<void> {
-    const { connections, next_offset } = await this.ops.list({
-      ...query,
-      limit: PAGE,
-      offset: query.offset ?? 0,
-    });
+    // Each part is one bounded read-only statement, run side by side (dashboard.data.ts, running-batches.ts).
+    const [{ connections, next_offset }, batches, summary, activity, failingEndpoints] = await Promise.all([
+      this.ops.list({ ...query, limit: PAGE, offset: query.offset ?? 0 }),
+      runningBatches(this.db),
+      connectionSummary(this.db, this.config.ops.idleAfterMs),
+      activityLastHour(this.db),
+      this.webhooks.failingEndpoints(FAILING_ENDPOINTS_SHOWN),
+    ]);
     // Each row's last 8 events, read from the index on (connection_id, at DESC): never a connection's whole history.
     const events = (await this.db.query(
       `SELECT ids.id AS connection_id, e.type, e.detail, e.at
@@ -88,11 +99,20 @@ export class DashboardController {
     const done =
       query.done && query.connection ? await this.outcome(query.done, query.connection) : undefined;
     res.type('html').send(
-      dashboardPage(connections, events, { ...filters }, this.csrf, done, {
-        offset: offset ?? 0,
-        next: next_offset,
-        pageSize: PAGE,
-      }),
+      dashboardPage(
+        connections,
+        events,
+        { ...filters },
+        this.csrf,
+        done,
+        {
+          offset: offset ?? 0,
+          next: next_offset,
+          pageSize: PAGE,
+        },
+        batches,
+        { summary, activity, failingEndpoints },
+      ),
     );
   }
 

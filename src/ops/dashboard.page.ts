@@ -1,5 +1,14 @@
 import { escapeHtml as e } from '../common/html';
+import type { FailingEndpoint } from '../tenant-webhooks/webhook.store';
+import {
+  type ActivityMinute,
+  CONNECTION_HEALTHS,
+  CONNECTION_STATUSES,
+  type ConnectionSummary,
+} from './dashboard.data';
+import { LOCAL_TIMES_SCRIPT } from './local-times';
 import type { ConnectionHealthView } from './ops.service';
+import { RUNNING_BATCHES_SHOWN, type RunningBatch } from './running-batches';
 
 export interface DashboardEvent {
   connection_id: string;
@@ -15,8 +24,12 @@ const HEALTH_COLOURS: Record<string, string> = {
   idle: '#6b7280',
 };
 
+/**
+ * Every time on the page: `<time datetime="ISO">YYYY-MM-DD HH:MM:SS UTC</time>` — correct as it stands; the page's
+ * one script (local-times.ts) rewrites the text into the viewer's time zone.
+ */
 const when = (iso: string | null) =>
-  iso ? `<time datetime="${e(iso)}">${e(iso.replace('T', ' ').slice(0, 19))}</time>` : '—';
+  iso ? `<time datetime="${e(iso)}">${e(iso.replace('T', ' ').slice(0, 19))} UTC</time>` : '—';
 
 function select(name: string, values: string[], current?: string): string {
   return `<label>${name} <select name="${name}"><option value="">all</option>${values
@@ -24,7 +37,181 @@ function select(name: string, values: string[], current?: string): string {
     .join('')}</select></label>`;
 }
 
-/** The operators' one-page view: every connection, coloured by health, with its events and Check / Refresh. */
+const REWARD_STATUS_LABELS: [keyof RunningBatch['counts'], string][] = [
+  ['sent', 'sent'],
+  ['pending_approval', 'awaiting approval'],
+  ['failed', 'failed'],
+  ['cancelled', 'cancelled'],
+  ['sending', 'sending'],
+  ['pending', 'pending'],
+];
+
+/** Running batches, newest first: tenant, dispatch, created, and a progress bar (no script: `<progress>`). */
+function batchesSection(batches: RunningBatch[]): string {
+  const rows = batches
+    .map((b) => {
+      const percent = b.total ? Math.floor((b.done / b.total) * 100) : 0;
+      const breakdown = REWARD_STATUS_LABELS.filter(([s]) => b.counts[s] > 0)
+        .map(([s, label]) => `<span class="count-${s}">${b.counts[s]} ${label}</span>`)
+        .join(' · ');
+      return `<tr data-dispatch="${e(b.id)}" data-tenant="${e(b.tenant_id)}">
+        <td><strong>${e(b.tenant_name)}</strong><br><span class="muted">${e(b.tenant_id)}</span></td>
+        <td><code>${e(b.id)}</code><br><span class="muted">${b.priority === 1 ? 'bulk' : 'interactive'}</span></td>
+        <td>${when(b.created_at.toISOString())}</td>
+        <td>${e(b.status)}${b.cancel_requested_at ? `<br><span class="muted">cancel requested ${when(b.cancel_requested_at.toISOString())}</span>` : ''}</td>
+        <td class="progress"><progress value="${b.done}" max="${b.total}" aria-label="${b.done} of ${b.total} rewards done">${percent} %</progress>
+          <span class="done">${b.done} / ${b.total} done (${percent} %)</span><br><span class="muted">${breakdown || 'no rewards yet'}</span></td>
+      </tr>`;
+    })
+    .join('');
+  return `<section id="batches"><h2>Running batches</h2>
+<div class="scroll" role="region" aria-label="Running batches" tabindex="0"><table class="batches"><thead><tr><th>Tenant</th><th>Dispatch</th><th>Created</th><th>Status</th><th>Progress</th></tr></thead>
+<tbody>${rows || '<tr><td colspan="5">No batches running.</td></tr>'}</tbody></table></div>
+<p class="muted">Dispatches of more than one reward still queued or sending, newest first (at most ${RUNNING_BATCHES_SHOWN}).</p></section>`;
+}
+
+/** What the dashboard shows above the connections, beside the running batches. */
+export interface DashboardOverview {
+  summary?: ConnectionSummary;
+  activity?: ActivityMinute[];
+  failingEndpoints?: FailingEndpoint[];
+}
+
+/** The failing webhook endpoints shown (disabled first, then longest failing). */
+export const FAILING_ENDPOINTS_SHOWN = 20;
+
+/** Connections per status and per health; each count links to the table filtered by it. */
+function summarySection(summary: ConnectionSummary): string {
+  const card = (kind: 'status' | 'health', value: string, n: number) =>
+    `<li class="card ${kind}-${e(value)}" data-${kind}="${e(value)}" data-count="${n}"><a href="/ops?${kind}=${e(value)}#connections"><span class="n">${n}</span> <span class="label">${e(value.replace('_', ' '))}</span></a></li>`;
+  const live = summary.status.active + summary.status.needs_reauth + summary.status.error;
+  return `<section id="summary" aria-labelledby="summary-title"><h2 id="summary-title">Summary</h2>
+<p class="muted">${live} live connection${live === 1 ? '' : 's'}; ${summary.status.disconnected} disconnected (kept as history).</p>
+<h3>By status</h3><ul class="cards" aria-label="Connections by status">${CONNECTION_STATUSES.map((s) => card('status', s, summary.status[s])).join('')}</ul>
+<h3>By health</h3><ul class="cards" aria-label="Connections by health">${CONNECTION_HEALTHS.map((h) => card('health', h, summary.health[h])).join('')}</ul>
+</section>`;
+}
+
+/** A step of 1, 2 or 5 × 10^k such that about four steps reach `max`. */
+function niceStep(max: number): number {
+  const rough = Math.max(max / 4, 1);
+  const power = 10 ** Math.floor(Math.log10(rough));
+  return [1, 2, 5].map((m) => m * power).find((s) => s >= rough) ?? power * 10;
+}
+
+const SENT_COLOUR = '#2563eb';
+const FAILED_COLOUR = '#dc2626';
+const num = (v: number) => String(Math.round(v * 10) / 10);
+const ago = (minutes: number) => (minutes === 0 ? 'this minute' : `${minutes} min ago`);
+
+/**
+ * Sends and failures per minute over the last hour as inline SVG (no script): sends as bars, failures as a line with a
+ * point at each minute that had any. It scales to its container (`viewBox`, width 100 %); `role="img"` with an
+ * `aria-label` giving the totals, a `<title>` per bar and point.
+ */
+export function activityPlot(minutes: ActivityMinute[]): string {
+  const [width, height, left, right, top, bottom] = [480, 180, 34, 8, 10, 24];
+  const plotWidth = width - left - right;
+  const plotHeight = height - top - bottom;
+  const n = Math.max(minutes.length, 1);
+  const slot = plotWidth / n;
+  const sent = minutes.reduce((sum, m) => sum + m.sent, 0);
+  const failed = minutes.reduce((sum, m) => sum + m.failed, 0);
+  const peak = Math.max(0, ...minutes.map((m) => m.sent));
+  const highest = Math.max(1, peak, ...minutes.map((m) => m.failed));
+  const step = niceStep(highest);
+  const yMax = step * Math.ceil(highest / step);
+  const y = (v: number) => top + plotHeight - (v / yMax) * plotHeight;
+  const x = (i: number) => left + i * slot + slot / 2;
+  const grid: string[] = [];
+  for (let v = 0; v <= yMax; v += step) {
+    grid.push(
+      `<line x1="${left}" x2="${width - right}" y1="${num(y(v))}" y2="${num(y(v))}" stroke="${v === 0 ? '#6b7280' : '#e5e7eb'}"/>`,
+      `<text x="${left - 4}" y="${num(y(v) + 4)}" text-anchor="end">${v}</text>`,
+    );
+  }
+  const xLabels = [
+    [0, '−1 h', 'start'],
+    [n - 46, '−45 min', 'middle'],
+    [n - 31, '−30 min', 'middle'],
+    [n - 16, '−15 min', 'middle'],
+    [n - 1, 'now', 'end'],
+  ] as const;
+  const axis = xLabels
+    .filter(([i]) => i >= 0 && i < n)
+    .map(
+      ([i, label, anchor]) =>
+        `<line x1="${num(x(i))}" x2="${num(x(i))}" y1="${top + plotHeight}" y2="${top + plotHeight + 4}" stroke="#6b7280"/><text x="${num(anchor === 'start' ? left : anchor === 'end' ? width - right : x(i))}" y="${height - 6}" text-anchor="${anchor}">${label}</text>`,
+    )
+    .join('');
+  const bars = minutes
+    .map((m, i) =>
+      m.sent > 0
+        ? `<rect class="sent" data-minute="${m.minute.toISOString()}" data-count="${m.sent}" x="${num(left + i * slot + slot * 0.15)}" y="${num(y(m.sent))}" width="${num(slot * 0.7)}" height="${num((m.sent / yMax) * plotHeight)}" fill="${SENT_COLOUR}"><title>${m.sent} sent, ${ago(n - 1 - i)}</title></rect>`
+        : '',
+    )
+    .join('');
+  const line = `<polyline class="failed-line" points="${minutes.map((m, i) => `${num(x(i))},${num(y(m.failed))}`).join(' ')}" fill="none" stroke="${FAILED_COLOUR}" stroke-width="1.5" stroke-linejoin="round"/>`;
+  const points = minutes
+    .map((m, i) =>
+      m.failed > 0
+        ? `<circle class="failed" data-minute="${m.minute.toISOString()}" data-count="${m.failed}" cx="${num(x(i))}" cy="${num(y(m.failed))}" r="3" fill="${FAILED_COLOUR}"><title>${m.failed} failed, ${ago(n - 1 - i)}</title></circle>`
+        : '',
+    )
+    .join('');
+  const label = `Rewards per minute over the last hour: ${sent} sent, ${failed} failed${peak > 0 ? `; at most ${peak} sent in one minute` : ''}.`;
+  return `<svg class="plot" viewBox="0 0 ${width} ${height}" role="img" aria-label="${e(label)}" data-sent-total="${sent}" data-failed-total="${failed}" font-size="12" font-family="system-ui, sans-serif" fill="#374151">
+<title>Sends and failures per minute, last hour</title>
+${grid.join('')}${axis}${bars}${minutes.length ? line : ''}${points}</svg>`;
+}
+
+/** The plot of the last hour with its legend and the window it covers. */
+function activitySection(minutes: ActivityMinute[]): string {
+  const sent = minutes.reduce((sum, m) => sum + m.sent, 0);
+  const failed = minutes.reduce((sum, m) => sum + m.failed, 0);
+  const first = minutes[0]?.minute;
+  const last = minutes.at(-1)?.minute;
+  const window =
+    first && last
+      ? ` from ${when(first.toISOString())} to ${when(new Date(last.getTime() + 60_000).toISOString())}`
+      : '';
+  return `<section id="activity" aria-labelledby="activity-title"><h2 id="activity-title">Last hour</h2>
+<figure>${activityPlot(minutes)}
+<figcaption><span class="swatch sent"></span> sent <strong id="sent-total">${sent}</strong> · <span class="swatch failed"></span> failed <strong id="failed-total">${failed}</strong>
+<span class="muted">— rewards per minute${window}</span></figcaption></figure></section>`;
+}
+
+/** Tenant webhook endpoints failing or disabled: tenant, URL, since when, consecutive failures, state. */
+function failingEndpointsSection(endpoints: FailingEndpoint[]): string {
+  const rows = endpoints
+    .map(
+      (
+        w,
+      ) => `<tr data-endpoint="${e(w.endpoint_id)}" data-tenant="${e(w.tenant_id)}" class="${w.disabled ? 'disabled' : 'failing'}">
+        <td>${e(w.tenant_id)}</td>
+        <td class="url"><code>${e(w.url)}</code></td>
+        <td>${when(w.failing_since ? new Date(w.failing_since).toISOString() : null)}</td>
+        <td class="failures">${w.consecutive_failures}</td>
+        <td>${
+          w.disabled
+            ? `<strong>disabled</strong> ${when(w.disabled_at ? new Date(w.disabled_at).toISOString() : null)}${w.disabled_reason ? `<br><span class="muted">${e(w.disabled_reason)}</span>` : ''}`
+            : 'failing, retrying'
+        }${w.last_error ? `<br><span class="muted">last error: ${e(w.last_error)}</span>` : ''}</td>
+      </tr>`,
+    )
+    .join('');
+  return `<section id="webhooks" aria-labelledby="webhooks-title"><h2 id="webhooks-title">Tenant webhook endpoints failing</h2>
+<div class="scroll" role="region" aria-label="Failing webhook endpoints" tabindex="0"><table class="webhooks"><thead><tr><th>Tenant</th><th>URL</th><th>Failing since</th><th>Consecutive failures</th><th>State</th></tr></thead>
+<tbody>${rows || '<tr><td colspan="5">No endpoint failing.</td></tr>'}</tbody></table></div>
+<p class="muted">Disabled endpoints first, then the longest failing (at most ${FAILING_ENDPOINTS_SHOWN}).</p></section>`;
+}
+
+/**
+ * The operators' one-page view, top to bottom: the summary (connections per status and health), the last hour's sends
+ * and failures, the running batches, the failing tenant webhook endpoints, then every connection, coloured by health,
+ * with its events and Check / Refresh. Every time is UTC text in a `<time>`, which the one inline script rewrites in the
+ * viewer's time zone. Fits a phone: the plot scales, each table scrolls inside its own container.
+ */
 export function dashboardPage(
   connections: ConnectionHealthView[],
   events: DashboardEvent[],
@@ -36,6 +223,8 @@ export function dashboardPage(
     next: null,
     pageSize: 100,
   },
+  batches: RunningBatch[] = [],
+  overview: DashboardOverview = {},
 ): string {
   const link = (offset: number, label: string, rel: string) => {
     const params = new URLSearchParams(
@@ -82,7 +271,7 @@ export function dashboardPage(
     .join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Connections · Rewards Gateway ops</title>
+<title>Rewards Gateway ops</title>
 <style>
   body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1f2328; background: #f6f7f9; }
   header { background: #111827; color: #fff; padding: .8rem 1.5rem; } h1 { font-size: 1.15rem; margin: 0; }
@@ -95,9 +284,33 @@ export function dashboardPage(
   .actions form { display: inline; } button { font: inherit; padding: .25rem .7rem; margin: 0 .2rem .2rem 0; cursor: pointer; }
   .pager { display: flex; gap: 1rem; align-items: center; } .pager a { font-weight: 600; }
   .flash { background: #eff6ff; border: 1px solid #bfdbfe; padding: .5rem .8rem; margin-bottom: 1rem; }
+  h2 { font-size: 1rem; margin: 1.2rem 0 .5rem; } #batches { margin-bottom: 1.5rem; }
+  td.progress { min-width: 16rem; } progress { width: 12rem; height: 1rem; vertical-align: middle; margin-right: .5rem; }
+  header { display: flex; flex-wrap: wrap; gap: .2rem 1rem; align-items: baseline; justify-content: space-between; }
+  header .tz { margin: 0; font-size: .85em; color: #d1d5db; }
+  h3 { font-size: .85rem; margin: .6rem 0 .3rem; color: #4b5563; font-weight: 600; }
+  ul.cards { list-style: none; margin: 0; padding: 0; display: grid; grid-template-columns: repeat(auto-fit, minmax(7.5rem, 1fr)); gap: .5rem; }
+  .card a { display: block; background: #fff; border: 1px solid #e5e7eb; border-top: 4px solid #9ca3af; border-radius: 6px; padding: .45rem .7rem; color: inherit; text-decoration: none; }
+  .card a:hover, .card a:focus { border-color: #6b7280; } .card .n { display: block; font-size: 1.5rem; font-weight: 700; line-height: 1.2; }
+  .card.status-active a, .card.health-healthy a { border-top-color: #15803d; } .card.status-needs_reauth a, .card.health-broken a { border-top-color: #b91c1c; }
+  .card.status-error a, .card.health-degraded a { border-top-color: #b45309; } .card.status-disconnected a, .card.health-idle a { border-top-color: #6b7280; }
+  figure { margin: 0; background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; padding: .5rem; max-width: 44rem; }
+  svg.plot { display: block; width: 100%; height: auto; } figcaption { padding: .3rem .2rem 0; }
+  .swatch { display: inline-block; width: .8em; height: .8em; border-radius: 2px; vertical-align: -.05em; }
+  .swatch.sent { background: ${SENT_COLOUR}; } .swatch.failed { background: ${FAILED_COLOUR}; }
+  .scroll { max-width: 100%; overflow-x: auto; } .scroll:focus { outline: 2px solid #93c5fd; }
+  table.connections { min-width: 60rem; } table.batches { min-width: 40rem; } table.webhooks { min-width: 36rem; }
+  td.url code { word-break: break-all; } tr.disabled > td { background: #fef2f2; }
+  .flash, tr.events code { overflow-wrap: anywhere; }
+  @media (max-width: 40rem) { header { padding: .7rem 1rem; } main { padding: .75rem 1rem; } }
 </style></head>
-<body><header><h1>Rewards Gateway · connections</h1></header><main>
+<body><header><h1>Rewards Gateway · ops</h1><p class="tz">Times in <span id="tz">UTC</span></p></header><main>
 ${flash ? `<p class="flash" id="flash">${e(flash)}</p>` : ''}
+${overview.summary ? summarySection(overview.summary) : ''}
+${overview.activity ? activitySection(overview.activity) : ''}
+${batchesSection(batches)}
+${overview.failingEndpoints ? failingEndpointsSection(overview.failingEndpoints) : ''}
+<h2 id="connections">Connections</h2>
 <form class="filters" method="get" action="/ops">
   ${select('status', ['active', 'needs_reauth', 'error', 'disconnected'], filters.status)}
   ${select('health', ['healthy', 'degraded', 'broken', 'idle'], filters.health)}
@@ -105,9 +318,9 @@ ${flash ? `<p class="flash" id="flash">${e(flash)}</p>` : ''}
   <label>tenant <input name="tenant" value="${e(filters.tenant ?? '')}" size="14"></label>
   <button type="submit">Filter</button>
 </form>
-<table><thead><tr><th>Tenant</th><th>Env</th><th>Status</th><th>Health</th><th>Last refresh</th><th>Last use</th><th>Last error</th>
+<div class="scroll" id="connections-table" role="region" aria-label="Connections" tabindex="0"><table class="connections"><thead><tr><th>Tenant</th><th>Env</th><th>Status</th><th>Health</th><th>Last refresh</th><th>Last use</th><th>Last error</th>
 <th>Failures / refreshes</th><th>24 h sent / failed / queued</th><th></th></tr></thead>
-<tbody>${rows || '<tr><td colspan="10">No connections match.</td></tr>'}</tbody></table>
+<tbody>${rows || '<tr><td colspan="10">No connections match.</td></tr>'}</tbody></table></div>
 ${pager}
-</main></body></html>`;
+</main><script>${LOCAL_TIMES_SCRIPT}</script></body></html>`;
 }

@@ -1,5 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../common/api-docs';
 import type { HealthCheckResult, HealthIndicatorResult } from '@nestjs/terminus';
 import {
   HealthCheck,
@@ -22,17 +23,47 @@ export class HealthController {
 
   @Get('live')
   @Public()
-  @ApiOperation({ summary: 'Liveness: the process answers.' })
+  @ApiOperation({ summary: 'Liveness: the process answers.', description: 'Public: no API key.' })
+  @ApiOkResponse({
+    schema: { type: 'object', example: { status: 'ok' } },
+    description: 'The process answers.',
+  })
   live(): { status: 'ok' } {
     return { status: 'ok' };
   }
 
   @Get('ready')
   @Public()
-  @HealthCheck()
+  @HealthCheck({ noCache: true, swaggerDocumentation: false })
   @ApiOperation({
     summary:
       'Readiness: the database answers within 1.5 s and the vault keys decrypt the vault canary (503 otherwise).',
+    description: 'Public: no API key.',
+  })
+  @ApiOkResponse({
+    description: 'Every check is up.',
+    schema: {
+      type: 'object',
+      example: {
+        status: 'ok',
+        info: {
+          database: { status: 'up' },
+          vault: { status: 'up', key_id: 'local1', rotation_pending: false },
+        },
+        error: {},
+        details: {
+          database: { status: 'up' },
+          vault: { status: 'up', key_id: 'local1', rotation_pending: false },
+        },
+      },
+    },
+  })
+  @ApiErrors({
+    status: 503,
+    code: 'not_ready',
+    message: 'A dependency is not available.',
+    details: [{ field: 'database', reason: 'timeout of 1500ms exceeded' }],
+    when: 'the database does not answer within 1.5 s, or the vault keys do not decrypt the canary',
   })
   ready(): Promise<HealthCheckResult> {
     return this.health.check([() => this.db.pingCheck('database', { timeout: 1500 }), () => this.vault()]);

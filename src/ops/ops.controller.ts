@@ -4,6 +4,7 @@ import {
   ApiCreatedResponse,
   ApiOkResponse,
   ApiOperation,
+  ApiProduces,
   ApiPropertyOptional,
   ApiTags,
 } from '@nestjs/swagger';
@@ -17,6 +18,14 @@ import type { Response } from 'express';
 import { OperatorOnly, Public } from '../tenants/auth/auth.decorators';
 import { MetricsService } from '../metrics/metrics.service';
 import { OpsService } from './ops.service';
+import {
+  ApiErrors,
+  OPERATOR_ROUTE,
+  OPS_CONNECTION_DISCONNECTED,
+  OPS_CONNECTION_NOT_FOUND,
+  notAUuid,
+  validationFailed,
+} from '../common/api-docs';
 
 export class ConnectionListQueryDto extends PageQueryDto {
   @ApiPropertyOptional({ enum: ['active', 'needs_reauth', 'error', 'disconnected'] })
@@ -48,8 +57,8 @@ export class ConnectionListQueryDto extends PageQueryDto {
 
 const uuid = new ParseUUIDPipe({ errorHttpStatusCode: 404 });
 
+/** Operator routes need a key (`@ApiBearerAuth` on each); `/metrics` is public. */
 @ApiTags('ops')
-@ApiBearerAuth()
 @Controller()
 export class OpsController {
   constructor(
@@ -65,6 +74,16 @@ export class OpsController {
     description: 'Page with `cursor`: pass the `next_cursor` of each answer until it is null.',
   })
   @ApiOkResponse({ type: ConnectionHealthListResponse })
+  @ApiBearerAuth()
+  @ApiErrors(
+    OPERATOR_ROUTE,
+    validationFailed('health', 'health must be one of the following values: healthy, degraded, broken, idle'),
+    validationFailed(
+      'cursor',
+      'cursor must be a next_cursor returned by this API',
+      'The query is invalid; see details.',
+    ),
+  )
   list(@Query() query: ConnectionListQueryDto) {
     return this.ops.list(query);
   }
@@ -73,6 +92,8 @@ export class OpsController {
   @OperatorOnly()
   @ApiOperation({ summary: 'One connection’s health with its last events.' })
   @ApiOkResponse({ type: ConnectionHealthDetailResponse })
+  @ApiBearerAuth()
+  @ApiErrors(OPERATOR_ROUTE, OPS_CONNECTION_NOT_FOUND, notAUuid('GET', '/v1/ops/connections/123'))
   detail(@Param('id', uuid) id: string) {
     return this.ops.detail(id);
   }
@@ -83,6 +104,13 @@ export class OpsController {
     summary: 'Probe GET /api/v2/organizations with the connection’s token and record the outcome.',
   })
   @ApiCreatedResponse({ type: ConnectionHealthDetailResponse })
+  @ApiBearerAuth()
+  @ApiErrors(
+    OPERATOR_ROUTE,
+    OPS_CONNECTION_NOT_FOUND,
+    notAUuid('POST', '/v1/ops/connections/123/check'),
+    OPS_CONNECTION_DISCONNECTED,
+  )
   check(@Param('id', uuid) id: string) {
     return this.ops.check(id);
   }
@@ -91,13 +119,31 @@ export class OpsController {
   @OperatorOnly()
   @ApiOperation({ summary: 'Force a token refresh through the refresh lock.' })
   @ApiCreatedResponse({ type: ConnectionHealthDetailResponse })
+  @ApiBearerAuth()
+  @ApiErrors(
+    OPERATOR_ROUTE,
+    OPS_CONNECTION_NOT_FOUND,
+    notAUuid('POST', '/v1/ops/connections/123/refresh'),
+    OPS_CONNECTION_DISCONNECTED,
+  )
   refresh(@Param('id', uuid) id: string) {
     return this.ops.refresh(id);
   }
 
   @Get('metrics')
   @Public()
-  @ApiOperation({ summary: 'Prometheus metrics (no tenant or connection ids in labels).' })
+  @ApiOperation({
+    summary: 'Prometheus metrics (no tenant or connection ids in labels).',
+    description: 'Public: no API key (no tenant data). Prometheus text exposition format.',
+  })
+  @ApiProduces('text/plain')
+  @ApiOkResponse({
+    description: 'The metrics, in the Prometheus text format.',
+    schema: {
+      type: 'string',
+      example: '# TYPE rg_connections gauge\nrg_connections{status="active",health="healthy"} 1\n',
+    },
+  })
   async scrape(@Res() res: Response): Promise<void> {
     res.setHeader('Content-Type', this.metrics.registry.contentType);
     res.send(await this.metrics.registry.metrics());

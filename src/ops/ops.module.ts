@@ -2,23 +2,29 @@ import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TerminusModule } from '@nestjs/terminus';
 import { MetricsModule } from '../metrics/metrics.module';
+import { TenantWebhooksModule } from '../tenant-webhooks/tenant-webhooks.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { AlertsService } from './alerts.service';
 import { DashboardController } from './dashboard.controller';
 import { HealthController } from './health.controller';
+import { HomeController } from './home.controller';
 import { OpsController } from './ops.controller';
 import { OpsScheduler } from './ops.scheduler';
 import { OpsService } from './ops.service';
 
-/** Ops: health endpoints, metrics, the connection health API, alerts, the background probe and the dashboard. */
+/**
+ * Ops: the start page (`/`), health endpoints, metrics, the connection health API, alerts, the background probe and
+ * the dashboard.
+ */
 @Module({
   imports: [
     TerminusModule.forRoot({ logger: false, errorLogStyle: 'json' }),
     ScheduleModule.forRoot(),
     MetricsModule,
     TokenVaultModule,
+    TenantWebhooksModule,
   ],
-  controllers: [HealthController, OpsController, DashboardController],
+  controllers: [HomeController, HealthController, OpsController, DashboardController],
   providers: [OpsService, AlertsService, OpsScheduler],
   exports: [OpsService, AlertsService],
 })

@@ -1,12 +1,14 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { ConnectionResponse } from '../../connections/dto/connection.dto';
 
 class ProbeView {
-  @ApiProperty() at: string;
+  @ApiProperty({ format: 'date-time' }) at: string;
   @ApiProperty({ nullable: true, type: Boolean }) ok: boolean | null;
   @ApiProperty({ nullable: true, type: String }) error: string | null;
 }
 
+/** Named apart from the dispatch view's `DispatchCountsView` (one schema name, one shape). */
+@ApiSchema({ name: 'ConnectionDispatchCountsView' })
 class DispatchCountsView {
   @ApiProperty() sent: number;
   @ApiProperty() failed: number;
@@ -16,7 +18,7 @@ class DispatchCountsView {
 class EventView {
   @ApiProperty({ example: 'token_refreshed' }) type: string;
   @ApiProperty({ type: Object }) detail: unknown;
-  @ApiProperty() at: string;
+  @ApiProperty({ format: 'date-time' }) at: string;
 }
 
 export class ConnectionHealthResponse extends ConnectionResponse {

@@ -58,7 +58,7 @@ export class UpdateTenantDto {
   @Length(1, 200)
   name?: string;
 
-  @ApiPropertyOptional({ type: [String] })
+  @ApiPropertyOptional({ type: [String], example: ['https://platform.example.com/settings/rewards'] })
   @ValidateIf((o: UpdateTenantDto) => o.return_urls !== undefined)
   @IsArray()
   @ArrayMaxSize(20)
@@ -79,7 +79,8 @@ export class TenantResponse {
   @ApiProperty({ example: 'Acme Corp' }) name: string;
   @ApiProperty({ type: [String] }) return_urls: string[];
   @ApiProperty({ nullable: true, type: String }) default_funding_source_id: string | null;
-  @ApiProperty() created_at: string;
+  @ApiProperty({ format: 'date-time', example: '2026-11-23T17:23:05.629Z', description: 'ISO 8601, UTC.' })
+  created_at: string;
 }
 
 export class CreateApiKeyDto {
@@ -93,9 +94,9 @@ export class ApiKeyResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty() name: string;
   @ApiProperty({ example: 'rgk_Ab3x', description: 'The first characters of the key.' }) prefix: string;
-  @ApiProperty() created_at: string;
-  @ApiProperty({ nullable: true, type: String }) last_used_at: string | null;
-  @ApiProperty({ nullable: true, type: String }) revoked_at: string | null;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_used_at: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) revoked_at: string | null;
 }
 
 export class CreatedApiKeyResponse extends ApiKeyResponse {

@@ -1,0 +1,398 @@
+import { applyDecorators } from '@nestjs/common';
+import {
+  ApiBody,
+  ApiExtraModels,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiResponse,
+  type ApiResponseOptions,
+  ApiSchema,
+  getSchemaPath,
+} from '@nestjs/swagger';
+import type { CommonErrorCode, ErrorDetail } from './app-error';
+import type { ConnectionErrorCode } from '../connections/connections.errors';
+import type { DeliveryWebhookErrorCode } from '../delivery-webhooks/delivery-webhooks.errors';
+import type { FieldsErrorCode } from '../fields-cache/fields-cache.errors';
+import type { OpsErrorCode } from '../ops/ops.errors';
+import type { DispatchErrorCode } from '../reward-dispatch/reward-dispatch.errors';
+import type { UpstreamErrorCode } from '../rewards-api/rewards-api.errors';
+import type { TenantWebhookErrorCode } from '../tenant-webhooks/tenant-webhooks.errors';
+import type { TenantErrorCode } from '../tenants/tenants.errors';
+import type { TokenVaultErrorCode } from '../token-vault/token-vault.errors';
+
+/**
+ * OpenAPI for the one error shape (`{"error": {"code", "message", "details"}}`, see app-error.ts and the global
+ * filter): the `ErrorResponse` schema, `ApiErrors(...)` to declare per route the error answers it really gives (each
+ * with an example body), and a catalogue of those examples with the codes and messages the modules throw. Docs only:
+ * nothing here changes what a route answers.
+ */
+
+@ApiSchema({
+  name: 'ErrorDetail',
+  description:
+    'One problem: the offending input and why. Some codes add fields (`known_labels`, `allowed_values`, `dispatch_id`, ' +
+    '`upstream_status`, `upstream_payload`, …).',
+})
+export class ErrorDetailDoc {
+  @ApiPropertyOptional({
+    example: 'rewards[0].recipient.email',
+    description: 'Dotted path of the offending input: a body field, a header or a query parameter.',
+  })
+  field?: string;
+
+  @ApiProperty({ example: 'rewards[0].recipient.email must be an e-mail address' })
+  reason: string;
+}
+
+@ApiSchema({ name: 'ErrorBody' })
+export class ErrorBodyDoc {
+  @ApiProperty({
+    example: 'validation_failed',
+    description:
+      'Stable snake_case code to switch on (README, "Error codes"); each module declares its codes in `*.errors.ts`.',
+  })
+  code: string;
+
+  @ApiProperty({ example: 'The request is invalid; see details for each field.' })
+  message: string;
+
+  @ApiProperty({ type: [ErrorDetailDoc] })
+  details: ErrorDetailDoc[];
+
+  @ApiPropertyOptional({
+    description: 'On 500 internal_error only: the request id that identifies the error in the logs.',
+  })
+  request_id?: string;
+}
+
+/** The body of every error answer of the gateway. */
+@ApiSchema({
+  name: 'ErrorResponse',
+  description: 'Every error answer of the gateway: `{"error": {"code", "message", "details"}}`.',
+})
+export class ErrorResponse {
+  @ApiProperty({ type: ErrorBodyDoc })
+  error: ErrorBodyDoc;
+}
+
+/** Every error code a module declares (compile-time check that an example uses a real one). */
+export type ErrorCode =
+  | CommonErrorCode
+  | TenantErrorCode
+  | ConnectionErrorCode
+  | TokenVaultErrorCode
+  | UpstreamErrorCode
+  | FieldsErrorCode
+  | DispatchErrorCode
+  | TenantWebhookErrorCode
+  | DeliveryWebhookErrorCode
+  | OpsErrorCode;
+
+/** One error answer of a route, as documented: its status, and a real body with a short note on when it happens. */
+export interface ErrorExample {
+  status: number;
+  code: ErrorCode;
+  message: string;
+  details?: ErrorDetail[];
+  /** When it happens (the example's summary); the code by default. */
+  when?: string;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not found',
+  409: 'Conflict',
+  413: 'Payload too large',
+  415: 'Unsupported media type',
+  422: 'Unprocessable',
+  429: 'Too many requests',
+  502: 'Bad gateway',
+  503: 'Service unavailable',
+};
+
+const RETRY_AFTER = {
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+};
+
+/**
+ * Declares the error answers of a route (or of every route of a controller): one response per status, its schema
+ * `ErrorResponse`, one example per case. Takes single examples and lists of them (`...AUTH` or `AUTH`).
+ */
+export function ApiErrors(...errors: (ErrorExample | readonly ErrorExample[])[]) {
+  const byStatus = new Map<number, ErrorExample[]>();
+  for (const error of errors.flat())
+    byStatus.set(error.status, [...(byStatus.get(error.status) ?? []), error]);
+  const decorators: (ClassDecorator | MethodDecorator | PropertyDecorator)[] = [
+    ApiExtraModels(ErrorResponse),
+  ];
+  for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const examples: Record<string, { summary: string; value: unknown }> = {};
+    for (const e of list) {
+      let key: string = e.code;
+      for (let n = 2; key in examples; n++) key = `${e.code}_${n}`;
+      examples[key] = {
+        summary: e.when ?? e.code,
+        value: { error: { code: e.code, message: e.message, details: e.details ?? [] } },
+      };
+    }
+    const codes = [...new Set(list.map((e) => `\`${e.code}\``))].join(' · ');
+    decorators.push(
+      ApiResponse({
+        status,
+        description: `${STATUS_TEXT[status] ?? 'Error'}: ${codes}.`,
+        schema: { $ref: getSchemaPath(ErrorResponse) },
+        examples,
+        ...(status === 429 || status === 503 ? { headers: RETRY_AFTER } : {}),
+      } as ApiResponseOptions),
+    );
+  }
+  return applyDecorators(...decorators);
+}
+
+/** A JSON request body of `type` with named examples (each one works as it is against the demo gateway). */
+export function ApiJsonBody(
+  type: new (...args: never[]) => unknown,
+  examples: Record<string, { summary: string; description?: string; value: unknown }>,
+  description?: string,
+) {
+  return applyDecorators(
+    ApiExtraModels(type),
+    ApiBody({ schema: { $ref: getSchemaPath(type) }, examples, required: true, description }),
+  );
+}
+
+// --- the catalogue: codes and messages as the modules answer them ---------------------------------------------------
+
+const EXAMPLE_ID = '3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f';
+
+/** `validation_failed` naming one field, as the validation pipe (or a service's own check) answers. */
+export function validationFailed(
+  field: string,
+  reason: string,
+  message = 'The request is invalid; see details for each field.',
+): ErrorExample {
+  return {
+    status: 400,
+    code: 'validation_failed',
+    message,
+    details: [{ field, reason }],
+    when: `a bad ${field}`,
+  };
+}
+
+/** A path id that is not a UUID: answered like an unknown route. */
+export function notAUuid(method: string, path: string): ErrorExample {
+  return {
+    status: 404,
+    code: 'not_found',
+    message: `No route ${method} ${path}.`,
+    when: 'the id in the path is not a UUID',
+  };
+}
+
+/** Every route behind an API key: no key, a wrong or revoked one, too many failures. */
+export const AUTH: readonly ErrorExample[] = [
+  {
+    status: 401,
+    code: 'missing_api_key',
+    message: 'Send an API key as "Authorization: Bearer <key>".',
+    when: 'no Authorization header',
+  },
+  {
+    status: 401,
+    code: 'invalid_api_key',
+    message: 'The API key is not valid or has been revoked.',
+    when: 'a wrong or revoked key',
+  },
+  {
+    status: 429,
+    code: 'too_many_failed_authentications',
+    message: 'Too many failed authentications from this client or for this key; retry later.',
+    when: 'more than 20 failed authentications in a minute from this address or for this key prefix',
+  },
+];
+
+export const OPERATOR_KEY_REQUIRED: ErrorExample = {
+  status: 403,
+  code: 'operator_key_required',
+  message: 'This operation needs an operator API key.',
+  when: 'called with a tenant key',
+};
+
+export const TENANT_NOT_FOUND: ErrorExample = {
+  status: 404,
+  code: 'tenant_not_found',
+  message: 'No tenant "acme".',
+  when: 'an unknown tenant, or another tenant than the key’s own',
+};
+
+/** Routes under `/v1/tenants/{tenant}`: any key, the tenant must exist and be the key's own. */
+export const TENANT_ROUTE: readonly ErrorExample[] = [...AUTH, TENANT_NOT_FOUND];
+/** Operator-only routes without a tenant in the path. */
+export const OPERATOR_ROUTE: readonly ErrorExample[] = [...AUTH, OPERATOR_KEY_REQUIRED];
+
+/** What the JSON body reader answers before a route sees the body (common/json-body.ts). */
+export function jsonBodyErrors(maxMiB = 1): ErrorExample[] {
+  return [
+    {
+      status: 400,
+      code: 'invalid_json',
+      message: 'The request body is not valid JSON.',
+      details: [{ field: 'body', reason: 'not valid JSON' }],
+      when: 'the body does not parse',
+    },
+    {
+      status: 413,
+      code: 'payload_too_large',
+      message: `The request body is larger than ${maxMiB} MiB.`,
+      when: `a body over ${maxMiB} MiB`,
+    },
+    {
+      status: 415,
+      code: 'unsupported_media_type',
+      message: 'Send the request body as JSON with "Content-Type: application/json".',
+      details: [{ field: 'Content-Type', reason: 'text/plain is not application/json' }],
+      when: 'a body that is not application/json (or compressed)',
+    },
+  ];
+}
+export const JSON_BODY: readonly ErrorExample[] = jsonBodyErrors();
+
+export const ENVIRONMENT_NOT_CONFIGURED: ErrorExample = {
+  status: 422,
+  code: 'environment_not_configured',
+  message: 'The production environment is not configured on this gateway.',
+  details: [{ field: 'environment', reason: 'configured: sandbox' }],
+  when: 'an environment the gateway has no credentials for',
+};
+
+export const CONNECTION_NOT_FOUND: ErrorExample = {
+  status: 404,
+  code: 'connection_not_found',
+  message: 'The tenant has no rewards connection for sandbox.',
+  when: 'the tenant never connected this environment',
+};
+
+export const CONNECTION_NOT_ACTIVE: ErrorExample = {
+  status: 409,
+  code: 'connection_not_active',
+  message: 'The rewards connection is needs_reauth; the tenant must connect again.',
+  details: [{ field: 'connection.status', reason: 'needs_reauth' }],
+  when: 'the connection needs a new consent',
+};
+
+/** What reading the connection's token can answer (token-vault), besides not found / not active. */
+export const VAULT_UNAVAILABLE: readonly ErrorExample[] = [
+  {
+    status: 503,
+    code: 'connection_refresh_backoff',
+    message: 'Refreshing this connection’s token failed recently; retry after the cooldown.',
+    when: 'a recent refresh failed (cooldown)',
+  },
+  {
+    status: 503,
+    code: 'connection_refresh_failed',
+    message: 'Refreshing the connection’s token failed: no answer from the rewards service.',
+    when: 'this refresh failed transiently',
+  },
+  {
+    status: 503,
+    code: 'refresh_lock_timeout',
+    message: 'The connection’s token is being refreshed elsewhere; retry shortly.',
+    when: 'another instance holds the refresh lock',
+  },
+  {
+    status: 503,
+    code: 'upstream_app_credentials_invalid',
+    message:
+      'The rewards service rejected this gateway’s app credentials for the sandbox environment (invalid_client). ' +
+      'The tenant’s connection is unaffected; an operator must fix the client id / secret.',
+    details: [{ field: 'environment', reason: 'app credentials of sandbox refused', environment: 'sandbox' }],
+    when: 'the rewards service refuses the gateway’s own client credentials',
+  },
+];
+
+export const FIELDS_UNAVAILABLE: ErrorExample = {
+  status: 503,
+  code: 'fields_unavailable',
+  message:
+    'The rewards service’s custom fields cannot be read right now and no copy is cached; retry shortly.',
+  when: 'the fields cannot be read and no copy is cached',
+};
+
+export const UNKNOWN_CUSTOM_FIELD: ErrorExample = {
+  status: 422,
+  code: 'unknown_custom_field',
+  message: 'Custom fields do not match the rewards account’s fields; see details.',
+  details: [
+    {
+      field: 'rewards[0].custom_fields.Dept',
+      reason: 'unknown custom field label "Dept"',
+      known_labels: ['Department', 'Campaign', 'Region'],
+    },
+  ],
+  when: 'a label or id the account does not have',
+};
+
+export const CUSTOM_FIELD_ERRORS: readonly ErrorExample[] = [
+  UNKNOWN_CUSTOM_FIELD,
+  {
+    status: 422,
+    code: 'invalid_custom_field_value',
+    message: 'Custom fields do not match the rewards account’s fields; see details.',
+    details: [
+      {
+        field: 'rewards[0].custom_fields.Department',
+        reason: '"Legal" is not an option of "Department"',
+        allowed_values: ['Sales', 'Engineering', 'Support', 'Marketing'],
+      },
+    ],
+    when: 'a value outside the options or of the wrong type',
+  },
+  {
+    status: 422,
+    code: 'missing_required_custom_field',
+    message: 'Custom fields do not match the rewards account’s fields; see details.',
+    details: [
+      { field: 'rewards[0].custom_fields.Department', reason: 'custom field "Department" is required' },
+    ],
+    when: 'a required field is missing',
+  },
+  {
+    status: 422,
+    code: 'invalid_custom_fields',
+    message: 'Custom fields do not match the rewards account’s fields; see details.',
+    details: [{ field: 'rewards[0].custom_fields[1]', reason: 'custom field "Department" is given twice' }],
+    when: 'a field given twice',
+  },
+];
+
+export const DISPATCH_NOT_FOUND: ErrorExample = {
+  status: 404,
+  code: 'dispatch_not_found',
+  message: `No dispatch ${EXAMPLE_ID} for this tenant.`,
+  when: 'no such dispatch for this tenant',
+};
+
+export const WEBHOOK_ENDPOINT_NOT_FOUND: ErrorExample = {
+  status: 404,
+  code: 'webhook_endpoint_not_found',
+  message: `No webhook endpoint "${EXAMPLE_ID}" for this tenant.`,
+  when: 'no such endpoint for this tenant',
+};
+
+export const OPS_CONNECTION_NOT_FOUND: ErrorExample = {
+  status: 404,
+  code: 'connection_not_found',
+  message: `No connection ${EXAMPLE_ID}.`,
+  when: 'no connection with this id',
+};
+
+export const OPS_CONNECTION_DISCONNECTED: ErrorExample = {
+  status: 409,
+  code: 'connection_not_active',
+  message: 'The connection is disconnected.',
+  when: 'the connection is disconnected',
+};

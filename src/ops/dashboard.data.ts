@@ -1,0 +1,80 @@
+import type { DataSource } from 'typeorm';
+import { HEALTH_SQL } from './ops.service';
+
+/** The connection statuses and healths the dashboard's summary counts, in the order shown. */
+export const CONNECTION_STATUSES = ['active', 'needs_reauth', 'error', 'disconnected'] as const;
+export const CONNECTION_HEALTHS = ['healthy', 'degraded', 'broken', 'idle'] as const;
+
+/** Connections per status and per health (a disconnected connection has no health). */
+export interface ConnectionSummary {
+  status: Record<(typeof CONNECTION_STATUSES)[number], number>;
+  health: Record<(typeof CONNECTION_HEALTHS)[number], number>;
+}
+
+/**
+ * Connections by status and health, in one grouped statement: a scan of `connections` (one row per tenant and
+ * environment, plus disconnected history) — what `OpsService.readGaugeCounts` reads for the metrics, but read now, so
+ * the summary agrees with the table below it (the metrics snapshot may be 15 s old). $1 is the idle threshold in ms.
+ */
+export const CONNECTION_SUMMARY_SQL = `
+  SELECT c.status, ${HEALTH_SQL} AS health, count(*)::int AS n FROM connections c GROUP BY 1, 2`;
+
+export async function connectionSummary(db: DataSource, idleAfterMs: number): Promise<ConnectionSummary> {
+  const rows = (await db.query(CONNECTION_SUMMARY_SQL, [idleAfterMs])) as {
+    status: string;
+    health: string | null;
+    n: number;
+  }[];
+  const summary: ConnectionSummary = {
+    status: Object.fromEntries(CONNECTION_STATUSES.map((s) => [s, 0])) as ConnectionSummary['status'],
+    health: Object.fromEntries(CONNECTION_HEALTHS.map((h) => [h, 0])) as ConnectionSummary['health'],
+  };
+  for (const r of rows) {
+    if (r.status in summary.status) summary.status[r.status as keyof ConnectionSummary['status']] += r.n;
+    if (r.health !== null && r.health in summary.health)
+      summary.health[r.health as keyof ConnectionSummary['health']] += r.n;
+  }
+  return summary;
+}
+
+/** One minute of the plot: rewards sent and rewards failed in it. */
+export interface ActivityMinute {
+  /** The minute's start. */
+  minute: Date;
+  sent: number;
+  failed: number;
+}
+
+/** The plot covers the current minute and the 59 before it. */
+export const ACTIVITY_MINUTES = 60;
+
+/**
+ * Rewards sent (`sent_at`) and failed (`updated_at` of a `failed` reward) per minute over the last hour: 60 one-minute
+ * buckets, the last one the current (partial) minute, empty minutes included. Bounded to the hour on both partial
+ * indexes of migration 1700000014000 (`dispatch_rewards_sent_at_idx`, `dispatch_rewards_failed_at_idx`): it reads the
+ * last hour's entries only, however many rewards the table holds. A `sent_at` written by an instance whose clock runs
+ * ahead of the database's counts in the current minute.
+ */
+const LAST_MINUTE_SQL = `date_trunc('minute', now())`;
+const FIRST_MINUTE_SQL = `(${LAST_MINUTE_SQL} - interval '${ACTIVITY_MINUTES - 1} minutes')`;
+export const ACTIVITY_SQL = `
+  WITH sent AS (
+    SELECT least(date_trunc('minute', sent_at), ${LAST_MINUTE_SQL}) AS minute, count(*)::int AS n
+      FROM dispatch_rewards
+     WHERE sent_at >= ${FIRST_MINUTE_SQL}
+     GROUP BY 1),
+  failed AS (
+    SELECT least(date_trunc('minute', updated_at), ${LAST_MINUTE_SQL}) AS minute, count(*)::int AS n
+      FROM dispatch_rewards
+     WHERE status = 'failed' AND updated_at >= ${FIRST_MINUTE_SQL}
+     GROUP BY 1)
+  SELECT m.minute, coalesce(s.n, 0) AS sent, coalesce(f.n, 0) AS failed
+    FROM generate_series(${FIRST_MINUTE_SQL}, ${LAST_MINUTE_SQL}, interval '1 minute') AS m(minute)
+    LEFT JOIN sent s ON s.minute = m.minute
+    LEFT JOIN failed f ON f.minute = m.minute
+   ORDER BY m.minute`;
+
+export async function activityLastHour(db: DataSource): Promise<ActivityMinute[]> {
+  const rows = (await db.query(ACTIVITY_SQL)) as { minute: Date; sent: number; failed: number }[];
+  return rows.map((r) => ({ minute: r.minute, sent: Number(r.sent), failed: Number(r.failed) }));
+}

@@ -1,0 +1,83 @@
+import type { DataSource } from 'typeorm';
+
+/** The statuses of one reward of a dispatch (`dispatch_rewards.status`). */
+export const REWARD_STATUSES = [
+  'pending',
+  'sending',
+  'sent',
+  'pending_approval',
+  'failed',
+  'cancelled',
+] as const;
+export type RewardStatus = (typeof REWARD_STATUSES)[number];
+
+/** A batch still being sent, with how far it got: for the dashboard. */
+export interface RunningBatch {
+  id: string;
+  tenant_id: string;
+  tenant_name: string;
+  /** `queued` or `sending`. */
+  status: string;
+  /** 1: a bulk batch (answered 202 at once); 0: an interactive send. */
+  priority: number;
+  created_at: Date;
+  cancel_requested_at: Date | null;
+  /** How many rewards the dispatch holds. */
+  reward_count: number;
+  /** Its rewards by status, counted now. */
+  counts: Record<RewardStatus, number>;
+  /** Rewards no longer pending or sending (sent, held for approval, failed, cancelled). */
+  done: number;
+  /** The progress bar's maximum: the dispatch's reward_count, or the rows counted if more. */
+  total: number;
+}
+
+/** The dashboard shows the newest running batches only. */
+export const RUNNING_BATCHES_SHOWN = 20;
+
+/**
+ * The newest running batches (status queued or sending, more than one reward) and their rewards by status.
+ * Read-only. The dispatches come from the partial index `reward_dispatches_running_idx` (created_at WHERE status IN
+ * ('queued', 'sending'), read backwards, stopping after $1 batches); rewards are counted for those $1 dispatches only,
+ * each on the primary key (dispatch_id, position) of dispatch_rewards — never a scan of either table.
+ */
+export const RUNNING_BATCHES_SQL = `
+  SELECT d.id, d.tenant_id, t.name AS tenant_name, d.status, d.priority, d.created_at, d.cancel_requested_at,
+         d.reward_count, c.pending, c.sending, c.sent, c.pending_approval, c.failed, c.cancelled
+    FROM (SELECT id, tenant_id, status, priority, created_at, cancel_requested_at, reward_count
+            FROM reward_dispatches
+           WHERE status IN ('queued', 'sending') AND reward_count > 1
+           ORDER BY created_at DESC
+           LIMIT $1) d
+    JOIN tenants t ON t.id = d.tenant_id
+    CROSS JOIN LATERAL (
+      SELECT ${REWARD_STATUSES.map((s) => `count(*) FILTER (WHERE r.status = '${s}')::int AS ${s}`).join(', ')}
+        FROM dispatch_rewards r
+       WHERE r.dispatch_id = d.id) c
+   ORDER BY d.created_at DESC, d.id DESC`;
+
+type Row = Omit<RunningBatch, 'counts' | 'done' | 'total'> & Record<RewardStatus, number>;
+
+export async function runningBatches(db: DataSource, limit = RUNNING_BATCHES_SHOWN): Promise<RunningBatch[]> {
+  const rows = (await db.query(RUNNING_BATCHES_SQL, [limit])) as Row[];
+  return rows.map((row) => {
+    const counts = Object.fromEntries(REWARD_STATUSES.map((s) => [s, Number(row[s])])) as Record<
+      RewardStatus,
+      number
+    >;
+    const counted = REWARD_STATUSES.reduce((sum, s) => sum + counts[s], 0);
+    return {
+      id: row.id,
+      tenant_id: row.tenant_id,
+      tenant_name: row.tenant_name,
+      status: row.status,
+      priority: Number(row.priority),
+      created_at: row.created_at,
+      cancel_requested_at: row.cancel_requested_at,
+      reward_count: Number(row.reward_count),
+      counts,
+      done: counted - counts.pending - counts.sending,
+      total: Math.max(Number(row.reward_count), counted),
+    };
+  });
+}

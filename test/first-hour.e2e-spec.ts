@@ -1,0 +1,394 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import request from 'supertest';
+import { PAGE_CSP } from '../src/common/security-headers';
+import type { TestApp } from './support/app';
+import { freePort, startTestApp } from './support/app';
+import { createTestDatabase } from './support/database';
+
+const ROOT = path.join(__dirname, '..');
+const RETURN_URL = 'https://platform.example.com/settings/rewards';
+
+/**
+ * The first hour of a newcomer: `npm start` on a fresh DATA_DIR, the commands its banner prints, the README's next
+ * step, the start page at `/`, and Ctrl-C.
+ */
+describe('the first hour', () => {
+  describe('GET /', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await startTestApp({ LOG_LEVEL: 'silent' });
+    });
+    afterAll(async () => {
+      await t.close();
+    });
+
+    it('answers a browser with a small page: docs, ops, readiness and the quick start, loading nothing', async () => {
+      const res = await request(t.baseUrl)
+        .get('/')
+        .set('Accept', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8')
+        .expect(200)
+        .expect('Content-Type', /text\/html/);
+      // The pages' policy (no script, no image, no external style), which its one inline <style> block fits.
+      const csp = Object.entries(PAGE_CSP)
+        .map(([k, v]) => `${k} ${v.join(' ')}`)
+        .join(';');
+      expect(res.headers['content-security-policy']).toBe(csp);
+      expect(res.headers.vary).toMatch(/Accept/);
+      for (const href of ['/docs', '/ops', '/health/ready']) expect(res.text).toContain(`<a href="${href}"`);
+      expect(res.text).not.toMatch(/<script|<img|<link|<iframe|\ssrc=|\sstyle=|url\(/i);
+      expect(res.text).not.toMatch(/href="https?:/); // every link stays on the gateway
+      // The quick start's three steps, with this gateway's address and the tenant's return_urls.
+      expect(res.text).toContain(`export GW=${t.baseUrl}`);
+      expect(res.text).toContain(`&quot;return_urls&quot;:[&quot;${RETURN_URL}&quot;]`);
+      expect(res.text).toContain('$GW/v1/tenants/acme/connect-sessions');
+      expect(res.text).toContain('$GW/v1/tenants/acme/rewards');
+      expect(res.text).not.toContain(t.config.operatorApiKey as string);
+      // What curl sends (*/*) gets the page too; HEAD answers without a body.
+      await request(t.baseUrl)
+        .get('/')
+        .set('Accept', '*/*')
+        .expect('Content-Type', /text\/html/);
+      await request(t.baseUrl).head('/').expect(200);
+    });
+
+    it('answers {name, docs, ops, health} when the client asks for JSON', async () => {
+      const res = await request(t.baseUrl)
+        .get('/')
+        .set('Accept', 'application/json')
+        .expect(200)
+        .expect('Content-Type', /application\/json/);
+      expect(res.body).toEqual({
+        name: 'Rewards Gateway',
+        docs: `${t.baseUrl}/docs`,
+        ops: `${t.baseUrl}/ops`,
+        health: `${t.baseUrl}/health/ready`,
+      });
+      for (const url of Object.values(res.body as Record<string, string>).slice(1)) {
+        const status = (await fetch(url)).status;
+        expect([200, 401]).toContain(status); // /ops asks for credentials
+      }
+    });
+  });
+
+  it("npm start on a fresh DATA_DIR: the banner's commands and the README's next step work as printed", async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'rg-first-hour-'));
+    const port = await freePort();
+    const main = startMain({ DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' });
+    try {
+      await main.waitFor(/^Stop with Ctrl-C\.$/m);
+      const out = main.output();
+      const base = `http://localhost:${port}`;
+      expect(out).toContain(`Rewards Gateway is running at ${base}\n`);
+      expect(out).not.toContain('Listening on:'); // PUBLIC_BASE_URL is this machine's address of the bound port
+      expect(out).toContain(`  Ops dashboard: ${base}/ops`);
+      expect(out).toContain(`  Operator key:  in ${path.join(dataDir, 'operator-api-key')}`);
+      const key = readFileSync(path.join(dataDir, 'operator-api-key'), 'utf8').trim();
+      expect(out).not.toContain(key);
+
+      // The banner's commands as printed, then the README's connect-session step as written, in one shell.
+      const hint = out.slice(
+        out.indexOf('Create a tenant and a key for it:\n'),
+        out.indexOf('Sending a reward'),
+      );
+      const commands = hint
+        .replace(/\\\n/g, ' ')
+        .split('\n')
+        .filter((line) => line.startsWith('  ')); // the prose lines are not indented
+      expect(commands).toHaveLength(5); // GW, OPERATOR_KEY, tenant, API key, connect session
+      expect(commands[2]).toContain(`"return_urls":["${RETURN_URL}"]`);
+      const [tenant, apiKey, hinted, session] = runShell(
+        [...commands, readmeBlock('connect-sessions')].join('\necho; echo ---\n'),
+      )
+        .split('\n---\n')
+        .filter((piece) => piece.trim() !== '')
+        .map((json) => JSON.parse(json) as Record<string, string>);
+      expect(tenant).toMatchObject({ id: 'acme', return_urls: [RETURN_URL] });
+      expect(apiKey).toMatchObject({ name: 'payments-service', key: expect.stringMatching(/^rgk_/) });
+      for (const s of [hinted, session]) {
+        expect(s).toMatchObject({ environment: 'sandbox' });
+        expect(s.connect_url.startsWith(`${base}/connect/`)).toBe(true);
+      }
+      // The browser's part: the connect page, the sandbox's consent, back to the return_url.
+      expect(await connectInBrowser(base, session.connect_url)).toBe(`${RETURN_URL}?status=connected`);
+
+      // SIGTERM (a process manager, `docker stop`), to the process only: one line, exit code 0, Postgres stopped.
+      const before = main.output().length;
+      main.child.kill('SIGTERM');
+      expect(await main.exited).toBe(0);
+      expect(main.output().slice(before)).toBe('SIGTERM received: stopping\n');
+      expect(postgresProcessesOf(dataDir)).toEqual([]);
+      expect(existsSync(path.join(dataDir, 'gateway.pid'))).toBe(false);
+    } finally {
+      await main.stop();
+    }
+  }, 120_000);
+
+  it('Ctrl-C in a terminal right after connecting: one line, exit code 0, and the next start sends', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'rg-first-hour-'));
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const env = { DATA_DIR: dataDir, PORT: String(port), PUBLIC_BASE_URL: base, LOG_LEVEL: 'warn' };
+    const api = (key: string, p: string, init: RequestInit = {}) =>
+      fetch(`${base}${p}`, {
+        ...init,
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', ...init.headers },
+      });
+    const first = startMain(env);
+    try {
+      await first.waitFor(/^Stop with Ctrl-C\.$/m);
+      const key = readFileSync(path.join(dataDir, 'operator-api-key'), 'utf8').trim();
+      const tenant = { id: 'acme', name: 'Acme Corp', return_urls: [RETURN_URL] };
+      expect((await api(key, '/v1/tenants', { method: 'POST', body: JSON.stringify(tenant) })).status).toBe(
+        201,
+      );
+      const session = (await (
+        await api(key, '/v1/tenants/acme/connect-sessions', {
+          method: 'POST',
+          body: JSON.stringify({ return_url: RETURN_URL }),
+        })
+      ).json()) as { connect_url: string };
+      expect(await connectInBrowser(base, session.connect_url)).toBe(`${RETURN_URL}?status=connected`);
+
+      // Ctrl-C signals the terminal's whole foreground process group: the gateway and whatever it started. At once,
+      // before the sandbox's periodic write: the stop itself must write it, with Postgres still up.
+      const postmaster = Number(
+        readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0],
+      );
+      const before = first.output().length;
+      process.kill(-(first.child.pid as number), 'SIGINT');
+      expect(await first.exited).toBe(0);
+      expect(first.output().slice(before)).toBe('SIGINT received: stopping\n');
+      expect(isAlive(postmaster)).toBe(false);
+      expect(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+      expect(existsSync(path.join(dataDir, 'gateway.pid'))).toBe(false);
+    } finally {
+      await first.stop();
+    }
+
+    // Started again: the sandbox kept the grant, so the tenant sends (no needs_reauth).
+    const second = startMain(env);
+    try {
+      await second.waitFor(/^Stop with Ctrl-C\.$/m);
+      const key = readFileSync(path.join(dataDir, 'operator-api-key'), 'utf8').trim();
+      const sent = await api(key, '/v1/tenants/acme/rewards', {
+        method: 'POST',
+        headers: { 'Idempotency-Key': 'first-hour' },
+        body: JSON.stringify({
+          rewards: [
+            {
+              recipient: { name: 'Ada', email: 'ada@example.com' },
+              value: { denomination: 25, currency_code: 'USD' },
+              products: ['PRODAMAZONUS'],
+              custom_fields: { Department: 'Engineering' },
+            },
+          ],
+        }),
+      });
+      expect(sent.status).toBe(201);
+    } finally {
+      await second.stop();
+    }
+  }, 180_000);
+
+  it('shows the address it listens on beside PUBLIC_BASE_URL when they differ', async () => {
+    const db = await createTestDatabase();
+    const port = await freePort();
+    const main = startMain({
+      DATABASE_URL: db.url,
+      VAULT_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      OPERATOR_API_KEY: `rgo_${randomBytes(24).toString('hex')}`,
+      PORT: String(port),
+      PUBLIC_BASE_URL: 'https://rewards.example.test',
+      DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-first-hour-')),
+      LOG_LEVEL: 'warn',
+    });
+    try {
+      await main.waitFor(/^Stop with Ctrl-C\.$/m);
+      const out = main.output();
+      expect(out).toContain('Rewards Gateway is running at https://rewards.example.test (PUBLIC_BASE_URL)\n');
+      expect(out).toContain(
+        `  Listening on:  0.0.0.0:${port} (http://localhost:${port} from this machine)\n`,
+      );
+      expect(out).toContain('  Database:      DATABASE_URL\n');
+      expect(out).toContain('  Operator key:  the value of OPERATOR_API_KEY\n');
+      expect(out).toContain('  export GW=https://rewards.example.test\n');
+      expect(out).toContain('  export OPERATOR_KEY=...   # the value of OPERATOR_API_KEY\n');
+      const home = await fetch(`http://127.0.0.1:${port}/`, { headers: { Accept: 'application/json' } });
+      expect(((await home.json()) as { docs: string }).docs).toBe('https://rewards.example.test/docs');
+      const before = main.output().length;
+      main.child.kill('SIGINT');
+      expect(await main.exited).toBe(0);
+      expect(main.output().slice(before)).toBe('SIGINT received: stopping\n');
+    } finally {
+      await main.stop();
+      await db.drop();
+    }
+  }, 120_000);
+
+  it('a port already in use: one message, exit code 1, and the embedded Postgres stopped again', async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '0.0.0.0', () => r()));
+    const port = (blocker.address() as { port: number }).port;
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'rg-first-hour-'));
+    const main = startMain({ DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' });
+    try {
+      expect(await main.exited).toBe(1);
+      expect(main.output()).toContain(
+        `Rewards Gateway failed to start: port ${port} is already in use (another gateway?): stop that process or set PORT\n`,
+      );
+      expect(main.output()).not.toContain('is running at');
+      expect(postgresProcessesOf(dataDir)).toEqual([]);
+      expect(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+      expect(existsSync(path.join(dataDir, 'gateway.pid'))).toBe(false);
+    } finally {
+      await main.stop();
+      await new Promise((r) => blocker.close(r));
+    }
+  }, 120_000);
+});
+
+interface Main {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<number | string>;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** Cleanup: SIGTERM if still running, then waits. */
+  stop(): Promise<void>;
+}
+
+/**
+ * src/main.ts as its own process, as `npm start` runs it (with exactly `env`, plus PATH and HOME), in a process group
+ * of its own: `process.kill(-pid, 'SIGINT')` is then what a terminal's Ctrl-C does.
+ */
+function startMain(env: Record<string, string>): Main {
+  const child = spawn(
+    process.execPath,
+    ['-r', 'ts-node/register/transpile-only', path.join(ROOT, 'src', 'main.ts')],
+    {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        TS_NODE_TRANSPILE_ONLY: 'true',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
+  let output = '';
+  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  );
+  return {
+    child,
+    output: () => output,
+    exited,
+    async waitFor(pattern, timeoutMs = 90_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(output)) {
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`main exited before ${pattern}: ${output.slice(-3000)}`);
+        if (Date.now() > deadline)
+          throw new Error(`no ${pattern} within ${timeoutMs} ms: ${output.slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Runs a bash script (the banner's and the README's commands) with curl; a stand-in curl when none is installed. */
+function runShell(script: string): string {
+  let PATH = process.env.PATH ?? '';
+  try {
+    execFileSync('bash', ['-c', 'command -v curl'], { stdio: 'ignore' });
+  } catch {
+    const bin = mkdtempSync(path.join(tmpdir(), 'rg-curl-'));
+    writeFileSync(
+      path.join(bin, 'curl'),
+      `#!${process.execPath}
+const a = process.argv.slice(2); let method = 'GET', body, url; const headers = {};
+for (let i = 0; i < a.length; i++) {
+  if (a[i] === '-s') continue;
+  else if (a[i] === '-X') method = a[++i];
+  else if (a[i] === '-H') { const h = a[++i]; headers[h.slice(0, h.indexOf(':')).trim()] = h.slice(h.indexOf(':') + 1).trim(); }
+  else if (a[i] === '-d') { body = a[++i]; if (method === 'GET') method = 'POST'; }
+  else url = a[i];
+}
+fetch(url, { method, headers, body }).then((r) => r.text()).then((t) => process.stdout.write(t), () => process.exit(7));
+`,
+    );
+    chmodSync(path.join(bin, 'curl'), 0o755);
+    PATH = `${bin}:${PATH}`;
+  }
+  return execFileSync('bash', ['-c', `set -euo pipefail\n${script}`], {
+    cwd: ROOT,
+    env: { PATH, HOME: process.env.HOME ?? '' },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** The first ```bash block of README.md that mentions `needle`, as written. */
+function readmeBlock(needle: string): string {
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const block = [...readme.matchAll(/```bash\n([\s\S]*?)```/g)]
+    .map((m) => m[1])
+    .find((b) => b.includes(needle));
+  if (!block) throw new Error(`README.md has no bash block with ${needle}`);
+  return block;
+}
+
+/** What the browser does after opening connect_url: Connect, Approve; returns where it is sent back to. */
+async function connectInBrowser(base: string, connectUrl: string): Promise<string | null> {
+  expect((await fetch(connectUrl)).status).toBe(200);
+  const authorize = await fetch(`${connectUrl}/authorize`, { redirect: 'manual' });
+  const cookie = (authorize.headers.get('set-cookie') as string).split(';')[0];
+  const consent = await (await fetch(authorize.headers.get('location') as string)).text();
+  const requestId = /name="request_id" value="([^"]+)"/.exec(consent)?.[1] as string;
+  const decided = await fetch(`${base}/sandbox/oauth/authorize/decision`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ request_id: requestId, decision: 'approve' }).toString(),
+  });
+  const back = await fetch(decided.headers.get('location') as string, {
+    redirect: 'manual',
+    headers: { Cookie: cookie },
+  });
+  return back.headers.get('location');
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Live processes whose command line names `dataDir` (the embedded Postgres: `postgres -D <dataDir>/postgres`). */
+function postgresProcessesOf(dataDir: string): number[] {
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(path.join(dataDir, 'postgres'));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
