@@ -8,6 +8,11 @@ import { OpsListIndex1700000006000 } from './1700000006000-ops-list-index';
 import { VaultCanary1700000007000 } from './1700000007000-vault-canary';
 import { AuthThrottle1700000008000 } from './1700000008000-auth-throttle';
 import { SandboxState1700000009000 } from './1700000009000-sandbox-state';
+import { PacingAndBatches1700000010000 } from './1700000010000-pacing-and-batches';
+import { DeliveryStatus1700000011000 } from './1700000011000-delivery-status';
+import { DeliveryWebhooks1700000012000 } from './1700000012000-delivery-webhooks';
+import { TenantWebhooks1700000013000 } from './1700000013000-tenant-webhooks';
+import { Dashboard1700000014000 } from './1700000014000-dashboard';
 
 /** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
 export const MIGRATIONS = [
@@ -21,4 +26,9 @@ export const MIGRATIONS = [
   VaultCanary1700000007000,
   AuthThrottle1700000008000,
   SandboxState1700000009000,
+  PacingAndBatches1700000010000,
+  DeliveryStatus1700000011000,
+  DeliveryWebhooks1700000012000,
+  TenantWebhooks1700000013000,
+  Dashboard1700000014000,
 ];

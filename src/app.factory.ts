@@ -17,6 +17,7 @@ import { createValidationPipe } from './common/validation';
 import { REQUEST_ID_HEADER, assignRequestId } from './common/request-id';
 import { securityHeaders } from './common/security-headers';
 import { ApiKeyGuard } from './tenants/auth/api-key.guard';
+import { DeliveryWebhookIntake } from './delivery-webhooks/delivery-webhook.intake';
 import { createSandbox } from './sandbox/sandbox.app';
 import { SandboxStore } from './sandbox/sandbox.store';
 
@@ -58,6 +59,8 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   // JSON bodies only on the gateway's own API; the sandbox (mounted later under /sandbox) parses its own.
   // A body is read only after the key in the headers is known good, and parsed within limits (common/json-body.ts).
   app.use('/v1', app.get(ApiKeyGuard).earlyAuth(), jsonBody);
+  // The rewards service's webhooks: no API key; the raw body (≤ 64 KiB) is kept for the signature check.
+  app.use('/webhooks/rewards', app.get(DeliveryWebhookIntake).bodyReader());
   app.use('/ops/connections', express.urlencoded({ extended: false, limit: '8kb' })); // the dashboard's buttons
   app.use(['/v1', '/ops', '/connect', '/oauth'], rejectNulCharacters);
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {

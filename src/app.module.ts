@@ -9,10 +9,12 @@ import { HttpExceptionFilter } from './common/http-exception.filter';
 import { loggerParams } from './common/logging';
 import { DatabaseModule } from './database/database.module';
 import { ConnectionsModule } from './connections/connections.module';
+import { DeliveryWebhooksModule } from './delivery-webhooks/delivery-webhooks.module';
 import { FieldsCacheModule } from './fields-cache/fields-cache.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { OpsModule } from './ops/ops.module';
 import { RewardDispatchModule } from './reward-dispatch/reward-dispatch.module';
+import { TenantWebhooksModule } from './tenant-webhooks/tenant-webhooks.module';
 import { TokenVaultModule } from './token-vault/token-vault.module';
 import { TenantsModule } from './tenants/tenants.module';
 
@@ -36,6 +38,8 @@ export class AppModule {
         ConnectionsModule,
         FieldsCacheModule,
         RewardDispatchModule,
+        DeliveryWebhooksModule,
+        TenantWebhooksModule,
         OpsModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: HttpExceptionFilter }],

@@ -80,12 +80,16 @@ async function main(args: string[]): Promise<number> {
         try {
           const { reencryptVault } = await import('./token-vault/vault-rotation');
           const { reencryptLinks } = await import('./reward-dispatch/dispatch.store');
+          const { reencryptWebhookSecrets } = await import('./tenant-webhooks/webhook.store');
+          const { reencryptWebhookKeys } = await import('./token-vault/webhook-key.store');
           const { PgStateStore } = await import('./connections/oauth-state.store');
           const { mainPool } = await import('./database/sql');
           const pool = mainPool(ds);
           return await reencryptVault(ds, config.vaultKeys, [
             (vault) => reencryptLinks(pool, vault),
             (vault) => PgStateStore.reencryptVerifiers(pool, vault),
+            (vault) => reencryptWebhookSecrets(pool, vault),
+            (vault) => reencryptWebhookKeys(pool, vault),
           ]);
         } finally {
           await ds.destroy();
@@ -95,7 +99,7 @@ async function main(args: string[]): Promise<number> {
         result.canary
       ];
       process.stdout.write(
-        `Re-encrypted ${result.rewritten} of ${result.grants} grants and ${result.others} other values (LINK links, PKCE verifiers) with the current key "${result.keyId}"; vault canary ${canary}.\n`,
+        `Re-encrypted ${result.rewritten} of ${result.grants} grants and ${result.others} other values (LINK links, PKCE verifiers, webhook secrets and keys) with the current key "${result.keyId}"; vault canary ${canary}.\n`,
       );
       return 0;
     }

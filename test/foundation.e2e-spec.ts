@@ -256,8 +256,10 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
       'ConnectFlowController.authorize',
       'ConnectFlowController.callback',
       'ConnectFlowController.page',
+      'DeliveryWebhooksController.receive',
       'HealthController.live',
       'HealthController.ready',
+      'HomeController.home',
       'OpsController.scrape',
     ]);
   });

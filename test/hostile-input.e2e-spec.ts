@@ -57,7 +57,7 @@ describe('hostile input', () => {
     );
     expect(res.body.error.details[0]).toEqual({
       field: 'rewards',
-      reason: 'at most 1000 items (got 100000)',
+      reason: 'at most 10000 items (got 100000)', // the send route's limit: batches of up to 10,000
     });
   });
 

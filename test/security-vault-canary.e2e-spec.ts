@@ -30,7 +30,12 @@ describe('security: the vault canary', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    a = await startTestAppOn(db.url, { VAULT_KEYS: ALPHA, OPS_PROBE_INTERVAL_MS: '0' });
+    // No delivery-webhook registration: its key would be one more vault value, or not, depending on timing.
+    a = await startTestAppOn(db.url, {
+      VAULT_KEYS: ALPHA,
+      OPS_PROBE_INTERVAL_MS: '0',
+      DELIVERY_WEBHOOKS_REGISTER: 'false',
+    });
     await control(a, '/reset');
     await createTenant(a, 'canary-co');
     connectionId = await connectTenant(a, 'canary-co'); // a grant under alpha
@@ -83,7 +88,13 @@ describe('security: the vault canary', () => {
 
   it('the same refusal in-process: app.init() (what listen() runs first) rejects before the app listens', async () => {
     const config = parseConfig(
-      testEnv({ DATABASE_URL: db.url, VAULT_KEYS: BETA, PORT: '0', OPS_PROBE_INTERVAL_MS: '0' }),
+      testEnv({
+        DATABASE_URL: db.url,
+        VAULT_KEYS: BETA,
+        PORT: '0',
+        OPS_PROBE_INTERVAL_MS: '0',
+        DELIVERY_WEBHOOKS_REGISTER: 'false',
+      }),
     );
     const app = await createApp(config);
     try {
@@ -126,7 +137,11 @@ describe('security: the vault canary', () => {
       await gateway.exited;
     }
     // The same keys in-process (used by the next tests).
-    b = await startTestAppOn(db.url, { VAULT_KEYS: `${BETA},${ALPHA}`, OPS_PROBE_INTERVAL_MS: '0' });
+    b = await startTestAppOn(db.url, {
+      VAULT_KEYS: `${BETA},${ALPHA}`,
+      OPS_PROBE_INTERVAL_MS: '0',
+      DELIVERY_WEBHOOKS_REGISTER: 'false',
+    });
     const ready = await request(b.baseUrl).get('/health/ready').expect(200);
     expect(ready.body.info.vault).toEqual({ status: 'up', key_id: 'alpha', rotation_pending: true });
   });
@@ -144,7 +159,7 @@ describe('security: the vault canary', () => {
     );
     expect(await cli.exited).toBe(0);
     expect(cli.output()).toContain(
-      'Re-encrypted 1 of 1 grants and 0 other values (LINK links, PKCE verifiers) with the current key "beta"; vault canary re-encrypted.',
+      'Re-encrypted 1 of 1 grants and 0 other values (LINK links, PKCE verifiers, webhook secrets and keys) with the current key "beta"; vault canary re-encrypted.',
     );
     const [row] = await sql(`SELECT key_id, ciphertext, rotated_at FROM vault_canary`);
     expect(row.key_id).toBe('beta');
@@ -170,7 +185,7 @@ describe('security: the vault canary', () => {
     );
     expect(await again.exited).toBe(0);
     expect(again.output()).toContain(
-      'Re-encrypted 0 of 1 grants and 0 other values (LINK links, PKCE verifiers) with the current key "beta"; vault canary already current.',
+      'Re-encrypted 0 of 1 grants and 0 other values (LINK links, PKCE verifiers, webhook secrets and keys) with the current key "beta"; vault canary already current.',
     );
   }, 120_000);
 

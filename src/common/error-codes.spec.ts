@@ -1,10 +1,12 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { CONNECTION_ERROR_CODES } from '../connections/connections.errors';
+import { DELIVERY_WEBHOOK_ERROR_CODES } from '../delivery-webhooks/delivery-webhooks.errors';
 import { FIELDS_ERROR_CODES } from '../fields-cache/fields-cache.errors';
 import { OPS_ERROR_CODES } from '../ops/ops.errors';
 import { DISPATCH_ERROR_CODES } from '../reward-dispatch/reward-dispatch.errors';
 import { UPSTREAM_ERROR_CODES } from '../rewards-api/rewards-api.errors';
+import { TENANT_WEBHOOK_ERROR_CODES } from '../tenant-webhooks/tenant-webhooks.errors';
 import { TENANT_ERROR_CODES } from '../tenants/tenants.errors';
 import { TOKEN_VAULT_ERROR_CODES } from '../token-vault/token-vault.errors';
 import { COMMON_ERROR_CODES } from './app-error';
@@ -18,6 +20,8 @@ const MODULES: Record<string, readonly string[]> = {
   'fields-cache': FIELDS_ERROR_CODES,
   'reward-dispatch': DISPATCH_ERROR_CODES,
   ops: OPS_ERROR_CODES,
+  'tenant-webhooks': TENANT_WEBHOOK_ERROR_CODES,
+  'delivery-webhooks': DELIVERY_WEBHOOK_ERROR_CODES,
 };
 
 function sources(dir: string): string[] {

@@ -5,10 +5,10 @@ import { CommonError, type ErrorDetail, ValidationFailedError } from './app-erro
  * The JSON body reader of the gateway's API, with every limit applied while or right after reading — before
  * class-transformer and class-validator see anything, in one pass over the bytes and one over the parsed value:
  * - `Content-Encoding` other than identity → 415 (nothing is decompressed, so nothing can expand);
- * - more than `MAX_BODY_BYTES` → 413, reading stops there;
+ * - more than `MAX_BODY_BYTES` (8 MiB on the send route, for batches) → 413, reading stops there;
  * - bytes that are not valid UTF-8 → 400 (not silently replaced);
  * - nesting deeper than `MAX_DEPTH`, an array longer than `MAX_ARRAY_LENGTH`, a string or key longer than
- *   `MAX_STRING_LENGTH`, a NUL character, an unpaired surrogate, or a `__proto__` / `constructor` / `prototype` key
+ *   `MAX_STRING_LENGTH` (arrays: 10,000 on the send route), a NUL character, an unpaired surrogate, or a `__proto__` / `constructor` / `prototype` key
  *   → 400 naming the path.
  * The walk is iterative (no recursion, so no stack to overflow) and visits each value once.
  */
@@ -17,9 +17,31 @@ export const MAX_DEPTH = 32;
 export const MAX_ARRAY_LENGTH = 1_000;
 export const MAX_STRING_LENGTH = 10_000;
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** The size limits one route reads its body with. */
+export interface BodyLimits {
+  maxBytes: number;
+  maxArrayLength: number;
+}
+export const DEFAULT_LIMITS: BodyLimits = { maxBytes: MAX_BODY_BYTES, maxArrayLength: MAX_ARRAY_LENGTH };
+/** `POST /v1/tenants/{tenant}/rewards` takes batches of up to 10,000 rewards. */
+export const SEND_LIMITS: BodyLimits = { maxBytes: 8 * 1024 * 1024, maxArrayLength: 10_000 };
+const SEND_ROUTE = /^\/v1\/tenants\/[^/?]+\/rewards\/?(\?|$)/;
+
+/** The limits of the route this request is for. */
+export function limitsFor(req: Pick<Request, 'method' | 'originalUrl'>): BodyLimits {
+  return req.method === 'POST' && SEND_ROUTE.test(req.originalUrl) ? SEND_LIMITS : DEFAULT_LIMITS;
+}
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 export function jsonBody(req: Request, res: Response, next: NextFunction): void {
+  const limits = limitsFor(req);
+  const tooLarge = () =>
+    new CommonError(
+      413,
+      'payload_too_large',
+      `The request body is larger than ${limits.maxBytes / 1024 / 1024} MiB.`,
+    );
   const length = req.headers['content-length'];
   const chunked = req.headers['transfer-encoding'] !== undefined;
   if ((length === undefined || length === '0') && !chunked) return next();
@@ -59,45 +81,56 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
       ),
     );
   }
-  if (length !== undefined && Number(length) > MAX_BODY_BYTES) {
+  if (length !== undefined && Number(length) > limits.maxBytes) {
     res.setHeader('Connection', 'close'); // do not read what will be refused
-    return next(
-      new CommonError(
-        413,
-        'payload_too_large',
-        `The request body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
-      ),
-    );
+    return next(tooLarge());
   }
+  readCapped(
+    req,
+    limits.maxBytes,
+    () => {
+      res.setHeader('Connection', 'close');
+      return tooLarge();
+    },
+    (error, bytes) => {
+      if (error) return next(error);
+      try {
+        req.body = parse(bytes as Buffer, limits);
+        next();
+      } catch (e) {
+        next(e);
+      }
+    },
+  );
+}
+
+/**
+ * Reads a request's body into one buffer, stopping — the request paused, `tooLarge()` reported — as soon as it passes
+ * `maxBytes`; a read error is reported as a 400. `done` is called once.
+ */
+export function readCapped(
+  req: Request,
+  maxBytes: number,
+  tooLarge: () => Error,
+  done: (error: Error | null, body?: Buffer) => void,
+): void {
   const chunks: Buffer[] = [];
   let size = 0;
-  let done = false;
+  let finished = false;
   const finish = (error?: Error) => {
-    if (done) return;
-    done = true;
+    if (finished) return;
+    finished = true;
     req.off('data', onData);
     req.off('end', onEnd);
     req.off('error', onError);
-    if (error) return next(error);
-    try {
-      req.body = parse(Buffer.concat(chunks, size));
-      next();
-    } catch (e) {
-      next(e);
-    }
+    if (error) return done(error);
+    done(null, Buffer.concat(chunks, size));
   };
   const onData = (chunk: Buffer) => {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES) {
-      res.setHeader('Connection', 'close');
+    if (size > maxBytes) {
       req.pause();
-      finish(
-        new CommonError(
-          413,
-          'payload_too_large',
-          `The request body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`,
-        ),
-      );
+      finish(tooLarge());
       return;
     }
     chunks.push(chunk);
@@ -110,7 +143,7 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
 }
 
 /** Bytes → a checked JSON value (throws our 400s). Exported for the property tests. */
-export function parse(bytes: Buffer): unknown {
+export function parse(bytes: Buffer, limits: BodyLimits = DEFAULT_LIMITS): unknown {
   let text: string;
   try {
     text = decoder.decode(bytes);
@@ -127,14 +160,14 @@ export function parse(bytes: Buffer): unknown {
       { field: 'body', reason: 'not valid JSON' },
     ]);
   }
-  const problem = inspect(value);
+  const problem = inspect(value, limits.maxArrayLength);
   if (problem)
     throw new ValidationFailedError([problem], 'The request body is outside the limits; see details.');
   return value;
 }
 
 /** One iterative walk: the first value that breaks a limit, with its path; null when all is well. */
-export function inspect(root: unknown): ErrorDetail | null {
+export function inspect(root: unknown, maxArrayLength = MAX_ARRAY_LENGTH): ErrorDetail | null {
   const stack: { value: unknown; path: string; depth: number }[] = [{ value: root, path: 'body', depth: 0 }];
   while (stack.length) {
     const { value, path, depth } = stack.pop() as { value: unknown; path: string; depth: number };
@@ -146,8 +179,8 @@ export function inspect(root: unknown): ErrorDetail | null {
     if (value === null || typeof value !== 'object') continue;
     if (depth >= MAX_DEPTH) return { field: path, reason: `nested deeper than ${MAX_DEPTH} levels` };
     if (Array.isArray(value)) {
-      if (value.length > MAX_ARRAY_LENGTH)
-        return { field: path, reason: `at most ${MAX_ARRAY_LENGTH} items (got ${value.length})` };
+      if (value.length > maxArrayLength)
+        return { field: path, reason: `at most ${maxArrayLength} items (got ${value.length})` };
       for (let i = value.length - 1; i >= 0; i--)
         stack.push({ value: value[i], path: `${path}[${i}]`, depth: depth + 1 });
       continue;

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import helmet from 'helmet';
+import { LOCAL_TIMES_SCRIPT_HASH } from '../ops/local-times';
 
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
 type Directives = Record<string, string[]>;
@@ -9,6 +10,7 @@ type Directives = Record<string, string[]>;
  * dashboard) and the JSON API. The pages load nothing — no script, no image, no font, no external style; their CSS is
  * one inline `<style>` block (and the dashboard's badge colours are `style` attributes), and their only forms post to
  * the gateway itself (the dashboard's Check / Refresh and filter forms). The connect page's button is a link.
+ * `/ops` alone adds one inline script, by hash (OPS_CSP).
  */
 export const PAGE_CSP: Directives = {
   'default-src': ["'none'"],
@@ -17,6 +19,12 @@ export const PAGE_CSP: Directives = {
   'frame-ancestors': ["'none'"],
   'base-uri': ["'none'"],
 };
+
+/**
+ * The `/ops` dashboard: as PAGE_CSP, plus its one inline script (it shows every time in the viewer's time zone, see
+ * src/ops/local-times.ts), allowed by its SHA-256 hash computed at start-up — no other script, inline or loaded, runs.
+ */
+export const OPS_CSP: Directives = { ...PAGE_CSP, 'script-src': [LOCAL_TIMES_SCRIPT_HASH] };
 
 /**
  * The built-in sandbox's pages (its consent page). As PAGE_CSP, except `form-action`: the consent form posts to the
@@ -77,6 +85,7 @@ const DOCS_ASSET = /^\/docs\/[^/]+\.(js|css|png|map)$/;
 export function securityHeaders(publicBaseUrl: string): Middleware {
   const https = publicBaseUrl.startsWith('https:');
   const page = helmetWith(PAGE_CSP, https);
+  const ops = helmetWith(OPS_CSP, https);
   const sandbox = helmetWith(SANDBOX_CSP, https);
   const docs = helmetWith(docsCsp(publicBaseUrl), https);
   return (req, res, next) => {
@@ -87,7 +96,9 @@ export function securityHeaders(publicBaseUrl: string): Middleware {
         ? docs
         : path === '/sandbox' || path.startsWith('/sandbox/')
           ? sandbox
-          : page;
+          : path === '/ops' || path === '/ops/'
+            ? ops
+            : page;
     chosen(req, res, next);
   };
 }

@@ -31,6 +31,18 @@ export interface RewardsEnvironmentConfig {
    * is N orders) or `array` (the older form: one order with `rewards: [...]`).
    */
   orderShape: OrderShape;
+  /** Per-account pacing of every upstream call (rewards-api/account-pacer.ts). */
+  pacing: PacingConfig;
+}
+
+/**
+ * The service's limit per account: at most `rps` requests in any 1-second interval (0 = do not pace). `burst`
+ * requests may go back to back on an idle account; the spacing is widened so a burst plus the next second's
+ * requests still stay within `rps` (see account-pacer.ts).
+ */
+export interface PacingConfig {
+  rps: number;
+  burst: number;
 }
 
 export type OrderShape = 'single' | 'array';
@@ -68,6 +80,29 @@ export interface AppConfig {
   logLevel: LogLevel;
   dispatch: DispatchConfig;
   ops: OpsConfig;
+  /** Tenant webhooks (src/tenant-webhooks): delivery from the outbox. */
+  webhooks: TenantWebhooksConfig;
+}
+
+/** Tenant webhooks: signed event deliveries from the durable outbox (`webhook_outbox`). */
+export interface TenantWebhooksConfig {
+  /**
+   * Deliver to loopback / private / link-local / CGNAT / multicast addresses too. Off by default; on by default only
+   * for a demo gateway (the built-in sandbox mounted, no production environment), where receivers run locally.
+   */
+  allowPrivateTargets: boolean;
+  /** How often each instance looks for due deliveries. */
+  pollMs: number;
+  /** Waits after each failed attempt (the last one repeats). */
+  retryScheduleMs: number[];
+  /** An event still not delivered this long after it was queued is `failed`. */
+  giveUpAfterMs: number;
+  /** An endpoint failing continuously (no success) this long is disabled. */
+  disableAfterMs: number;
+  /** Timeout of one delivery (connect, answer and the capped body read). */
+  timeoutMs: number;
+  /** Deliveries in flight per instance (at most 4 per endpoint). */
+  concurrency: number;
 }
 
 export interface OpsConfig {
@@ -96,6 +131,26 @@ export interface DispatchConfig {
   upstreamTimeoutMs: number;
   /** How often an order held for approval upstream is checked again (`GET /orders/{id}`). */
   approvalCheckMs: number;
+  /**
+   * A send of at most this many rewards is interactive: answered after its orders went out. A larger one is a batch:
+   * stored, answered 202 at once, and sent by the workers at the account's pace behind interactive sends.
+   */
+  inlineMaxRewards: number;
+  /** The most rewards one dispatch (a batch) may hold. */
+  maxRewards: number;
+  /**
+   * A sent reward (EMAIL / PHONE) whose delivery is still not final this long after it was sent is polled
+   * (`GET /rewards/{id}`, at the account's pace) — reconciliation for missed webhooks — and again every
+   * `deliveryRecheckMs` until final.
+   */
+  deliveryReconcileAfterMs: number;
+  deliveryRecheckMs: number;
+  /** How often each instance's delivery reconciliation (and webhook registration retry) job runs. */
+  deliveryReconcilePollMs: number;
+  /** Register the gateway's delivery webhook with the service when a connection becomes active. */
+  deliveryWebhooksRegister: boolean;
+  /** First wait before a failed webhook registration is tried again; doubles per attempt, at most 1 h. */
+  deliveryWebhookRetryMs: number;
 }
 
 /** The built-in sandbox's pre-registered developer app. Not a secret: it only opens the local emulator. */
@@ -188,6 +243,7 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
         'REWARDS_SANDBOX_ORDER_SHAPE',
         problems,
       ),
+      pacing: parsePacing('SANDBOX', get, problems),
     };
   } else if (sandboxBase !== undefined) {
     rewards.sandbox = parseEnvironment('sandbox', 'SANDBOX', sandboxBase, get, problems);
@@ -270,6 +326,53 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
       86_400_000,
       problems,
     ),
+    inlineMaxRewards: parseIntVar(
+      get('DISPATCH_INLINE_MAX_REWARDS'),
+      10,
+      'DISPATCH_INLINE_MAX_REWARDS',
+      1,
+      100,
+      problems,
+    ),
+    maxRewards: parseIntVar(get('DISPATCH_MAX_REWARDS'), 10_000, 'DISPATCH_MAX_REWARDS', 1, 10_000, problems),
+    deliveryReconcileAfterMs: parseIntVar(
+      get('DELIVERY_RECONCILE_AFTER_MS'),
+      15 * 60_000,
+      'DELIVERY_RECONCILE_AFTER_MS',
+      100,
+      7 * 86_400_000,
+      problems,
+    ),
+    deliveryRecheckMs: parseIntVar(
+      get('DELIVERY_RECHECK_MS'),
+      60 * 60_000,
+      'DELIVERY_RECHECK_MS',
+      100,
+      7 * 86_400_000,
+      problems,
+    ),
+    deliveryReconcilePollMs: parseIntVar(
+      get('DELIVERY_RECONCILE_POLL_MS'),
+      30_000,
+      'DELIVERY_RECONCILE_POLL_MS',
+      50,
+      86_400_000,
+      problems,
+    ),
+    deliveryWebhooksRegister: parseBoolVar(
+      get('DELIVERY_WEBHOOKS_REGISTER'),
+      true,
+      'DELIVERY_WEBHOOKS_REGISTER',
+      problems,
+    ),
+    deliveryWebhookRetryMs: parseIntVar(
+      get('DELIVERY_WEBHOOK_RETRY_MS'),
+      60_000,
+      'DELIVERY_WEBHOOK_RETRY_MS',
+      50,
+      3_600_000,
+      problems,
+    ),
   };
   if (dispatch.retryMaxMs < dispatch.retryBaseMs)
     problems.push('DISPATCH_RETRY_MAX_MS must not be below DISPATCH_RETRY_BASE_MS');
@@ -304,9 +407,52 @@ export function parseConfig(env: Env, cwd = process.cwd()): AppConfig {
     problems.push('OPS_WEBHOOK_SECRET (at least 16 characters) is required when OPS_WEBHOOK_URL is set');
   }
 
+  const retryScheduleRaw = get('WEBHOOK_RETRY_SCHEDULE_MS');
+  const retryScheduleMs =
+    retryScheduleRaw === undefined
+      ? [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000, 28_800_000]
+      : retryScheduleRaw.split(',').map((v) => Number(v.trim()));
+  if (
+    retryScheduleMs.some((v) => !Number.isInteger(v) || v < 10 || v > 7 * 86_400_000) ||
+    !retryScheduleMs.length
+  )
+    problems.push(
+      `WEBHOOK_RETRY_SCHEDULE_MS must be a comma-separated list of waits in ms, each from 10 to 604800000 (got "${retryScheduleRaw}")`,
+    );
+  const webhooks: TenantWebhooksConfig = {
+    // Default on only for a demo gateway: the built-in sandbox mounted and no production environment.
+    allowPrivateTargets: parseBoolVar(
+      get('WEBHOOK_ALLOW_PRIVATE_TARGETS'),
+      mountSandbox && !rewards.production,
+      'WEBHOOK_ALLOW_PRIVATE_TARGETS',
+      problems,
+    ),
+    pollMs: parseIntVar(get('WEBHOOK_POLL_MS'), 1_000, 'WEBHOOK_POLL_MS', 20, 60_000, problems),
+    retryScheduleMs,
+    giveUpAfterMs: parseIntVar(
+      get('WEBHOOK_GIVE_UP_AFTER_MS'),
+      3 * 86_400_000,
+      'WEBHOOK_GIVE_UP_AFTER_MS',
+      100,
+      30 * 86_400_000,
+      problems,
+    ),
+    disableAfterMs: parseIntVar(
+      get('WEBHOOK_DISABLE_AFTER_MS'),
+      5 * 86_400_000,
+      'WEBHOOK_DISABLE_AFTER_MS',
+      100,
+      90 * 86_400_000,
+      problems,
+    ),
+    timeoutMs: parseIntVar(get('WEBHOOK_TIMEOUT_MS'), 10_000, 'WEBHOOK_TIMEOUT_MS', 100, 60_000, problems),
+    concurrency: parseIntVar(get('WEBHOOK_CONCURRENCY'), 16, 'WEBHOOK_CONCURRENCY', 1, 256, problems),
+  };
+
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return {
     ops,
+    webhooks,
     dispatch,
     port,
     publicBaseUrl,
@@ -352,7 +498,37 @@ function parseEnvironment(
       `REWARDS_${prefix}_ORDER_SHAPE`,
       problems,
     ),
+    pacing: parsePacing(prefix, get, problems),
   };
+}
+
+/** `REWARDS_<ENV>_RATE_LIMIT_RPS` (default 10, the service's documented limit; 0 = off) and `_BURST` (default 1). */
+function parsePacing(
+  prefix: string,
+  get: (name: string) => string | undefined,
+  problems: string[],
+): PacingConfig {
+  const rps = parseIntVar(
+    get(`REWARDS_${prefix}_RATE_LIMIT_RPS`),
+    10,
+    `REWARDS_${prefix}_RATE_LIMIT_RPS`,
+    0,
+    10_000,
+    problems,
+  );
+  const burst = parseIntVar(
+    get(`REWARDS_${prefix}_RATE_LIMIT_BURST`),
+    1,
+    `REWARDS_${prefix}_RATE_LIMIT_BURST`,
+    1,
+    10_000,
+    problems,
+  );
+  if (rps > 0 && burst >= rps)
+    problems.push(
+      `REWARDS_${prefix}_RATE_LIMIT_BURST must be below REWARDS_${prefix}_RATE_LIMIT_RPS (a burst of ${burst} plus the next second's requests would exceed ${rps} per second)`,
+    );
+  return { rps, burst };
 }
 
 function parseOrderShape(raw: string | undefined, name: string, problems: string[]): OrderShape {

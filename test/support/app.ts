@@ -44,6 +44,8 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
     SANDBOX_CONTROL_ENABLED: 'true',
     // The service's 10 requests/s per account is on in the demo; tests that test it turn it on through /__control.
     SANDBOX_RATE_LIMIT_RPS: '0',
+    // Pacing off unless a test turns it on (test/pacing*): the sandbox does not limit either.
+    REWARDS_SANDBOX_RATE_LIMIT_RPS: '0',
     DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-data-')),
     ...extra,
   };

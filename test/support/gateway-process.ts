@@ -7,7 +7,14 @@ export async function startGatewayProcess(env: Record<string, string>, port: num
     process.execPath,
     ['-r', 'ts-node/register/transpile-only', path.join(__dirname, '../../src/main.ts')],
     {
-      env: { ...process.env, TS_NODE_TRANSPILE_ONLY: 'true', PORT: String(port), ...env },
+      env: {
+        ...process.env,
+        TS_NODE_TRANSPILE_ONLY: 'true',
+        PORT: String(port),
+        // Per-account pacing off unless the test turns it on (as in testEnv).
+        REWARDS_SANDBOX_RATE_LIMIT_RPS: '0',
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

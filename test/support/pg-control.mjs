@@ -22,7 +22,16 @@ const pg = new EmbeddedPostgres({
   password: 'rel',
   persistent: true, // stop() must keep the data: it is started again
   createPostgresUser: true,
-  postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=100', '-c', 'fsync=off'],
+  postgresFlags: [
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'unix_socket_directories=',
+    '-c',
+    'max_connections=100',
+    '-c',
+    'fsync=off',
+  ],
   onLog: () => undefined,
 });
 await pg.initialise();
