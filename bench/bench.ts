@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
 import { hostileFlood } from './hostile';
+import { pacingRun } from './pacing';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DIST = path.join(ROOT, 'dist');
@@ -348,7 +349,68 @@ async function main(): Promise<void> {
     REWARDS_SANDBOX_CLIENT_SECRET: CLIENT.secret,
     LOG_LEVEL: 'warn',
     OPS_PROBE_INTERVAL_MS: '0',
+    // Throughput is measured here: the sandbox does not limit, so the gateway does not pace (section 6 does).
+    REWARDS_SANDBOX_RATE_LIMIT_RPS: '0',
+    // The send path alone, as the floor proxy has it: no delivery webhooks coming back (section 6 has them).
+    DELIVERY_WEBHOOKS_REGISTER: 'false',
   });
+  /** Section 6: a sandbox at the service's 10 requests/s per account and a gateway pacing at the same rate. */
+  // Its own database: instances sharing one must share one configuration (another gateway's worker would send these
+  // dispatches to its own rewards host, and its reconciliation would poll them there).
+  const pacingDbUrl = (() => {
+    const u = new URL(pg.url);
+    u.pathname = '/bench_pacing';
+    return u.toString();
+  })();
+  const pacing = async () => {
+    const admin = new Client({ connectionString: pg.url });
+    await admin.connect();
+    await admin.query('DROP DATABASE IF EXISTS bench_pacing');
+    await admin.query('CREATE DATABASE bench_pacing');
+    await admin.end();
+    if (pg.statStatements) {
+      const c = new Client({ connectionString: pacingDbUrl });
+      await c.connect();
+      await c.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      await c.end();
+    }
+    return pacingRun({
+      operator: OPERATOR,
+      dbUrl: pacingDbUrl,
+      statStatements: pg.statStatements,
+      log,
+      connect,
+      start: async () => {
+        const [sPort, gPort] = await Promise.all([freePort(), freePort()]);
+        const sandboxUrl = `http://127.0.0.1:${sPort}`;
+        const gatewayUrl = `http://127.0.0.1:${gPort}`;
+        const sb = start(path.join(DIST, 'src/sandbox/main.js'), {
+          SANDBOX_PORT: String(sPort),
+          SANDBOX_CONTROL_ENABLED: 'true',
+          SANDBOX_AUTO_APPROVE: 'true',
+          SANDBOX_RATE_LIMIT_RPS: '0',
+          SANDBOX_CLIENT_ID: CLIENT.id,
+          SANDBOX_CLIENT_SECRET: CLIENT.secret,
+          SANDBOX_REDIRECT_URIS: `${gatewayUrl}/oauth/callback`,
+        });
+        await waitReady(`${sandboxUrl}/`, sb);
+        const gateway = start(path.join(DIST, 'src/main.js'), {
+          ...gatewayEnv(gPort),
+          DATABASE_URL: pacingDbUrl,
+          REWARDS_SANDBOX_BASE_URL: sandboxUrl,
+          REWARDS_SANDBOX_RATE_LIMIT_RPS: '10',
+          DELIVERY_WEBHOOKS_REGISTER: 'true',
+        });
+        await waitReady(`${gatewayUrl}/health/ready`, gateway);
+        return { sandboxUrl, gatewayUrl, gateway };
+      },
+    });
+  };
+  if (process.env.BENCH_ONLY === 'pacing') {
+    process.stdout.write(`${JSON.stringify({ pacing: await pacing() }, null, 2)}\n`);
+    await shutdown(pg);
+    return;
+  }
   const gateway1 = start(path.join(DIST, 'src/main.js'), gatewayEnv(gw1Port));
   await waitReady(`${gw1}/health/ready`, gateway1);
   const connectionId = await connect(gw1, 'bench');
@@ -502,6 +564,10 @@ async function main(): Promise<void> {
   );
   log(`scale: ${JSON.stringify(scale)}`);
 
+  // 6. Pacing: 10,000 rewards over 20 tenants at 10 requests/s per account.
+  const pacingResults = await pacing();
+  log(`pacing: ${JSON.stringify(pacingResults)}`);
+
   // 5. Hostile traffic (last: its failed authentications get this address throttled for a minute).
   const hostile = await hostileFlood(gw1, gateway1.pid as number);
   log(`hostile: ${JSON.stringify(hostile)}`);
@@ -532,6 +598,7 @@ async function main(): Promise<void> {
       },
     },
     hostile,
+    pacing: pacingResults,
     refresh_storm: storm,
     hot_path: hot,
     scale,
