@@ -32,7 +32,7 @@ export class PacingAndBatches1700000010000 implements MigrationInterface {
        WHERE c.dispatch_id = d.id`);
     await queryRunner.query(`
       CREATE INDEX IF NOT EXISTS reward_dispatches_running_idx ON reward_dispatches (created_at)
-        WHERE status IN ('queued', 'sending')`);
+        WHERE status IN ('queued', 'sending') AND reward_count > 1`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

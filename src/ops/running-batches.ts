@@ -38,7 +38,8 @@ export const RUNNING_BATCHES_SHOWN = 20;
 /**
  * The newest running batches (status queued or sending, more than one reward) and their rewards by status.
  * Read-only. The dispatches come from the partial index `reward_dispatches_running_idx` (created_at WHERE status IN
- * ('queued', 'sending'), read backwards, stopping after $1 batches); rewards are counted for those $1 dispatches only,
+ * ('queued', 'sending') AND reward_count > 1 — single sends never enter it, so the send path's writes neither
+ * maintain it nor meet its dead entries), read backwards, stopping after $1 batches); rewards are counted for those $1 dispatches only,
  * each on the primary key (dispatch_id, position) of dispatch_rewards — never a scan of either table.
  */
 export const RUNNING_BATCHES_SQL = `

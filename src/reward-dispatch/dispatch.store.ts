@@ -276,7 +276,7 @@ export class DispatchStore {
       connection_status: string | null;
       cancel_requested: boolean | null;
     }>({
-      name: durable ? 'rg_dispatch_write_sync_v5' : 'rg_dispatch_write_v5',
+      name: durable ? 'rg_dispatch_write_sync_v6' : 'rg_dispatch_write_v6',
       text: `WITH w AS (
                SELECT row_number() OVER () AS n, * FROM jsonb_to_recordset($1::jsonb) AS x(dispatch_id uuid, rewards jsonb, status text,
                       response_status int, last_error jsonb, next_attempt_at timestamptz, sent_at timestamptz, reset_attempts boolean)
@@ -308,7 +308,7 @@ export class DispatchStore {
                       lease_until = CASE WHEN w.status IS NULL THEN now() + make_interval(secs => $2::float8 / 1000) END,
                       attempts = CASE WHEN w.reset_attempts THEN 0 ELSE dd.attempts END, updated_at = now()
                  FROM (SELECT DISTINCT ON (dispatch_id) * FROM w ORDER BY dispatch_id, status NULLS LAST) w
-                WHERE dd.id = w.dispatch_id AND dd.status IN ('sending', 'queued')
+                WHERE dd.id = ANY($4::uuid[]) AND dd.id = w.dispatch_id AND dd.status IN ('sending', 'queued')
              )
              SELECT w.dispatch_id,
                     (SELECT array_agg(r.position) FROM r WHERE r.dispatch_id = w.dispatch_id) AS changed,
@@ -319,6 +319,10 @@ export class DispatchStore {
         JSON.stringify(items),
         this.config.dispatch.leaseMs,
         this.config.dispatch.deliveryReconcileAfterMs,
+        // The dispatches again as a key list: the planner then reaches them by primary key. Joined to w alone it
+        // expects 100 rows from jsonb_to_recordset and prefers the partial index of running dispatches, whose dead
+        // entries (every dispatch passes through it) cost milliseconds per statement until autovacuum catches up.
+        [...new Set(items.map((i) => i.dispatch_id))],
       ],
     });
     // Positions changed belong to their dispatch; two items of one dispatch each see every position changed for it,
