@@ -45,6 +45,7 @@ export async function createApp(
   });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  app.set('etag', false); // answers are Cache-Control: no-store; hashing each body for an ETag buys nothing
   app.set('trust proxy', 'loopback');
   configureHttp(app, config);
   return app;

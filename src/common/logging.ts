@@ -36,6 +36,9 @@ export function loggerParams(level: LogLevel, destination?: DestinationStream): 
       res.setHeader(REQUEST_ID_HEADER, id);
       return id;
     },
+    // Our serializers read the raw request and response: pino-std-serializers' wrapped copies (every header, query,
+    // params, addresses) would be built per request only to be thrown away.
+    wrapSerializers: false,
     serializers: {
       req: (req: { id: unknown; method: string; url: string; headers: Record<string, unknown> }) => ({
         id: req.id,
