@@ -18,6 +18,7 @@ import { REQUEST_ID_HEADER, assignRequestId } from './common/request-id';
 import { securityHeaders } from './common/security-headers';
 import { ApiKeyGuard } from './tenants/auth/api-key.guard';
 import { DeliveryWebhookIntake } from './delivery-webhooks/delivery-webhook.intake';
+import { serveSendRoute } from './reward-dispatch/send.route';
 import { createSandbox } from './sandbox/sandbox.app';
 import { SandboxStore } from './sandbox/sandbox.store';
 
@@ -54,8 +55,9 @@ export async function createApp(
 function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   const errorLogger = new NestLogger('Http');
   // First, before anything can answer: X-Request-Id, then the security headers and Cache-Control: no-store.
+  const security = securityHeaders(config.publicBaseUrl);
   app.use(assignRequestId);
-  app.use(securityHeaders(config.publicBaseUrl));
+  app.use(security);
   if (config.mountSandbox) mountSandbox(app, config);
   // JSON bodies only on the gateway's own API; the sandbox (mounted later under /sandbox) parses its own.
   // A body is read only after the key in the headers is known good, and parsed within limits (common/json-body.ts).
@@ -71,6 +73,8 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   });
   app.useGlobalPipes(createValidationPipe());
   answerProtocolErrorsInJson(app);
+  // The send route, the hot path, is answered ahead of Express and Nest by the same steps (reward-dispatch/send.route.ts).
+  serveSendRoute(app, config, security);
   setupOpenApi(app, config);
 }
 

@@ -1,4 +1,6 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
+import typeis from 'type-is';
 import { CommonError, type ErrorDetail, ValidationFailedError } from './app-error';
 
 /**
@@ -35,7 +37,25 @@ export function limitsFor(req: Pick<Request, 'method' | 'originalUrl'>): BodyLim
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 export function jsonBody(req: Request, res: Response, next: NextFunction): void {
-  const limits = limitsFor(req);
+  readJsonBody(req, res, limitsFor(req)).then((body) => {
+    if (body !== NO_BODY) req.body = body;
+    next();
+  }, next);
+}
+
+/** What readJsonBody returns for a request without a body. */
+export const NO_BODY = Symbol('no body');
+
+/**
+ * The checks and the read of `jsonBody`, on a plain node:http request (the send route is served before Express, see
+ * reward-dispatch/send.route.ts): resolves to the checked JSON value, or NO_BODY when the request has none; rejects
+ * with our 413 / 415 / 400 errors. A refused size closes the connection rather than read what will be refused.
+ */
+export function readJsonBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limits: BodyLimits,
+): Promise<unknown> {
   const tooLarge = () =>
     new CommonError(
       413,
@@ -44,9 +64,9 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
     );
   const length = req.headers['content-length'];
   const chunked = req.headers['transfer-encoding'] !== undefined;
-  if ((length === undefined || length === '0') && !chunked) return next();
-  if (!req.is('application/json')) {
-    return next(
+  if ((length === undefined || length === '0') && !chunked) return Promise.resolve(NO_BODY);
+  if (!typeis(req, ['application/json'])) {
+    return Promise.reject(
       new CommonError(
         415,
         'unsupported_media_type',
@@ -64,7 +84,7 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
     .exec(req.headers['content-type'] ?? '')?.[1]
     ?.toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-    return next(
+    return Promise.reject(
       new CommonError(415, 'unsupported_media_type', 'JSON bodies are read as UTF-8 only.', [
         { field: 'Content-Type', reason: `charset ${charset} is not accepted` },
       ]),
@@ -72,7 +92,7 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
   }
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') {
-    return next(
+    return Promise.reject(
       new CommonError(
         415,
         'unsupported_media_type',
@@ -83,24 +103,25 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
   }
   if (length !== undefined && Number(length) > limits.maxBytes) {
     res.setHeader('Connection', 'close'); // do not read what will be refused
-    return next(tooLarge());
+    return Promise.reject(tooLarge());
   }
-  readCapped(
-    req,
-    limits.maxBytes,
-    () => {
-      res.setHeader('Connection', 'close');
-      return tooLarge();
-    },
-    (error, bytes) => {
-      if (error) return next(error);
-      try {
-        req.body = parse(bytes as Buffer, limits);
-        next();
-      } catch (e) {
-        next(e);
-      }
-    },
+  return new Promise((resolve, reject) =>
+    readCapped(
+      req,
+      limits.maxBytes,
+      () => {
+        res.setHeader('Connection', 'close');
+        return tooLarge();
+      },
+      (error, bytes) => {
+        if (error) return reject(error);
+        try {
+          resolve(parse(bytes as Buffer, limits));
+        } catch (e) {
+          reject(e);
+        }
+      },
+    ),
   );
 }
 
@@ -109,7 +130,7 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
  * `maxBytes`; a read error is reported as a 400. `done` is called once.
  */
 export function readCapped(
-  req: Request,
+  req: IncomingMessage,
   maxBytes: number,
   tooLarge: () => Error,
   done: (error: Error | null, body?: Buffer) => void,

@@ -44,6 +44,7 @@ import {
 } from '../common/api-docs';
 import { RewardDispatchService } from './reward-dispatch.service';
 import { RewardListingService } from './reward-listing.service';
+import { prefersRespondAsync, sendAnswerHeaders } from './send.route';
 
 const DISPATCH_ID = '3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f';
 
@@ -228,11 +229,10 @@ export class RewardDispatchController {
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {
-    const respondAsync = /(^|[,;\s])respond-async([,;\s]|$)/i.test(prefer ?? '');
-    const outcome = await this.dispatches.send(tenant, key, dto, req.body, respondAsync);
+    // Served by send.route.ts ahead of Express and Nest; this method declares the route and answers the same way.
+    const outcome = await this.dispatches.send(tenant, key, dto, req.body, prefersRespondAsync(prefer));
     res.status(outcome.status);
-    if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
-    for (const [name, value] of Object.entries(outcome.headers ?? {})) res.setHeader(name, value);
+    for (const [name, value] of Object.entries(sendAnswerHeaders(outcome))) res.setHeader(name, value);
     return outcome.body;
   }
 

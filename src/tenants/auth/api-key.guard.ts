@@ -1,6 +1,7 @@
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { AuthThrottle } from './auth-throttle';
 import { ApiKeysService, keyPrefix } from '../api-keys.service';
@@ -31,11 +32,24 @@ export class ApiKeyGuard implements CanActivate {
     // A body-carrying request was already authenticated from its headers, before its body was read (earlyAuth).
     const principal = req.principal ?? (await this.authenticate(req, basicAllowed));
     req.principal = principal;
-    const tenantParam = req.params?.tenant as string | undefined;
+    const operatorOnly = this.reflector.getAllAndOverride<boolean>(OPERATOR_ONLY, targets) === true;
+    await this.authorize(principal, req.params?.tenant as string | undefined, operatorOnly);
+    return true;
+  }
+
+  /**
+   * May this principal use a route of `tenantParam` (undefined: a route without one)? Throws tenant_not_found or
+   * operator_key_required. Also used by the send route, which is served ahead of Nest (reward-dispatch/send.route.ts).
+   */
+  async authorize(
+    principal: Principal,
+    tenantParam: string | undefined,
+    operatorOnly = false,
+  ): Promise<void> {
     if (principal.kind === 'tenant' && tenantParam !== undefined && tenantParam !== principal.tenantId) {
       throw new TenantNotFoundError(tenantParam);
     }
-    if (principal.kind !== 'operator' && this.reflector.getAllAndOverride<boolean>(OPERATOR_ONLY, targets)) {
+    if (principal.kind !== 'operator' && operatorOnly) {
       throw new TenantsError(
         HttpStatus.FORBIDDEN,
         'operator_key_required',
@@ -45,10 +59,9 @@ export class ApiKeyGuard implements CanActivate {
     // The tenant in the path must exist on every route (an unknown tenant is tenant_not_found, never e.g.
     // connection_not_found); 5-second cache. A tenant key's own tenant exists by construction.
     if (principal.kind === 'operator' && tenantParam !== undefined) await this.tenants.cached(tenantParam);
-    return true;
   }
 
-  async authenticate(req: Request, basicAllowed = false): Promise<Principal> {
+  async authenticate(req: AuthRequest, basicAllowed = false): Promise<Principal> {
     const challenge = basicAllowed
       ? 'Basic realm="Rewards Gateway ops", charset="UTF-8"'
       : 'Bearer realm="rewards-gateway"';
@@ -99,6 +112,9 @@ export class ApiKeyGuard implements CanActivate {
     };
   }
 }
+
+/** What authentication reads of a request: its headers and the client address (Express's `req.ip` when there). */
+type AuthRequest = Pick<IncomingMessage, 'headers' | 'socket'> & { ip?: string };
 
 function unauthorized(code: TenantErrorCode, message: string, challenge: string): TenantsError {
   return new TenantsError(HttpStatus.UNAUTHORIZED, code, message, [], { 'WWW-Authenticate': challenge });
