@@ -1,15 +1,5 @@
 import type { DataSource } from 'typeorm';
-
-/** The statuses of one reward of a dispatch (`dispatch_rewards.status`). */
-export const REWARD_STATUSES = [
-  'pending',
-  'sending',
-  'sent',
-  'pending_approval',
-  'failed',
-  'cancelled',
-] as const;
-export type RewardStatus = (typeof REWARD_STATUSES)[number];
+import { REWARD_STATUSES, type RewardStatus } from '../reward-dispatch/dispatch.view';
 
 /** A batch still being sent, with how far it got: for the dashboard. */
 export interface RunningBatch {
