@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
 import request from 'supertest';
 import type { TestApp } from './support/app';
 import { startTestApp } from './support/app';
-import { launchChromium } from './support/browser';
+import { launchChromium, watchViolations } from './support/browser';
 import { connectTenant, control, createTenant } from './support/connect';
 import { sqlOn } from './support/database';
 import { reward, send } from './support/send';
@@ -54,16 +54,6 @@ describe('the ops dashboard in a real browser (headless Chromium)', () => {
     await browser?.close();
     await t?.close();
   });
-
-  /** Every CSP violation or script error the page reports. */
-  function watchViolations(page: Page): string[] {
-    const violations: string[] = [];
-    page.on('console', (msg) => {
-      if (/Content Security Policy|Refused to/i.test(msg.text())) violations.push(msg.text());
-    });
-    page.on('pageerror', (error) => violations.push(`pageerror: ${error.message}`));
-    return violations;
-  }
 
   const operatorContext = (options: Parameters<Browser['newContext']>[0] = {}): Promise<BrowserContext> =>
     browser.newContext({

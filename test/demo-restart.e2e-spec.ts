@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { freePort } from './support/app';
+import { connectByApproving } from './support/connect';
 import { runSrc, waitForOutput } from './support/main-process';
 
 /**
@@ -31,20 +32,7 @@ describe('the demo restarted right after connecting', () => {
     const session = (await (
       await api('/v1/tenants/demo/connect-sessions', { method: 'POST', body: '{}' })
     ).json()) as { connect_url: string };
-    const authorize = await fetch(`${session.connect_url}/authorize`, { redirect: 'manual' });
-    const cookie = (authorize.headers.get('set-cookie') as string).split(';')[0];
-    const consent = await (await fetch(authorize.headers.get('location') as string)).text();
-    const requestId = /name="request_id" value="([^"]+)"/.exec(consent)?.[1] as string;
-    const decided = await fetch(`${base}/sandbox/oauth/authorize/decision`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ request_id: requestId, decision: 'approve' }).toString(),
-    });
-    const done = await fetch(decided.headers.get('location') as string, {
-      redirect: 'manual',
-      headers: { Cookie: cookie },
-    });
+    const done = await connectByApproving(base, `${session.connect_url}/authorize`);
     expect(done.status).toBe(200);
     first.child.kill('SIGTERM'); // at once: the sandbox's periodic write has not run yet
     expect(await first.exited).toBe(0);

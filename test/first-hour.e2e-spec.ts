@@ -8,6 +8,7 @@ import request from 'supertest';
 import { PAGE_CSP } from '../src/common/security-headers';
 import type { TestApp } from './support/app';
 import { freePort, startTestApp } from './support/app';
+import { connectByApproving } from './support/connect';
 import { createTestDatabase } from './support/database';
 
 const ROOT = path.join(__dirname, '..');
@@ -353,20 +354,7 @@ function readmeBlock(needle: string): string {
 /** What the browser does after opening connect_url: Connect, Approve; returns where it is sent back to. */
 async function connectInBrowser(base: string, connectUrl: string): Promise<string | null> {
   expect((await fetch(connectUrl)).status).toBe(200);
-  const authorize = await fetch(`${connectUrl}/authorize`, { redirect: 'manual' });
-  const cookie = (authorize.headers.get('set-cookie') as string).split(';')[0];
-  const consent = await (await fetch(authorize.headers.get('location') as string)).text();
-  const requestId = /name="request_id" value="([^"]+)"/.exec(consent)?.[1] as string;
-  const decided = await fetch(`${base}/sandbox/oauth/authorize/decision`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ request_id: requestId, decision: 'approve' }).toString(),
-  });
-  const back = await fetch(decided.headers.get('location') as string, {
-    redirect: 'manual',
-    headers: { Cookie: cookie },
-  });
+  const back = await connectByApproving(base, `${connectUrl}/authorize`);
   return back.headers.get('location');
 }
 

@@ -2,8 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium } from './support/browser';
+import type { Browser } from 'playwright-core';
+import { launchChromium, watchViolations } from './support/browser';
 import request from 'supertest';
 import type { TestApp } from './support/app';
 import { startTestApp } from './support/app';
@@ -195,16 +195,6 @@ describe('security: the pages in Chromium under their CSP (no violation, everyth
     await browser?.close();
     await t?.close();
   });
-
-  /** Every CSP violation the page reports (console errors "Refused to …" and securitypolicyviolation events). */
-  function watchViolations(page: Page): string[] {
-    const violations: string[] = [];
-    page.on('console', (msg) => {
-      if (/Content Security Policy|Refused to/i.test(msg.text())) violations.push(msg.text());
-    });
-    page.on('pageerror', (error) => violations.push(`pageerror: ${error.message}`));
-    return violations;
-  }
 
   it('/docs: Swagger UI renders every operation with its CSP, no violation', async () => {
     const page = await browser.newPage();

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { freePort } from './support/app';
 import { createTestDatabase, sqlOn } from './support/database';
 import { startGatewayProcess, waitUntilGone } from './support/gateway-process';
+import { connectAutoApproved } from './support/connect';
 import type { RunningSandbox } from './support/sandbox';
 import { startSandbox } from './support/sandbox';
 import { waitFor } from './support/send';
@@ -86,13 +87,7 @@ describe('tenant webhooks: the gateway killed with SIGKILL between a state chang
     const session = (await (
       await api('/v1/tenants/crashy/connect-sessions', { method: 'POST', body: '{}' })
     ).json()) as { connect_url: string };
-    const authorize = await fetch(`${session.connect_url}/authorize`, { redirect: 'manual' });
-    const cookie = (authorize.headers.get('set-cookie') as string).split(';')[0];
-    const consent = await fetch(authorize.headers.get('location') as string, { redirect: 'manual' });
-    const done = await fetch(consent.headers.get('location') as string, {
-      redirect: 'manual',
-      headers: { Cookie: cookie },
-    });
+    const done = await connectAutoApproved(`${session.connect_url}/authorize`);
     expect(done.status).toBe(200);
     const registered = await api('/v1/tenants/crashy/webhooks', {
       method: 'POST',

@@ -4,6 +4,7 @@ import { demoSeed } from '../../src/sandbox/sandbox.seed';
 import { freePort } from '../support/app';
 import { createTestDatabase, sqlOn } from '../support/database';
 import { startGatewayProcess, waitUntilGone } from '../support/gateway-process';
+import { connectAutoApproved } from '../support/connect';
 import { CLIENT } from '../support/sandbox';
 import { type SandboxProcess, startSandboxProcess } from '../support/sandbox-process';
 import { waitFor } from '../support/send';
@@ -58,18 +59,9 @@ describe('per-account pacing across 2 gateway processes (sandbox at 10 requests/
     expect(created.status).toBe(201);
     const session = await api(base, `/v1/tenants/${tenant}/connect-sessions`, { method: 'POST', body: {} });
     expect(session.status).toBe(201);
-    const authorize = await fetch(
+    const callback = await connectAutoApproved(
       `${base}${new URL(session.body.connect_url as string).pathname}/authorize`,
-      {
-        redirect: 'manual',
-      },
     );
-    const cookie = (authorize.headers.getSetCookie()[0] ?? '').split(';')[0];
-    const consent = await fetch(authorize.headers.get('location') as string, { redirect: 'manual' });
-    const callback = await fetch(consent.headers.get('location') as string, {
-      headers: { Cookie: cookie },
-      redirect: 'manual',
-    });
     expect(callback.status).toBeLessThan(400);
     const connection = await api(base, `/v1/tenants/${tenant}/connection`);
     expect(connection.body.status).toBe('active');

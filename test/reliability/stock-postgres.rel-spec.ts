@@ -5,6 +5,7 @@ import { Client } from 'pg';
 import { runMigrations } from '../../src/database/data-source';
 import { freePort } from '../support/app';
 import { startGatewayProcess, waitUntilGone } from '../support/gateway-process';
+import { connectAutoApproved } from '../support/connect';
 import type { RunningSandbox } from '../support/sandbox';
 import { startSandbox } from '../support/sandbox';
 import { waitFor } from '../support/send';
@@ -164,13 +165,7 @@ describe('reliability: 4 gateway processes on a stock Postgres (max_connections 
     const session = (await (
       await api(first, '/v1/tenants/stock/connect-sessions', { method: 'POST', body: '{}' })
     ).json()) as { connect_url: string };
-    const authorize = await fetch(`${session.connect_url}/authorize`, { redirect: 'manual' });
-    const cookie = (authorize.headers.get('set-cookie') as string).split(';')[0];
-    const consent = await fetch(authorize.headers.get('location') as string, { redirect: 'manual' });
-    const done = await fetch(consent.headers.get('location') as string, {
-      redirect: 'manual',
-      headers: { Cookie: cookie },
-    });
+    const done = await connectAutoApproved(`${session.connect_url}/authorize`);
     expect(done.status).toBe(200); // the "connected" page (no return_url)
   }, 180_000);
 

@@ -66,3 +66,39 @@ export async function connectTenant(t: TestApp, tenant: string): Promise<string>
   const connection = await request(t.baseUrl).get(`/v1/tenants/${tenant}/connection`).set(op).expect(200);
   return connection.body.id as string;
 }
+
+/**
+ * A browser's connect walk against a sandbox that approves by itself (`autoApprove`), with plain fetch — for gateways
+ * running as their own processes: authorize (keeps the state cookie), the service's redirect, the gateway's callback.
+ * Returns the callback's answer (the connected page, or the redirect to the tenant's return URL).
+ */
+export async function connectAutoApproved(authorizeUrl: string): Promise<Response> {
+  const authorize = await fetch(authorizeUrl, { redirect: 'manual' });
+  const cookie = (authorize.headers.getSetCookie()[0] ?? '').split(';')[0];
+  const consent = await fetch(authorize.headers.get('location') as string, { redirect: 'manual' });
+  return fetch(consent.headers.get('location') as string, {
+    redirect: 'manual',
+    headers: { Cookie: cookie },
+  });
+}
+
+/**
+ * The same walk through the sandbox's consent page, clicking Approve, with plain fetch (a gateway with its built-in
+ * sandbox at `base`, as `npm start` runs it). Returns the gateway callback's answer.
+ */
+export async function connectByApproving(base: string, authorizeUrl: string): Promise<Response> {
+  const authorize = await fetch(authorizeUrl, { redirect: 'manual' });
+  const cookie = (authorize.headers.getSetCookie()[0] ?? '').split(';')[0];
+  const consent = await (await fetch(authorize.headers.get('location') as string)).text();
+  const requestId = /name="request_id" value="([^"]+)"/.exec(consent)?.[1] as string;
+  const decided = await fetch(`${base}/sandbox/oauth/authorize/decision`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ request_id: requestId, decision: 'approve' }).toString(),
+  });
+  return fetch(decided.headers.get('location') as string, {
+    redirect: 'manual',
+    headers: { Cookie: cookie },
+  });
+}
