@@ -121,6 +121,117 @@ const TRACKED = `t.delivery_method IS DISTINCT FROM 'LINK'`;
 const DERIVED_STATUS = `CASE WHEN c.out = 0 AND c.cancelled > 0 THEN 'cancelled' WHEN c.out = 0 THEN 'failed'
   WHEN c.out < c.total THEN 'partially_failed' WHEN c.held > 0 THEN 'pending_approval' ELSE 'sent' END`;
 
+/**
+ * The insert of dispatches and their rewards (see insertAll): `$1` the lease in ms; `dispatches` yields the rows to
+ * insert (`i`), `rewards` the FROM clause of each inserted dispatch's rewards (`x`).
+ */
+const insertStatement = (dispatches: string, rewards: string) => `WITH i AS (${dispatches}
+  ), d AS (
+    INSERT INTO reward_dispatches (id, tenant_id, connection_id, environment, order_shape, idempotency_key, request_hash, request,
+                                   upstream_payload, status, attempts, lease_until, next_attempt_at, response_status,
+                                   reward_count, priority, created_at, updated_at)
+    SELECT i.id, i.tenant_id, i.connection_id, i.environment, i.order_shape, i.idempotency_key, i.request_hash, i.request,
+           i.upstream_payload, CASE WHEN i.queued THEN 'queued' ELSE 'sending' END, CASE WHEN i.queued THEN 0 ELSE 1 END,
+           CASE WHEN i.queued THEN NULL ELSE now() + make_interval(secs => $1::float8 / 1000) END,
+           CASE WHEN i.queued THEN now() END, CASE WHEN i.queued THEN 202 END, i.reward_count, i.priority, now(), now()
+      FROM i
+    ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+    RETURNING id, created_at, lease_until
+  ), r AS (
+    INSERT INTO dispatch_rewards (dispatch_id, position, external_id, status, upstream_payload, attempts, delivery_method)
+    SELECT d.id, x.position, x.external_id, x.status, x.payload, x.attempts, x.payload->'delivery'->>'method'
+      ${rewards}
+  )
+  SELECT id, created_at, lease_until FROM d`;
+
+/** Any number of dispatches and rewards, as one JSON array ($2). */
+const INSERT_MANY = insertStatement(
+  `SELECT x.*, jsonb_array_length(x.rewards) AS reward_count
+     FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, tenant_id text, connection_id uuid, environment text, order_shape text,
+          idempotency_key text, request_hash text, request jsonb, upstream_payload jsonb, queued boolean, priority int, rewards jsonb)`,
+  `FROM d JOIN i ON i.id = d.id,
+        jsonb_to_recordset(i.rewards) AS x(position int, external_id text, status text, payload jsonb, attempts int)`,
+);
+
+/** One dispatch of one reward, as parameters $2–$17. */
+const INSERT_ONE = insertStatement(
+  `SELECT $2::uuid AS id, $3::text AS tenant_id, $4::uuid AS connection_id, $5::text AS environment, $6::text AS order_shape,
+          $7::text AS idempotency_key, $8::text AS request_hash, $9::jsonb AS request, $10::jsonb AS upstream_payload,
+          $11::boolean AS queued, $12::int AS priority, 1 AS reward_count`,
+  `FROM d, (SELECT $13::int AS position, $14::text AS external_id, $15::text AS status, $16::jsonb AS payload,
+                   $17::int AS attempts) AS x`,
+);
+
+/**
+ * The write of reward outcomes and dispatch progress (see writeAll): `$1` the lease in ms, `$2` the delivery
+ * reconciliation delay in ms, `$3` the dispatch key(s) (`target`); `items` yields one row per write (`w`: n,
+ * dispatch_id, status, response_status, last_error, next_attempt_at, sent_at, reset_attempts), `rewards` one row per
+ * reward update (`u`).
+ */
+const writeStatement = (items: string, rewards: string, target: string) => `WITH w AS (${items}
+  ), u AS (${rewards}
+  ), r AS (
+    UPDATE dispatch_rewards t
+       SET status = x.status, attempts = t.attempts + coalesce(x.bump, 0),
+           upstream_order_id = coalesce(x.upstream_order_id, t.upstream_order_id),
+           upstream_reward_id = coalesce(x.upstream_reward_id, t.upstream_reward_id),
+           upstream_order_status = coalesce(x.upstream_order_status, t.upstream_order_status),
+           delivery_status = coalesce(x.delivery_status, t.delivery_status),
+           link_enc = coalesce(x.link_enc, t.link_enc),
+           last_error = x.last_error, sent_at = coalesce(x.sent_at, t.sent_at), next_check_at = x.next_check_at, updated_at = now(),
+           delivery_state = CASE WHEN x.status = 'sent' AND ${TRACKED} THEN coalesce(t.delivery_state, 'pending') ELSE t.delivery_state END,
+           delivery_check_at = CASE WHEN x.status = 'sent' AND ${TRACKED} AND t.delivery_state IS NULL
+                                    THEN now() + make_interval(secs => $2::float8 / 1000) ELSE t.delivery_check_at END
+      FROM u AS x
+     WHERE t.dispatch_id ${target} AND t.dispatch_id = x.dispatch_id AND t.position = x.position AND t.status IN ('pending', 'sending')
+    RETURNING t.dispatch_id, t.position
+  ), d AS (
+    UPDATE reward_dispatches dd
+       SET status = coalesce(w.status, dd.status), response_status = coalesce(dd.response_status, w.response_status),
+           last_error = CASE WHEN w.status IS NULL THEN dd.last_error ELSE w.last_error END,
+           next_attempt_at = CASE WHEN w.status IS NULL THEN dd.next_attempt_at ELSE w.next_attempt_at END,
+           sent_at = coalesce(dd.sent_at, w.sent_at),
+           lease_until = CASE WHEN w.status IS NULL THEN now() + make_interval(secs => $1::float8 / 1000) END,
+           attempts = CASE WHEN w.reset_attempts THEN 0 ELSE dd.attempts END, updated_at = now()
+      FROM (SELECT DISTINCT ON (dispatch_id) * FROM w ORDER BY dispatch_id, status NULLS LAST) w
+     WHERE dd.id ${target} AND dd.id = w.dispatch_id AND dd.status IN ('sending', 'queued')
+  )
+  SELECT w.dispatch_id,
+         (SELECT array_agg(r.position) FROM r WHERE r.dispatch_id = w.dispatch_id) AS changed,
+         (SELECT c.status FROM reward_dispatches x JOIN connections c ON c.id = x.connection_id WHERE x.id = w.dispatch_id) AS connection_status,
+         (SELECT x.cancel_requested_at IS NOT NULL FROM reward_dispatches x WHERE x.id = w.dispatch_id) AS cancel_requested
+    FROM w ORDER BY w.n`;
+
+/** Writes of any dispatches and rewards, as one JSON array ($4). */
+const writeOfJson = (target: string) =>
+  writeStatement(
+    `SELECT row_number() OVER () AS n, * FROM jsonb_to_recordset($4::jsonb) AS x(dispatch_id uuid, rewards jsonb, status text,
+            response_status int, last_error jsonb, next_attempt_at timestamptz, sent_at timestamptz, reset_attempts boolean)`,
+    `SELECT w.dispatch_id, y.* FROM w, jsonb_to_recordset(w.rewards) AS y(position int, status text, bump int, upstream_order_id text,
+            upstream_reward_id text, upstream_order_status text, delivery_status text, link_enc text, last_error jsonb,
+            sent_at timestamptz, next_check_at timestamptz)`,
+    target,
+  );
+/** Several dispatches. */
+const WRITE_MANY = writeOfJson('= ANY($3::uuid[])');
+/** Writes of one dispatch (lanes of one attempt), `= $3`: a plan Postgres keeps, the same for every value. */
+const WRITE_SAME = writeOfJson('= $3::uuid');
+/** One write of one dispatch with at most one reward update, as parameters $4–$20. */
+const WRITE_ONE = writeStatement(
+  `SELECT 1 AS n, $3::uuid AS dispatch_id, $4::text AS status, $5::int AS response_status, $6::jsonb AS last_error,
+          $7::timestamptz AS next_attempt_at, $8::timestamptz AS sent_at, $9::boolean AS reset_attempts`,
+  `SELECT $3::uuid AS dispatch_id, $10::int AS position, $11::text AS status, $12::int AS bump, $13::text AS upstream_order_id,
+          $14::text AS upstream_reward_id, $15::text AS upstream_order_status, $16::text AS delivery_status, $17::text AS link_enc,
+          $18::jsonb AS last_error, $19::timestamptz AS sent_at, $20::timestamptz AS next_check_at`,
+  '= $3::uuid',
+);
+
+/** A time as a parameter: ISO 8601 (pg's own Date formatting costs ~15 µs a value). */
+const iso = (value: Date | null | undefined) => (value ? value.toISOString() : null);
+
+/** A JSON value as a parameter (null stays SQL NULL). */
+const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+
 const REWARD_COLUMNS = `dispatch_id, position, external_id, status, upstream_payload, attempts, upstream_order_id, upstream_reward_id,
   upstream_order_status, delivery_method, delivery_status, delivery_state, delivery_reason, link_enc, last_error, sent_at`;
 
@@ -196,36 +307,25 @@ export class DispatchStore {
   private async insertAll(
     items: InsertItem[],
   ): Promise<({ created_at: Date; lease_until: Date | null } | null)[]> {
+    // One dispatch of one reward (every interactive send when nothing queues): its values as parameters, read by the
+    // same statement — cheaper than a JSON array taken apart (bench: ~0.04 ms of a 0.4 ms statement).
+    const one = items.length === 1 && items[0].rewards.length === 1;
+    const values: unknown[] = [this.config.dispatch.leaseMs];
+    if (one) {
+      const [i] = items;
+      const [r] = i.rewards;
+      values.push(i.id, i.tenant_id, i.connection_id, i.environment, i.order_shape, i.idempotency_key);
+      values.push(i.request_hash, JSON.stringify(i.request), JSON.stringify(i.upstream_payload), i.queued);
+      values.push(i.priority, r.position, r.external_id, r.status, JSON.stringify(r.payload), r.attempts);
+    } else values.push(JSON.stringify(items));
     const { rows } = await mainPool(this.db).query<{
       id: string;
       created_at: Date;
       lease_until: Date | null;
     }>({
-      name: 'rg_dispatch_insert_v4',
-      text: `WITH i AS (
-               SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, tenant_id text, connection_id uuid, environment text,
-                      order_shape text, idempotency_key text, request_hash text, request jsonb, upstream_payload jsonb,
-                      queued boolean, priority int, rewards jsonb)
-             ), d AS (
-               INSERT INTO reward_dispatches (id, tenant_id, connection_id, environment, order_shape, idempotency_key, request_hash, request,
-                                              upstream_payload, status, attempts, lease_until, next_attempt_at, response_status,
-                                              reward_count, priority, created_at, updated_at)
-               SELECT i.id, i.tenant_id, i.connection_id, i.environment, i.order_shape, i.idempotency_key, i.request_hash, i.request,
-                      i.upstream_payload, CASE WHEN i.queued THEN 'queued' ELSE 'sending' END, CASE WHEN i.queued THEN 0 ELSE 1 END,
-                      CASE WHEN i.queued THEN NULL ELSE now() + make_interval(secs => $2::float8 / 1000) END,
-                      CASE WHEN i.queued THEN now() END, CASE WHEN i.queued THEN 202 END, jsonb_array_length(i.rewards), i.priority,
-                      now(), now()
-                 FROM i
-               ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
-               RETURNING id, created_at, lease_until
-             ), r AS (
-               INSERT INTO dispatch_rewards (dispatch_id, position, external_id, status, upstream_payload, attempts, delivery_method)
-               SELECT d.id, x.position, x.external_id, x.status, x.payload, x.attempts, x.payload->'delivery'->>'method'
-                 FROM d JOIN i ON i.id = d.id,
-                      jsonb_to_recordset(i.rewards) AS x(position int, external_id text, status text, payload jsonb, attempts int)
-             )
-             SELECT id, created_at, lease_until FROM d`,
-      values: [JSON.stringify(items), this.config.dispatch.leaseMs],
+      name: one ? 'rg_dispatch_insert_one_v5' : 'rg_dispatch_insert_v5',
+      text: one ? INSERT_ONE : INSERT_MANY,
+      values,
     });
     this.metrics?.insertBatch.observe(items.length);
     const byId = new Map(rows.map((r) => [r.id, r]));
@@ -271,64 +371,32 @@ export class DispatchStore {
    */
   private async writeAll(pool: Pool, durable: boolean, items: WriteItem[]): Promise<WriteResult[]> {
     const ids = [...new Set(items.map((i) => i.dispatch_id))];
-    // One dispatch (every inline send when nothing queues): `= $4`, whose plan Postgres can keep — the same for every
-    // value — so the statement is planned once per connection instead of each time (~0.5 ms of a 1 ms statement).
-    const one = ids.length === 1;
-    const target = one ? '= $4::uuid' : '= ANY($4::uuid[])';
+    // The dispatches again as keys ($3), so that every plan reaches them by primary key. Joined to the items alone, whose
+    // 100-row estimate (jsonb_to_recordset) is all a plan knows, a plan made while the tables were small hash-joins a
+    // scan of them and keeps doing so (measured: 8 ms a statement).
+    const values: unknown[] = [this.config.dispatch.leaseMs, this.config.dispatch.deliveryReconcileAfterMs];
+    // One dispatch with at most one reward (every interactive send's last write when nothing queues): its values as
+    // parameters, `= $3` (a plan Postgres keeps, the same for every value). Bench: 0.39 ms a statement, against
+    // 0.5 ms for the same write as a JSON array taken apart.
+    const one = items.length === 1 && items[0].rewards.length <= 1;
+    if (one) {
+      const [w] = items;
+      const r: Partial<RewardUpdate> = w.rewards[0] ?? {};
+      values.push(w.dispatch_id, w.status, w.response_status, json(w.last_error), iso(w.next_attempt_at));
+      values.push(iso(w.sent_at), w.reset_attempts, r.position ?? null, r.status ?? null, r.bump ?? 0);
+      values.push(r.upstream_order_id ?? null, r.upstream_reward_id ?? null, r.upstream_order_status ?? null);
+      values.push(r.delivery_status ?? null, r.link_enc ?? null, json(r.last_error), iso(r.sent_at));
+      values.push(iso(r.next_check_at));
+    } else values.push(ids.length === 1 ? ids[0] : ids, JSON.stringify(items));
     const { rows } = await pool.query<{
       dispatch_id: string;
       changed: number[] | null;
       connection_status: string | null;
       cancel_requested: boolean | null;
     }>({
-      name: `rg_dispatch_write${durable ? '_sync' : ''}${one ? '_one' : ''}_v7`,
-      text: `WITH w AS (
-               SELECT row_number() OVER () AS n, * FROM jsonb_to_recordset($1::jsonb) AS x(dispatch_id uuid, rewards jsonb, status text,
-                      response_status int, last_error jsonb, next_attempt_at timestamptz, sent_at timestamptz, reset_attempts boolean)
-             ), u AS (
-               SELECT w.dispatch_id, y.* FROM w, jsonb_to_recordset(w.rewards) AS y(position int, status text, bump int, upstream_order_id text,
-                      upstream_reward_id text, upstream_order_status text, delivery_status text, link_enc text, last_error jsonb,
-                      sent_at timestamptz, next_check_at timestamptz)
-             ), r AS (
-               UPDATE dispatch_rewards t
-                  SET status = x.status, attempts = t.attempts + coalesce(x.bump, 0),
-                      upstream_order_id = coalesce(x.upstream_order_id, t.upstream_order_id),
-                      upstream_reward_id = coalesce(x.upstream_reward_id, t.upstream_reward_id),
-                      upstream_order_status = coalesce(x.upstream_order_status, t.upstream_order_status),
-                      delivery_status = coalesce(x.delivery_status, t.delivery_status),
-                      link_enc = coalesce(x.link_enc, t.link_enc),
-                      last_error = x.last_error, sent_at = coalesce(x.sent_at, t.sent_at), next_check_at = x.next_check_at, updated_at = now(),
-                      delivery_state = CASE WHEN x.status = 'sent' AND ${TRACKED} THEN coalesce(t.delivery_state, 'pending') ELSE t.delivery_state END,
-                      delivery_check_at = CASE WHEN x.status = 'sent' AND ${TRACKED} AND t.delivery_state IS NULL
-                                               THEN now() + make_interval(secs => $3::float8 / 1000) ELSE t.delivery_check_at END
-                 FROM u AS x
-                WHERE t.dispatch_id ${target} AND t.dispatch_id = x.dispatch_id AND t.position = x.position AND t.status IN ('pending', 'sending')
-               RETURNING t.dispatch_id, t.position
-             ), d AS (
-               UPDATE reward_dispatches dd
-                  SET status = coalesce(w.status, dd.status), response_status = coalesce(dd.response_status, w.response_status),
-                      last_error = CASE WHEN w.status IS NULL THEN dd.last_error ELSE w.last_error END,
-                      next_attempt_at = CASE WHEN w.status IS NULL THEN dd.next_attempt_at ELSE w.next_attempt_at END,
-                      sent_at = coalesce(dd.sent_at, w.sent_at),
-                      lease_until = CASE WHEN w.status IS NULL THEN now() + make_interval(secs => $2::float8 / 1000) END,
-                      attempts = CASE WHEN w.reset_attempts THEN 0 ELSE dd.attempts END, updated_at = now()
-                 FROM (SELECT DISTINCT ON (dispatch_id) * FROM w ORDER BY dispatch_id, status NULLS LAST) w
-                WHERE dd.id ${target} AND dd.id = w.dispatch_id AND dd.status IN ('sending', 'queued')
-             )
-             SELECT w.dispatch_id,
-                    (SELECT array_agg(r.position) FROM r WHERE r.dispatch_id = w.dispatch_id) AS changed,
-                    (SELECT c.status FROM reward_dispatches x JOIN connections c ON c.id = x.connection_id WHERE x.id = w.dispatch_id) AS connection_status,
-                    (SELECT x.cancel_requested_at IS NOT NULL FROM reward_dispatches x WHERE x.id = w.dispatch_id) AS cancel_requested
-               FROM w ORDER BY w.n`,
-      values: [
-        JSON.stringify(items),
-        this.config.dispatch.leaseMs,
-        this.config.dispatch.deliveryReconcileAfterMs,
-        // The dispatches again as keys, so that every plan reaches them by primary key. Joined to w alone, whose
-        // 100-row estimate (jsonb_to_recordset) is all a plan knows, a plan made while the tables were small
-        // hash-joins a scan of them and keeps doing so (measured: 8 ms a statement).
-        one ? ids[0] : ids,
-      ],
+      name: `rg_dispatch_write${durable ? '_sync' : ''}${one ? '_one' : ids.length === 1 ? '_same' : ''}_v8`,
+      text: one ? WRITE_ONE : ids.length === 1 ? WRITE_SAME : WRITE_MANY,
+      values,
     });
     // Positions changed belong to their dispatch; two items of one dispatch each see every position changed for it,
     // and each only looks at its own.
