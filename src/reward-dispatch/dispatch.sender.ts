@@ -349,7 +349,9 @@ export class DispatchSender {
       };
       outcome = { status: update.responseStatus, body: null };
     }
-    await this.store.write(row.id, carry, update);
+    const written = this.store.write(row.id, carry, update);
+    // The answer is built while the write is on its way (it is derived from the rows in memory, as written); it is
+    // sent only once the write is done, and not at all if the write fails.
     Object.assign(row, {
       status: update.status,
       last_error: update.lastError,
@@ -357,10 +359,14 @@ export class DispatchSender {
       sent_at: row.sent_at ?? update.sentAt,
       lease_until: null,
     });
-    outcome.body =
-      derived === 'failed' || derived === 'cancelled'
-        ? failureBody(row, rewards).body
-        : this.view(row, rewards);
+    try {
+      outcome.body =
+        derived === 'failed' || derived === 'cancelled'
+          ? failureBody(row, rewards).body
+          : this.view(row, rewards);
+    } finally {
+      await written; // its failure wins; never left unobserved
+    }
     return outcome;
   }
 
