@@ -89,12 +89,17 @@ export class BudgetPool extends pg.Pool {
   override connect(): Promise<PoolClient>;
   override connect(callback: ConnectCallback): void;
   override connect(callback?: ConnectCallback): Promise<PoolClient> | void {
-    const connecting = this.connectRetrying();
-    if (!callback) return connecting;
-    connecting.then(
-      (client) => callback(undefined, client, (release?: Error | boolean) => client.release(release)),
-      (error: Error) => callback(error, undefined, () => undefined),
-    );
+    if (!callback) return this.connectRetrying();
+    // pool.query()'s form, on every statement: straight through pg-pool (an idle client is handed over at once); only a
+    // refused connection takes the retrying path.
+    super.connect((error, client, done) => {
+      if (!error) return callback(undefined, guarded(client as PoolClient), done);
+      if (!isRefused(error)) return callback(error, undefined, done);
+      this.connectRetrying().then(
+        (retried) => callback(undefined, retried, (release?: Error | boolean) => retried.release(release)),
+        (failed: Error) => callback(failed, undefined, () => undefined),
+      );
+    });
   }
 
   private async connectRetrying(): Promise<PoolClient> {
