@@ -187,35 +187,62 @@ export function parse(bytes: Buffer, limits: BodyLimits = DEFAULT_LIMITS): unkno
   return value;
 }
 
+/** A value met by the walk, and where: its path is spelled out only for the value reported. */
+interface Visit {
+  value: unknown;
+  parent: Visit | null;
+  key: string | number;
+  depth: number;
+}
+
+/** `body`, `rewards[0].recipient.email`: the path of a visited value, as error details name fields. */
+function pathOf(visit: Visit): string {
+  const keys: (string | number)[] = [];
+  for (let v: Visit | null = visit; v?.parent; v = v.parent) keys.push(v.key);
+  let path = '';
+  for (let i = keys.length - 1; i >= 0; i--) {
+    const key = keys[i];
+    path = typeof key === 'number' ? `${path || 'body'}[${key}]` : path ? `${path}.${key}` : key;
+  }
+  return path || 'body';
+}
+
 /** One iterative walk: the first value that breaks a limit, with its path; null when all is well. */
 export function inspect(root: unknown, maxArrayLength = MAX_ARRAY_LENGTH): ErrorDetail | null {
-  const stack: { value: unknown; path: string; depth: number }[] = [{ value: root, path: 'body', depth: 0 }];
+  const stack: Visit[] = [{ value: root, parent: null, key: '', depth: 0 }];
   while (stack.length) {
-    const { value, path, depth } = stack.pop() as { value: unknown; path: string; depth: number };
+    const visit = stack.pop() as Visit;
+    const { value, depth } = visit;
     if (typeof value === 'string') {
       const bad = badString(value);
-      if (bad) return { field: path, reason: bad };
+      if (bad) return { field: pathOf(visit), reason: bad };
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
-    if (depth >= MAX_DEPTH) return { field: path, reason: `nested deeper than ${MAX_DEPTH} levels` };
+    if (depth >= MAX_DEPTH) return { field: pathOf(visit), reason: `nested deeper than ${MAX_DEPTH} levels` };
     if (Array.isArray(value)) {
       if (value.length > maxArrayLength)
-        return { field: path, reason: `at most ${maxArrayLength} items (got ${value.length})` };
+        return { field: pathOf(visit), reason: `at most ${maxArrayLength} items (got ${value.length})` };
       for (let i = value.length - 1; i >= 0; i--)
-        stack.push({ value: value[i], path: `${path}[${i}]`, depth: depth + 1 });
+        stack.push({ value: value[i], parent: visit, key: i, depth: depth + 1 });
       continue;
     }
     const keys = Object.keys(value);
     if (keys.length > MAX_ARRAY_LENGTH)
-      return { field: path, reason: `at most ${MAX_ARRAY_LENGTH} properties` };
+      return { field: pathOf(visit), reason: `at most ${MAX_ARRAY_LENGTH} properties` };
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i];
-      const at = path === 'body' ? key : `${path}.${key}`;
-      if (FORBIDDEN_KEYS.has(key)) return { field: at, reason: `"${key}" is not an accepted property name` };
+      const child: Visit = {
+        value: (value as Record<string, unknown>)[key],
+        parent: visit,
+        key,
+        depth: depth + 1,
+      };
+      if (FORBIDDEN_KEYS.has(key))
+        return { field: pathOf(child), reason: `"${key}" is not an accepted property name` };
       const bad = badString(key);
-      if (bad) return { field: at, reason: `property name ${bad}` };
-      stack.push({ value: (value as Record<string, unknown>)[key], path: at, depth: depth + 1 });
+      if (bad) return { field: pathOf(child), reason: `property name ${bad}` };
+      stack.push(child);
     }
   }
   return null;
