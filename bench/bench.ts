@@ -251,10 +251,41 @@ async function interleavedOneAtATime(
   ) as Record<string, { p50_ms: number; p99_ms: number }>;
   return {
     rounds,
+    ...(stats.base
+      ? {
+          base: stats.base,
+          gateway_minus_base_p50_ms: +(stats.gateway.p50_ms - stats.base.p50_ms).toFixed(2),
+        }
+      : {}),
     direct: stats.direct,
     floor: stats.floor,
     gateway: stats.gateway,
     gateway_minus_floor_p50_ms: +(stats.gateway.p50_ms - stats.floor.p50_ms).toFixed(2),
+  };
+}
+
+/** The three targets of the one-at-a-time comparison: the same order direct, through the floor, through the gateway. */
+function sequentialTargets(sandboxUrl: string, floorUrl: string, gateway: string) {
+  const headers = (prefix: string, n: number) => ({
+    Authorization: `Bearer ${OPERATOR}`,
+    'Content-Type': 'application/json',
+    'Idempotency-Key': `${prefix}-${n}`,
+  });
+  return {
+    direct: (i: number) =>
+      fetch(`${sandboxUrl}/api/v2/orders`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' },
+        body: directBody(6e9 + i),
+      }),
+    floor: (i: number) =>
+      fetch(floorUrl, { method: 'POST', headers: headers('floor-seq', i), body: rewardBody(7e9 + i) }),
+    gateway: (i: number) =>
+      fetch(`${gateway}/v1/tenants/bench/rewards`, {
+        method: 'POST',
+        headers: headers('g-seq', i),
+        body: rewardBody(8e9 + i),
+      }),
   };
 }
 
@@ -482,6 +513,63 @@ async function main(): Promise<void> {
     await c.end();
   }
 
+  if (process.env.BENCH_ONLY === 'latency') {
+    // The one-at-a-time comparison alone (see below), for tuning it: prints its results, writes nothing.
+    const floorPort = await freePort();
+    const floorProxy = start(path.join(__dirname, 'floor-proxy.js'), {
+      PORT: String(floorPort),
+      UPSTREAM_URL: sandboxUrl,
+      DATABASE_URL: pg.url,
+      ACCOUNT_KEY,
+      TENANT_ID: 'bench',
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    const floorUrl = `http://127.0.0.1:${floorPort}/v1/tenants/bench/rewards`;
+    await load(floorUrl, { body: rewardBody, headers: gatewayHeaders('floor-warm'), duration: 2 });
+    const rounds = Number(process.env.BENCH_ROUNDS ?? 300);
+    if (pg.statStatements) {
+      const c = new Client({ connectionString: pg.url });
+      await c.connect();
+      await c.query('SELECT pg_stat_statements_reset()');
+      await c.end();
+    }
+    const targets: Record<string, (i: number) => Promise<Response>> = sequentialTargets(
+      sandboxUrl,
+      floorUrl,
+      gw1,
+    );
+    if (process.env.BENCH_BASE_DIST) {
+      // A/B: a second gateway built from another checkout, on the same database, interleaved with the others.
+      const basePort = await freePort();
+      const base = start(path.join(process.env.BENCH_BASE_DIST, 'src/main.js'), gatewayEnv(basePort));
+      await waitReady(`http://127.0.0.1:${basePort}/health/ready`, base);
+      const baseUrl = `http://127.0.0.1:${basePort}`;
+      await load(`${baseUrl}/v1/tenants/bench/rewards`, {
+        body: rewardBody,
+        headers: gatewayHeaders('base-warm'),
+        duration: 2,
+      });
+      targets.base = (i: number) =>
+        fetch(`${baseUrl}/v1/tenants/bench/rewards`, {
+          method: 'POST',
+          headers: gatewayHeaders('base-seq')(i),
+          body: rewardBody(9e9 + i),
+        });
+    }
+    const w0 = process.hrtime.bigint() / 1000n;
+    const sequential = await interleavedOneAtATime(rounds, targets);
+    if (process.env.BENCH_WINDOW_FILE)
+      writeFileSync(
+        process.env.BENCH_WINDOW_FILE,
+        JSON.stringify({ start: String(w0), end: String(process.hrtime.bigint() / 1000n) }),
+      );
+    floorProxy.kill('SIGTERM');
+    process.stdout.write(`${JSON.stringify({ one_at_a_time: sequential }, null, 2)}\n`);
+    await topStatements(pg);
+    await shutdown(pg);
+    return;
+  }
+
   // 1. Send throughput and latency: direct vs one gateway process.
   const direct = await withCpu('gateway', [], sandbox.pid as number, () =>
     load(`${sandboxUrl}/api/v2/orders`, {
@@ -546,22 +634,7 @@ async function main(): Promise<void> {
   // One request at a time, the three interleaved (direct, floor, gateway in turn, the order rotating each round):
   // the same moments for all three, so the machine's drift and background work (autovacuum after the loads) cannot
   // favour one. The latency a caller sees when nothing queues.
-  const sequential = await interleavedOneAtATime(300, {
-    direct: (i) =>
-      fetch(`${sandboxUrl}/api/v2/orders`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' },
-        body: directBody(6e9 + i),
-      }),
-    floor: (i) =>
-      fetch(floorUrl, { method: 'POST', headers: gatewayHeaders('floor-seq')(i), body: rewardBody(7e9 + i) }),
-    gateway: (i) =>
-      fetch(`${gw1}/v1/tenants/bench/rewards`, {
-        method: 'POST',
-        headers: gatewayHeaders('g-seq')(i),
-        body: rewardBody(8e9 + i),
-      }),
-  });
+  const sequential = await interleavedOneAtATime(300, sequentialTargets(sandboxUrl, floorUrl, gw1));
   floorProxy.kill('SIGTERM');
   log(`one at a time (interleaved): ${JSON.stringify(sequential)}`);
 
@@ -670,7 +743,7 @@ async function topStatements(pg: { url: string; statStatements: boolean }): Prom
   const c = new Client({ connectionString: pg.url });
   await c.connect();
   const top =
-    await c.query(`SELECT calls, round(total_exec_time::numeric, 1) AS ms, round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS query
+    await c.query(`SELECT calls, round(total_exec_time::numeric, 1) AS ms, round(mean_exec_time::numeric, 3) AS mean_ms, round(mean_plan_time::numeric, 3) AS plan_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS query
                                FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12`);
   await c.end();
   console.table(top.rows);
