@@ -15,7 +15,7 @@ import { toErrorResponse } from './common/http-exception.filter';
 import { jsonBody } from './common/json-body';
 import { createValidationPipe } from './common/validation';
 import { REQUEST_ID_HEADER, assignRequestId } from './common/request-id';
-import { securityHeaders } from './common/security-headers';
+import { apiSecurityHeaders, securityHeaders } from './common/security-headers';
 import { ApiKeyGuard } from './tenants/auth/api-key.guard';
 import { DeliveryWebhookIntake } from './delivery-webhooks/delivery-webhook.intake';
 import { serveSendRoute } from './reward-dispatch/send.route';
@@ -74,7 +74,7 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   app.useGlobalPipes(createValidationPipe());
   answerProtocolErrorsInJson(app);
   // The send route, the hot path, is answered ahead of Express and Nest by the same steps (reward-dispatch/send.route.ts).
-  serveSendRoute(app, config, security);
+  serveSendRoute(app, config, apiSecurityHeaders(config.publicBaseUrl));
   setupOpenApi(app, config);
 }
 

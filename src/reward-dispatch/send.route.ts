@@ -6,14 +6,12 @@ import { PinoLogger } from 'nestjs-pino';
 import proxyaddr from 'proxy-addr';
 import { toErrorResponse } from '../common/http-exception.filter';
 import { NO_BODY, SEND_LIMITS, readJsonBody } from '../common/json-body';
-import { assignRequestId } from '../common/request-id';
+import { REQUEST_ID_HEADER, requestIdOf } from '../common/request-id';
 import type { AppConfig } from '../config/app-config';
 import { ApiKeyGuard } from '../tenants/auth/api-key.guard';
 import type { HttpOutcome } from './dispatch.sender';
 import { SendBodyPipe } from './dto/send-body.pipe';
 import { RewardDispatchService } from './reward-dispatch.service';
-
-type Middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
 
 /** `POST /v1/tenants/{tenant}/rewards` exactly (a query string, another method or path: Express and Nest). */
 const SEND_PATH = /^\/v1\/tenants\/([^/?#]+)\/rewards\/?$/;
@@ -32,7 +30,8 @@ export function sendAnswerHeaders(outcome: HttpOutcome): Record<string, string> 
  * The send route, served on node:http ahead of Express and Nest. It is the gateway's hot path, and the framework
  * around it cost as much CPU as the send itself (bench: 0.64–0.69 ms of gateway CPU per send through Express and Nest,
  * 0.31–0.36 ms without), so the request takes the same steps by direct calls instead of a middleware chain:
- * X-Request-Id and the security headers (the same middleware functions), the API key from the headers before a byte
+ * X-Request-Id (requestIdOf, as assignRequestId) and the API's security headers (apiSecurityHeaders: what
+ * securityHeaders sets, recorded once; all of an answer's headers go in one writeHead), the API key from the headers before a byte
  * of the body is read (ApiKeyGuard.authenticate, with its throttle and Express's client address under
  * `trust proxy: loopback`), the tenant check (ApiKeyGuard.authorize), the body under the send route's limits
  * (readJsonBody, as jsonBody), the compiled body schema (SendBodyPipe), RewardDispatchService.send — the one
@@ -40,7 +39,11 @@ export function sendAnswerHeaders(outcome: HttpOutcome): Record<string, string> 
  * logs the others. `RewardDispatchController.send` declares the route for OpenAPI and answers the same way should a
  * request reach it.
  */
-export function serveSendRoute(app: NestExpressApplication, config: AppConfig, security: Middleware): void {
+export function serveSendRoute(
+  app: NestExpressApplication,
+  config: AppConfig,
+  security: readonly string[],
+): void {
   const server = app.getHttpServer() as Server;
   const listeners = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
   if (listeners.length !== 1) throw new Error('expected Express as the only request listener');
@@ -51,7 +54,12 @@ export function serveSendRoute(app: NestExpressApplication, config: AppConfig, s
   const trust = proxyaddr.compile('loopback'); // as app.set('trust proxy', 'loopback')
   const errorLogger = new NestLogger('Http');
 
-  const handle = async (req: IncomingMessage & { ip?: string }, res: ServerResponse, tenant: string) => {
+  const handle = async (
+    req: IncomingMessage & { ip?: string },
+    res: ServerResponse,
+    tenant: string,
+    id: string,
+  ) => {
     req.ip = proxyaddr(req, trust);
     const principal = await guard.authenticate(req).catch((error: unknown) => {
       res.setHeader('Connection', 'close'); // the unread body is not worth reading
@@ -67,7 +75,7 @@ export function serveSendRoute(app: NestExpressApplication, config: AppConfig, s
       raw === NO_BODY ? undefined : raw,
       prefersRespondAsync(header(req, 'prefer')),
     );
-    writeJson(res, outcome.status, outcome.body, sendAnswerHeaders(outcome));
+    writeJson(res, id, outcome.status, outcome.body, sendAnswerHeaders(outcome));
   };
 
   server.removeAllListeners('request');
@@ -75,19 +83,41 @@ export function serveSendRoute(app: NestExpressApplication, config: AppConfig, s
     const tenant = req.method === 'POST' ? sendTenant(req.url) : null;
     if (tenant === null) return express(req, res);
     const started = Date.now();
-    assignRequestId(req, res, () => undefined);
+    const id = requestIdOf(req);
+    (req as { id?: unknown }).id = id;
     res.once('close', () => logCompleted(req, res, started));
-    security(req, res, (error?: unknown) => {
-      const failed = (e: unknown) => {
-        (res as { err?: unknown }).err = e;
-        if (res.headersSent) return void res.end();
-        const { status, body: errorBody, headers } = toErrorResponse(e, req as Request, errorLogger);
-        writeJson(res, status, errorBody, headers);
-      };
-      if (error) return failed(error);
-      handle(req, res, tenant).catch(failed);
+    handle(req, res, tenant, id).catch((e: unknown) => {
+      (res as { err?: unknown }).err = e;
+      if (res.headersSent) return void res.end();
+      const { status, body: errorBody, headers } = toErrorResponse(e, req as Request, errorLogger);
+      writeJson(res, id, status, errorBody, headers);
     });
   });
+
+  /**
+   * As Express's res.json, with every header of the answer in one `writeHead`: X-Request-Id, the security headers
+   * and Cache-Control (`securityHeaders`' for the API, recorded once), the answer's own, the content's. A header set
+   * earlier (`Connection: close` on a refused body) is kept: Node merges them.
+   */
+  function writeJson(
+    res: ServerResponse,
+    id: string,
+    status: number,
+    body: unknown,
+    headers: Record<string, string>,
+  ): void {
+    const text = JSON.stringify(body);
+    const all = [REQUEST_ID_HEADER, id, ...security];
+    for (const name in headers) all.push(name, headers[name]);
+    all.push(
+      'Content-Type',
+      'application/json; charset=utf-8',
+      'Content-Length',
+      String(Buffer.byteLength(text)),
+    );
+    res.writeHead(status, all);
+    res.end(text);
+  }
 }
 
 /** The decoded tenant of a send request, or null when it is not one (then Express answers it as before). */
@@ -104,21 +134,6 @@ function sendTenant(url: string | undefined): string | null {
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value.join(', ') : value;
-}
-
-/** As Express's res.json: JSON with its length and `application/json; charset=utf-8`. */
-function writeJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string>,
-): void {
-  const text = JSON.stringify(body);
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  res.statusCode = status;
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', Buffer.byteLength(text));
-  res.end(text);
 }
 
 /** The line pino-http writes for every other request: same logger, serializers, levels and messages. */
