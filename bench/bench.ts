@@ -7,7 +7,7 @@ import 'reflect-metadata';
 import autocannon from 'autocannon';
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -56,7 +56,13 @@ function start(script: string, env: Record<string, string>): ChildProcess {
       : [];
   const child = spawn(process.execPath, [...extra, script], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: [
+      'ignore',
+      script.endsWith('src/main.js') && process.env.BENCH_GATEWAY_STDOUT
+        ? openSync(process.env.BENCH_GATEWAY_STDOUT, 'a')
+        : 'ignore',
+      'inherit',
+    ],
   });
   children.push(child);
   return child;
