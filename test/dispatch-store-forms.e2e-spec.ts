@@ -113,6 +113,15 @@ describe('DispatchStore: the one-send statements write what the JSON forms write
       expect(one).not.toBeNull();
       expect(many.every((m) => m !== null)).toBe(true);
       expect(one?.lease_until === null).toBe(queued);
+      // The stamps as Dates, read from the database's clock (the answer shows them).
+      expect(Math.abs((one?.created_at.getTime() ?? 0) - Date.now())).toBeLessThan(60_000);
+      expect(many.map((m) => m?.created_at instanceof Date && !Number.isNaN(m.created_at.getTime()))).toEqual(
+        [true, true],
+      );
+      if (!queued)
+        expect((one?.lease_until?.getTime() ?? 0) - (one?.created_at.getTime() ?? 0)).toBe(
+          t.config.dispatch.leaseMs,
+        );
       expect(await snapshot(a)).toEqual(await snapshot(b));
       // The same key again: nothing written, null — both forms.
       const again = item(randomUUID(), [reward(a)], queued);
@@ -214,7 +223,8 @@ describe('DispatchStore: the one-send statements write what the JSON forms write
       const one = await writeAll([writeItem(a, rewards, dispatch)]);
       const many = await writeAll([writeItem(b, rewards, dispatch), writeItem(c, rewards, dispatch)]);
       expect(one).toEqual([many[0]]);
-      expect(one[0].connectionStatus).toBe('active');
+      // Read back only by a write that continues the attempt.
+      expect(one[0].connectionStatus).toBe(dispatch ? null : 'active');
       expect(one[0].changed).toEqual(new Set(rewards.map((r) => r.position)));
       const [sa, sb] = [await snapshot(a), await snapshot(b)];
       expect(sa).toEqual(sb);

@@ -80,7 +80,11 @@ interface WriteItem {
 export interface WriteResult {
   /** Positions of the dispatch this statement changed (rewards still open). */
   changed: Set<number>;
-  /** The connection's status as of the statement (null: the dispatch has no connection any more). */
+  /**
+   * Read back only by a write that continues an attempt (no dispatch update), which is what a sender checks before
+   * its next call: the connection's status as of the statement (null: the dispatch has no connection any more), and
+   * whether a cancel was requested. A write that ends the attempt reads neither (null, false).
+   */
   connectionStatus: string | null;
   cancelRequested: boolean;
 }
@@ -142,7 +146,8 @@ const insertStatement = (dispatches: string, rewards: string) => `WITH i AS (${d
     SELECT d.id, x.position, x.external_id, x.status, x.payload, x.attempts, x.payload->'delivery'->>'method'
       ${rewards}
   )
-  SELECT id, created_at, lease_until FROM d`;
+  SELECT id, (extract(epoch FROM created_at) * 1000)::float8 AS created_ms, (extract(epoch FROM lease_until) * 1000)::float8 AS lease_ms
+    FROM d`;
 
 /** Any number of dispatches and rewards, as one JSON array ($2). */
 const INSERT_MANY = insertStatement(
@@ -198,8 +203,12 @@ const writeStatement = (items: string, rewards: string, target: string) => `WITH
   )
   SELECT w.dispatch_id,
          (SELECT array_agg(r.position) FROM r WHERE r.dispatch_id = w.dispatch_id) AS changed,
-         (SELECT c.status FROM reward_dispatches x JOIN connections c ON c.id = x.connection_id WHERE x.id = w.dispatch_id) AS connection_status,
-         (SELECT x.cancel_requested_at IS NOT NULL FROM reward_dispatches x WHERE x.id = w.dispatch_id) AS cancel_requested
+         CASE WHEN w.status IS NULL THEN
+           (SELECT c.status FROM reward_dispatches x JOIN connections c ON c.id = x.connection_id WHERE x.id = w.dispatch_id)
+         END AS connection_status,
+         CASE WHEN w.status IS NULL THEN
+           (SELECT x.cancel_requested_at IS NOT NULL FROM reward_dispatches x WHERE x.id = w.dispatch_id)
+         END AS cancel_requested
     FROM w ORDER BY w.n`;
 
 /** Writes of any dispatches and rewards, as one JSON array ($4). */
@@ -318,12 +327,13 @@ export class DispatchStore {
       values.push(i.request_hash, JSON.stringify(i.request), JSON.stringify(i.upstream_payload), i.queued);
       values.push(i.priority, r.position, r.external_id, r.status, JSON.stringify(r.payload), r.attempts);
     } else values.push(JSON.stringify(items));
+    // Times come back as epoch milliseconds (a float8 is parsed as a number; pg's timestamp parsing cost ~10 µs each).
     const { rows } = await mainPool(this.db).query<{
       id: string;
-      created_at: Date;
-      lease_until: Date | null;
+      created_ms: number;
+      lease_ms: number | null;
     }>({
-      name: one ? 'rg_dispatch_insert_one_v5' : 'rg_dispatch_insert_v5',
+      name: one ? 'rg_dispatch_insert_one_v6' : 'rg_dispatch_insert_v6',
       text: one ? INSERT_ONE : INSERT_MANY,
       values,
     });
@@ -331,7 +341,12 @@ export class DispatchStore {
     const byId = new Map(rows.map((r) => [r.id, r]));
     return items.map((item) => {
       const r = byId.get(item.id);
-      return r ? { created_at: r.created_at, lease_until: r.lease_until } : null;
+      return r
+        ? {
+            created_at: new Date(r.created_ms),
+            lease_until: r.lease_ms === null ? null : new Date(r.lease_ms),
+          }
+        : null;
     });
   }
 
@@ -394,7 +409,7 @@ export class DispatchStore {
       connection_status: string | null;
       cancel_requested: boolean | null;
     }>({
-      name: `rg_dispatch_write${durable ? '_sync' : ''}${one ? '_one' : ids.length === 1 ? '_same' : ''}_v8`,
+      name: `rg_dispatch_write${durable ? '_sync' : ''}${one ? '_one' : ids.length === 1 ? '_same' : ''}_v9`,
       text: one ? WRITE_ONE : ids.length === 1 ? WRITE_SAME : WRITE_MANY,
       values,
     });
