@@ -501,6 +501,22 @@ async function main(): Promise<void> {
     'Idempotency-Key': `${prefix}-${n}`,
   });
 
+  /** The exactly-once floor (bench/floor-proxy.ts) on the same sandbox and database, warmed up for 2 s. */
+  const startFloor = async () => {
+    const floorPort = await freePort();
+    const floorProxy = start(path.join(__dirname, 'floor-proxy.js'), {
+      PORT: String(floorPort),
+      UPSTREAM_URL: sandboxUrl,
+      DATABASE_URL: pg.url,
+      ACCOUNT_KEY,
+      TENANT_ID: 'bench',
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    const floorUrl = `http://127.0.0.1:${floorPort}/v1/tenants/bench/rewards`;
+    await load(floorUrl, { body: rewardBody, headers: gatewayHeaders('floor-warm'), duration: 2 });
+    return { floorProxy, floorUrl };
+  };
+
   // Warm-up: JIT, pools, caches.
   await load(`${sandboxUrl}/api/v2/orders`, {
     body: (n) => directBody(1e9 + n),
@@ -521,17 +537,7 @@ async function main(): Promise<void> {
 
   if (process.env.BENCH_ONLY === 'latency') {
     // The one-at-a-time comparison alone (see below), for tuning it: prints its results, writes nothing.
-    const floorPort = await freePort();
-    const floorProxy = start(path.join(__dirname, 'floor-proxy.js'), {
-      PORT: String(floorPort),
-      UPSTREAM_URL: sandboxUrl,
-      DATABASE_URL: pg.url,
-      ACCOUNT_KEY,
-      TENANT_ID: 'bench',
-    });
-    await new Promise((r) => setTimeout(r, 500));
-    const floorUrl = `http://127.0.0.1:${floorPort}/v1/tenants/bench/rewards`;
-    await load(floorUrl, { body: rewardBody, headers: gatewayHeaders('floor-warm'), duration: 2 });
+    const { floorProxy, floorUrl } = await startFloor();
     const rounds = Number(process.env.BENCH_ROUNDS ?? 300);
     if (pg.statStatements) {
       const c = new Client({ connectionString: pg.url });
@@ -602,17 +608,7 @@ async function main(): Promise<void> {
   proxy.kill('SIGTERM');
   log(`bare proxy: ${bare.rps.toFixed(0)} req/s; CPU ms per request ${JSON.stringify(bare.cpu)}`);
   // The exactly-once floor: durable insert → upstream call → update, raw node:http + undici + pg, the same tables.
-  const floorPort = await freePort();
-  const floorProxy = start(path.join(__dirname, 'floor-proxy.js'), {
-    PORT: String(floorPort),
-    UPSTREAM_URL: sandboxUrl,
-    DATABASE_URL: pg.url,
-    ACCOUNT_KEY,
-    TENANT_ID: 'bench',
-  });
-  await new Promise((r) => setTimeout(r, 500));
-  const floorUrl = `http://127.0.0.1:${floorPort}/v1/tenants/bench/rewards`;
-  await load(floorUrl, { body: rewardBody, headers: gatewayHeaders('floor-warm'), duration: 2 });
+  const { floorProxy, floorUrl } = await startFloor();
   const exactlyOnceFloor = await withCpu('floor', [floorProxy.pid as number], sandbox.pid as number, () =>
     load(floorUrl, { body: rewardBody, headers: gatewayHeaders('floor') }),
   );

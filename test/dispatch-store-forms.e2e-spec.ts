@@ -6,6 +6,7 @@ import {
   type DispatchUpdate,
   type NewReward,
   type RewardUpdate,
+  writeItemOf,
 } from '../src/reward-dispatch/dispatch.store';
 import type { TestApp } from './support/app';
 import { startTestApp } from './support/app';
@@ -61,16 +62,7 @@ describe('DispatchStore: the one-send statements write what the JSON forms write
     payload: payload(`p${position}@example.com`),
     attempts: 1,
   });
-  const writeItem = (id: string, rewards: RewardUpdate[], dispatch: DispatchUpdate | null) => ({
-    dispatch_id: id,
-    rewards,
-    status: dispatch?.status ?? null,
-    response_status: dispatch?.responseStatus ?? null,
-    last_error: dispatch?.lastError ?? null,
-    next_attempt_at: dispatch?.nextAttemptAt ?? null,
-    sent_at: dispatch?.sentAt ?? null,
-    reset_attempts: dispatch?.resetAttempts ?? false,
-  });
+  const writeItem = writeItemOf;
 
   /** Every column of a dispatch and its rewards, ids and keys replaced, times as offsets from its creation. */
   async function snapshot(id: string) {

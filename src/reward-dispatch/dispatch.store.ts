@@ -66,7 +66,25 @@ export interface DispatchUpdate {
   resetAttempts?: boolean;
 }
 
-interface WriteItem {
+/** One write as the statements take it (exported for the tests that run both forms). */
+export function writeItemOf(
+  dispatchId: string,
+  rewards: RewardUpdate[],
+  dispatch: DispatchUpdate | null,
+): WriteItem {
+  return {
+    dispatch_id: dispatchId,
+    rewards,
+    status: dispatch?.status ?? null,
+    response_status: dispatch?.responseStatus ?? null,
+    last_error: dispatch?.lastError ?? null,
+    next_attempt_at: dispatch?.nextAttemptAt ?? null,
+    sent_at: dispatch?.sentAt ?? null,
+    reset_attempts: dispatch?.resetAttempts ?? false,
+  };
+}
+
+export interface WriteItem {
   dispatch_id: string;
   rewards: RewardUpdate[];
   status: DispatchStatus | null;
@@ -365,17 +383,9 @@ export class DispatchStore {
       rewards.some((r) => r.status === 'failed' || r.status === 'cancelled') ||
       dispatch?.status === 'failed' ||
       dispatch?.status === 'cancelled';
-    const item: WriteItem = {
-      dispatch_id: dispatchId,
-      rewards,
-      status: dispatch?.status ?? null,
-      response_status: dispatch?.responseStatus ?? null,
-      last_error: dispatch?.lastError ?? null,
-      next_attempt_at: dispatch?.nextAttemptAt ?? null,
-      sent_at: dispatch?.sentAt ?? null,
-      reset_attempts: dispatch?.resetAttempts ?? false,
-    };
-    return (durable ? this.durableWrites : this.relaxedWrites).submit(item);
+    return (durable ? this.durableWrites : this.relaxedWrites).submit(
+      writeItemOf(dispatchId, rewards, dispatch),
+    );
   }
 
   /**
