@@ -337,6 +337,19 @@ describe('tenant webhooks: registration, events, retries, replay, SSRF', () => {
       });
       expect(payloads.map(({ r }) => r.id)).toContain(d.id);
     }
+    // `?limit=` as every listing takes it (PageQueryDto): 1–200, a number.
+    const two = await request(t.baseUrl)
+      .get(`${api('hooky')}/${all.id}/deliveries?limit=2&status=delivered`)
+      .set(op)
+      .expect(200);
+    expect(two.body.deliveries).toHaveLength(2);
+    for (const bad of ['0', '201', 'many']) {
+      const refused = await request(t.baseUrl)
+        .get(`${api('hooky')}/${all.id}/deliveries?limit=${bad}`)
+        .set(op)
+        .expect(400);
+      expect(refused.body.error.details.map((x: { field: string }) => x.field)).toEqual(['limit']);
+    }
 
     // An endpoint registered now does not get the events from before it existed.
     const late = await register('hooky', receiver.url('/late'), ['*']);

@@ -87,3 +87,21 @@ export class ClaimLoop {
     await this.drain();
   }
 }
+
+/** Items in flight on this instance per key (a connection, an endpoint): what a worker's claims skip or count. */
+export class InFlightCounts extends Map<string, number> {
+  /** Counts one more item for `key`; returns the release to call once, when it settles. */
+  hold(key: string): () => void {
+    this.set(key, (this.get(key) ?? 0) + 1);
+    return () => {
+      const left = (this.get(key) ?? 1) - 1;
+      if (left > 0) this.set(key, left);
+      else this.delete(key);
+    };
+  }
+
+  /** The keys with at least `limit` items in flight. */
+  keysAtLeast(limit: number): string[] {
+    return [...this].filter(([, n]) => n >= limit).map(([key]) => key);
+  }
+}

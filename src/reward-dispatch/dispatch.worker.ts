@@ -11,7 +11,7 @@ import type { AppConfig } from '../config/app-config';
 import { DispatchSender } from './dispatch.sender';
 import { DispatchStore, REWARD_PAGE } from './dispatch.store';
 import type { DispatchRow } from './dispatch.view';
-import { type Claimed, ClaimLoop } from '../common/claim-loop';
+import { type Claimed, ClaimLoop, InFlightCounts } from '../common/claim-loop';
 import { runEvery } from '../common/schedule';
 
 const BATCH = 20;
@@ -37,7 +37,7 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
     this.claim(free),
   );
   /** Connection id → dispatches in flight here, per priority. */
-  private readonly busy = [new Map<string, number>(), new Map<string, number>()];
+  private readonly busy = [new InFlightCounts(), new InFlightCounts()];
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -81,21 +81,17 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private start(row: DispatchRow): void {
-    const key = row.connection_id ?? '';
-    const busy = this.busy[row.priority];
-    busy.set(key, (busy.get(key) ?? 0) + 1);
+    const release = this.busy[row.priority].hold(row.connection_id ?? '');
     const attempt = this.store
       .openRewards(row.id, -1, REWARD_PAGE)
       .then((slice) => this.sender.run(row, slice, { more: slice.length === REWARD_PAGE }));
     this.loop.track(attempt, `dispatch ${row.id}`, () => {
-      const left = (busy.get(key) ?? 1) - 1;
-      if (left > 0) busy.set(key, left);
-      else busy.delete(key);
+      release();
       if (!this.loop.isStopped) this.nudge(); // a slice ended or a slot freed: the next due work goes now
     });
   }
 
   private busyWith(priority: 0 | 1, limit: number): string[] {
-    return [...this.busy[priority]].filter(([id, n]) => id && n >= limit).map(([id]) => id);
+    return this.busy[priority].keysAtLeast(limit).filter((id) => id !== '');
   }
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Pool } from 'pg';
 import type { DataSource } from 'typeorm';
+import type { InFlightCounts } from '../common/claim-loop';
 import { inTransaction, mainPool } from '../database/sql';
 import { VaultCipher } from '../token-vault/vault-cipher';
 
@@ -202,12 +203,12 @@ export class WebhookStore {
    */
   async claimDue(
     limit: number,
-    busy: Map<string, number>,
+    busy: InFlightCounts,
     perEndpoint: number,
     leaseMs: number,
   ): Promise<ClaimedDelivery[]> {
     const busyIds = [...busy.keys()];
-    const full = busyIds.filter((id) => (busy.get(id) ?? 0) >= perEndpoint);
+    const full = busy.keysAtLeast(perEndpoint);
     const { rows } = await this.pool.query<ClaimedDelivery>({
       name: 'rg_webhook_claim_v1',
       text: `WITH candidates AS (

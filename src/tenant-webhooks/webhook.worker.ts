@@ -8,7 +8,7 @@ import {
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
-import { type Claimed, ClaimLoop } from '../common/claim-loop';
+import { type Claimed, ClaimLoop, InFlightCounts } from '../common/claim-loop';
 import { runEvery } from '../common/schedule';
 import { MetricsService } from '../metrics/metrics.service';
 import { VaultCipher } from '../token-vault/vault-cipher';
@@ -39,7 +39,7 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly vault: VaultCipher;
   private readonly loop: ClaimLoop;
   /** Endpoint id → deliveries in flight here. */
-  private readonly busy = new Map<string, number>();
+  private readonly busy = new InFlightCounts();
   /** Decrypted secrets by endpoint, keyed by their ciphertext (a rotated or replaced secret is read again). */
   private readonly secrets = new Map<string, { enc: string; secret: string }>();
   private lastPurge = Date.now();
@@ -107,12 +107,8 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private start(row: ClaimedDelivery): void {
-    this.busy.set(row.endpoint_id, (this.busy.get(row.endpoint_id) ?? 0) + 1);
-    this.loop.track(this.deliver(row), `webhook delivery ${row.id}`, () => {
-      const left = (this.busy.get(row.endpoint_id) ?? 1) - 1;
-      if (left > 0) this.busy.set(row.endpoint_id, left);
-      else this.busy.delete(row.endpoint_id);
-    });
+    const release = this.busy.hold(row.endpoint_id);
+    this.loop.track(this.deliver(row), `webhook delivery ${row.id}`, release);
   }
 
   private async deliver(row: ClaimedDelivery): Promise<void> {

@@ -1,17 +1,14 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
+import { PageQueryDto } from '../../common/page-query.dto';
 import {
   ArrayMaxSize,
   ArrayNotEmpty,
   ArrayUnique,
   IsArray,
   IsIn,
-  IsNumber,
   IsOptional,
   IsString,
-  Max,
   MaxLength,
-  Min,
   Validate,
   type ValidationArguments,
   ValidatorConstraint,
@@ -77,15 +74,8 @@ export class CreateWebhookDto {
   events: string[];
 }
 
-export class ListDeliveriesDto {
-  @ApiPropertyOptional({ default: 50, minimum: 1, maximum: 200 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsNumber({}, { message: 'limit must be a number' })
-  @Min(1)
-  @Max(200)
-  limit?: number;
-
+/** `?limit=` (as every listing: PageQueryDto's, no offset — the newest first) and `?status=`. */
+export class ListDeliveriesDto extends PickType(PageQueryDto, ['limit'] as const) {
   @ApiPropertyOptional({ enum: ['pending', 'delivered', 'failed'] })
   @IsOptional()
   @IsIn(['pending', 'delivered', 'failed'])
