@@ -1,4 +1,6 @@
-import type { Logger } from '@nestjs/common';
+import type { Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import type { SchedulerRegistry } from '@nestjs/schedule';
+import { runEvery } from './schedule';
 
 /** One claim of due work: how many items were started, and whether to claim again in the same pass. */
 export interface Claimed {
@@ -103,5 +105,42 @@ export class InFlightCounts extends Map<string, number> {
   /** The keys with at least `limit` items in flight. */
   keysAtLeast(limit: number): string[] {
     return [...this].filter(([, n]) => n >= limit).map(([key]) => key);
+  }
+}
+
+/**
+ * A background worker on a ClaimLoop (the dispatch worker, the tenant-webhook sender): a pass every `pollMs`
+ * (registered with @nestjs/schedule as `name`), `nudge()` for a pass now, `drain()` for tests, stopped with the module.
+ */
+export abstract class LoopWorker implements OnApplicationBootstrap, OnModuleDestroy {
+  protected abstract readonly loop: ClaimLoop;
+
+  protected constructor(
+    private readonly scheduler: SchedulerRegistry,
+    private readonly name: string,
+    private readonly pollMs: number,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    runEvery(this.scheduler, this.name, this.pollMs, () => void this.tick());
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.loop.stop();
+  }
+
+  /** Work became due here: claim now rather than at the next poll. */
+  nudge(): void {
+    this.loop.nudge();
+  }
+
+  /** One pass: claims due work up to the free slots and starts it (without waiting). Returns how many it started. */
+  tick(): Promise<number> {
+    return this.loop.tick();
+  }
+
+  /** Waits for the work this instance has started (tests, shutdown). */
+  drain(): Promise<void> {
+    return this.loop.drain();
   }
 }

@@ -1,18 +1,11 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleDestroy,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import { DispatchSender } from './dispatch.sender';
 import { DispatchStore, REWARD_PAGE } from './dispatch.store';
 import type { DispatchRow } from './dispatch.view';
-import { type Claimed, ClaimLoop, InFlightCounts } from '../common/claim-loop';
-import { runEvery } from '../common/schedule';
+import { type Claimed, ClaimLoop, InFlightCounts, LoopWorker } from '../common/claim-loop';
 
 const BATCH = 20;
 /** Dispatches one instance works on at once from the worker. */
@@ -31,9 +24,9 @@ const INTERACTIVE_PER_CONNECTION = 2;
  * The account's pace itself is kept by the AccountPacer, across instances.
  */
 @Injectable()
-export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
+export class DispatchWorker extends LoopWorker {
   private readonly logger = new Logger(DispatchWorker.name);
-  private readonly loop = new ClaimLoop(this.logger, 'dispatch worker', MAX_IN_FLIGHT, (free) =>
+  protected readonly loop = new ClaimLoop(this.logger, 'dispatch worker', MAX_IN_FLIGHT, (free) =>
     this.claim(free),
   );
   /** Connection id → dispatches in flight here, per priority. */
@@ -43,30 +36,9 @@ export class DispatchWorker implements OnApplicationBootstrap, OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly store: DispatchStore,
     private readonly sender: DispatchSender,
-    private readonly scheduler: SchedulerRegistry,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    runEvery(this.scheduler, 'reward-dispatch-worker', this.config.dispatch.pollMs, () => void this.tick());
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await this.loop.stop();
-  }
-
-  /** Work became due here (a batch was stored, a slice ended): claim now rather than at the next poll. */
-  nudge(): void {
-    this.loop.nudge();
-  }
-
-  /** One pass: claims due dispatches up to the free slots and starts them. Returns how many were started. */
-  tick(): Promise<number> {
-    return this.loop.tick();
-  }
-
-  /** Waits for the attempts this instance has started (tests, shutdown). */
-  drain(): Promise<void> {
-    return this.loop.drain();
+    scheduler: SchedulerRegistry,
+  ) {
+    super(scheduler, 'reward-dispatch-worker', config.dispatch.pollMs);
   }
 
   /** One claim: at most one dispatch per account; again while any was claimed (the next accounts' turn). */

@@ -1,15 +1,8 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleDestroy,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
-import { type Claimed, ClaimLoop, InFlightCounts } from '../common/claim-loop';
-import { runEvery } from '../common/schedule';
+import { type Claimed, ClaimLoop, InFlightCounts, LoopWorker } from '../common/claim-loop';
 import { MetricsService } from '../metrics/metrics.service';
 import { VaultCipher } from '../token-vault/vault-cipher';
 import { retryDelayMs } from './webhook-events';
@@ -34,10 +27,10 @@ const GAUGE_EVERY_MS = 15_000;
  * order of deliveries to an endpoint is not guaranteed.
  */
 @Injectable()
-export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
+export class WebhookWorker extends LoopWorker {
   private readonly logger = new Logger(WebhookWorker.name);
   private readonly vault: VaultCipher;
-  private readonly loop: ClaimLoop;
+  protected readonly loop: ClaimLoop;
   /** Endpoint id → deliveries in flight here. */
   private readonly busy = new InFlightCounts();
   /** Decrypted secrets by endpoint, keyed by their ciphertext (a rotated or replaced secret is read again). */
@@ -51,8 +44,9 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly store: WebhookStore,
     private readonly sender: WebhookSender,
     private readonly metrics: MetricsService,
-    private readonly scheduler: SchedulerRegistry,
+    scheduler: SchedulerRegistry,
   ) {
+    super(scheduler, 'tenant-webhooks-worker', config.webhooks.pollMs);
     this.vault = new VaultCipher(config.vaultKeys);
     this.loop = new ClaimLoop(
       this.logger,
@@ -70,29 +64,6 @@ export class WebhookWorker implements OnApplicationBootstrap, OnModuleDestroy {
         return undefined;
       },
     );
-  }
-
-  onApplicationBootstrap(): void {
-    runEvery(this.scheduler, 'tenant-webhooks-worker', this.config.webhooks.pollMs, () => void this.tick());
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await this.loop.stop();
-  }
-
-  /** New work is due now (a replay): claim at once rather than at the next poll. */
-  nudge(): void {
-    this.loop.nudge();
-  }
-
-  /** One pass: claims due rows up to the free slots and starts them (does not wait for them). Returns how many. */
-  tick(): Promise<number> {
-    return this.loop.tick();
-  }
-
-  /** Waits for the deliveries this instance has started (tests, shutdown). */
-  drain(): Promise<void> {
-    return this.loop.drain();
   }
 
   private async claim(free: number): Promise<Claimed> {
