@@ -4,7 +4,7 @@ import { Client } from 'pg';
 import { freePort } from './support/app';
 import { createTestDatabase } from './support/database';
 import { startGatewayProcess, waitUntilGone } from './support/gateway-process';
-import { connectAutoApproved } from './support/connect';
+import { createConnectedTenant } from './support/connect';
 import type { RunningSandbox } from './support/sandbox';
 import { startSandbox } from './support/sandbox';
 import { waitFor } from './support/send';
@@ -49,17 +49,9 @@ describe('a gateway killed with SIGKILL during a burst of sends', () => {
       LOG_LEVEL: 'error',
     };
     gateway = await startGatewayProcess(env, port);
-    await api('/v1/tenants', {
-      method: 'POST',
-      body: JSON.stringify({ id: 'crashy', name: 'Crashy', default_funding_source_id: 'FSDEMOMAIN' }),
-    });
     // Connect through the real flow: gateway → sandbox (auto-approve) → callback.
     sandbox.state.settings.autoApprove = true;
-    const session = (await (
-      await api('/v1/tenants/crashy/connect-sessions', { method: 'POST', body: '{}' })
-    ).json()) as { connect_url: string };
-    const done = await connectAutoApproved(`${session.connect_url}/authorize`);
-    expect(done.status).toBe(200);
+    await createConnectedTenant(api, 'crashy');
   }, 120_000);
 
   afterAll(async () => {

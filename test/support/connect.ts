@@ -83,6 +83,25 @@ export async function connectAutoApproved(authorizeUrl: string): Promise<Respons
 }
 
 /**
+ * For a gateway running as its own process, with a sandbox that approves by itself: creates `tenant` (funded from the
+ * sandbox's demo source) and connects it, through `api` (operator-authenticated requests to that gateway).
+ */
+export async function createConnectedTenant(
+  api: (path: string, init?: RequestInit) => Promise<Response>,
+  tenant: string,
+): Promise<void> {
+  await api('/v1/tenants', {
+    method: 'POST',
+    body: JSON.stringify({ id: tenant, name: tenant, default_funding_source_id: 'FSDEMOMAIN' }),
+  });
+  const session = (await (
+    await api(`/v1/tenants/${tenant}/connect-sessions`, { method: 'POST', body: '{}' })
+  ).json()) as { connect_url: string };
+  const done = await connectAutoApproved(`${session.connect_url}/authorize`);
+  if (done.status !== 200) throw new Error(`connecting ${tenant} ended with ${done.status}`);
+}
+
+/**
  * The same walk through the sandbox's consent page, clicking Approve, with plain fetch (a gateway with its built-in
  * sandbox at `base`, as `npm start` runs it). Returns the gateway callback's answer.
  */
