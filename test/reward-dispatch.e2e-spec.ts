@@ -274,6 +274,57 @@ describe.each(['single', 'array'] as const)(
         ).toBe(true);
       });
 
+      it('sends the order only once its insert has committed, and not at all when the insert fails', async () => {
+        // The order is made ready while the insert is on its way (DispatchSender.run's `stored`): hold inserts back
+        // with a lock and nothing may reach the service until the insert is through.
+        const db = new Client({ connectionString: t.databaseUrl });
+        await db.connect();
+        const recipientsUpstream = async () => (await orders()).flatMap((o) => o.recipients);
+        try {
+          await db.query(`CREATE OR REPLACE FUNCTION rg_test_refuse_insert() RETURNS trigger AS $$
+                          BEGIN
+                            IF NEW.idempotency_key LIKE 'refused-%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+                            RETURN NEW;
+                          END $$ LANGUAGE plpgsql`);
+          await db.query(`CREATE TRIGGER rg_test_refuse_insert BEFORE INSERT ON reward_dispatches
+                          FOR EACH ROW EXECUTE FUNCTION rg_test_refuse_insert()`);
+          for (const [key, email] of [
+            ['held-1', 'held@example.com'],
+            ['refused-1', 'refused@example.com'],
+          ]) {
+            await db.query('BEGIN');
+            await db.query('LOCK TABLE reward_dispatches IN SHARE MODE');
+            const pending = send(t, 'shop', key, {
+              ...FS,
+              rewards: [reward({ recipient: { name: 'Held', email } })],
+            }).then((r) => r);
+            await new Promise((r) => setTimeout(r, 400));
+            expect(await recipientsUpstream()).not.toContain(email); // built, waiting for the insert
+            await db.query('COMMIT');
+            const res = await pending;
+            if (key === 'held-1') {
+              expect(res.status).toBe(201);
+              expect(res.body.status).toBe('sent');
+              expect((await recipientsUpstream()).filter((r) => r === email)).toHaveLength(1);
+            } else {
+              expect(res.status).toBe(500);
+              expect(res.body.error.code).toBeDefined();
+              // Nothing stored, nothing sent: the request can be retried with the same key.
+              expect(await recipientsUpstream()).not.toContain(email);
+              const rows = await db.query(`SELECT 1 FROM reward_dispatches WHERE idempotency_key = $1`, [
+                key,
+              ]);
+              expect(rows.rowCount).toBe(0);
+            }
+          }
+        } finally {
+          await db.query('ROLLBACK').catch(() => undefined);
+          await db.query('DROP TRIGGER IF EXISTS rg_test_refuse_insert ON reward_dispatches');
+          await db.query('DROP FUNCTION IF EXISTS rg_test_refuse_insert()');
+          await db.end();
+        }
+      });
+
       it('shares commits between concurrent sends (group commit): 40 sends in fewer statements, each answered with its own stored dispatch', async () => {
         const histogram = async () => {
           const text = (await request(t.baseUrl).get('/metrics').expect(200)).text;
