@@ -228,13 +228,20 @@ const directBody = (n: number) =>
     },
   });
 
-/** Latencies (ms, sorted) of n requests sent one at a time. */
-/** `rounds` rounds of one request to each target, in turn (the order rotating each round); p50/p99 per target. */
+/**
+ * `rounds` rounds of one request to each target, in turn (the order rotating each round); p50/p99 per target.
+ * `processes`: the process serving a target (floor, gateway), whose CPU per request is reported too — its main thread
+ * apart from its other threads (V8's GC and compiler, libuv's pool). BENCH_TARGETS=floor,gateway keeps only those.
+ */
 async function interleavedOneAtATime(
   rounds: number,
   targets: Record<string, (i: number) => Promise<Response>>,
+  processes: Record<string, number | undefined> = {},
 ) {
-  const names = Object.keys(targets);
+  const only = process.env.BENCH_TARGETS?.split(',');
+  const names = Object.keys(targets).filter((n) => !only || only.includes(n));
+  const served = names.filter((n) => processes[n] !== undefined);
+  const cpuBefore = served.map((n) => threadCpu(processes[n] as number));
   const latencies: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   for (let i = 0; i < rounds; i++) {
     for (let k = 0; k < names.length; k++) {
@@ -246,6 +253,18 @@ async function interleavedOneAtATime(
       latencies[name].push(performance.now() - t);
     }
   }
+  const cpu = Object.fromEntries(
+    served.map((n, i) => {
+      const after = threadCpu(processes[n] as number);
+      return [
+        n,
+        {
+          main_thread_ms: +((after.main - cpuBefore[i].main) / rounds).toFixed(3),
+          other_threads_ms: +((after.others - cpuBefore[i].others) / rounds).toFixed(3),
+        },
+      ];
+    }),
+  );
   const stats = Object.fromEntries(
     names.map((n) => {
       const l = latencies[n].sort((x, y) => x - y);
@@ -266,8 +285,27 @@ async function interleavedOneAtATime(
     direct: stats.direct,
     floor: stats.floor,
     gateway: stats.gateway,
-    gateway_minus_floor_p50_ms: +(stats.gateway.p50_ms - stats.floor.p50_ms).toFixed(2),
+    gateway_minus_floor_p50_ms:
+      stats.floor && stats.gateway ? +(stats.gateway.p50_ms - stats.floor.p50_ms).toFixed(2) : null,
+    cpu_ms_per_request: cpu,
   };
+}
+
+/** CPU (ms, user + system) a process has used: its main thread, and its other threads together. */
+function threadCpu(pid: number): { main: number; others: number } {
+  const cpu = { main: 0, others: 0 };
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const raw = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+      const ms = (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms, as cpuTicks
+      if (Number(tid) === pid) cpu.main += ms;
+      else cpu.others += ms;
+    } catch {
+      // a thread that ended meanwhile
+    }
+  }
+  return cpu;
 }
 
 /** The three targets of the one-at-a-time comparison: the same order direct, through the floor, through the gateway. */
@@ -550,10 +588,12 @@ async function main(): Promise<void> {
       floorUrl,
       gw1,
     );
+    let baseProcess: ChildProcess | undefined;
     if (process.env.BENCH_BASE_DIST) {
       // A/B: a second gateway built from another checkout, on the same database, interleaved with the others.
       const basePort = await freePort();
       const base = start(path.join(process.env.BENCH_BASE_DIST, 'src/main.js'), gatewayEnv(basePort));
+      baseProcess = base;
       await waitReady(`http://127.0.0.1:${basePort}/health/ready`, base);
       const baseUrl = `http://127.0.0.1:${basePort}`;
       await load(`${baseUrl}/v1/tenants/bench/rewards`, {
@@ -569,7 +609,11 @@ async function main(): Promise<void> {
         });
     }
     const w0 = process.hrtime.bigint() / 1000n;
-    const sequential = await interleavedOneAtATime(rounds, targets);
+    const sequential = await interleavedOneAtATime(rounds, targets, {
+      floor: floorProxy.pid,
+      gateway: gateway1.pid,
+      base: baseProcess?.pid,
+    });
     if (process.env.BENCH_WINDOW_FILE)
       writeFileSync(
         process.env.BENCH_WINDOW_FILE,
@@ -636,7 +680,10 @@ async function main(): Promise<void> {
   // One request at a time, the three interleaved (direct, floor, gateway in turn, the order rotating each round):
   // the same moments for all three, so the machine's drift and background work (autovacuum after the loads) cannot
   // favour one. The latency a caller sees when nothing queues.
-  const sequential = await interleavedOneAtATime(300, sequentialTargets(sandboxUrl, floorUrl, gw1));
+  const sequential = await interleavedOneAtATime(300, sequentialTargets(sandboxUrl, floorUrl, gw1), {
+    floor: floorProxy.pid,
+    gateway: gateway1.pid,
+  });
   floorProxy.kill('SIGTERM');
   log(`one at a time (interleaved): ${JSON.stringify(sequential)}`);
 
@@ -1056,6 +1103,7 @@ function table(r: Record<string, any>): string {
     `| gateway CPU per send | ${s.cpu_ms_per_request.gateway_1_process.gateway} ms | ≤ 0.6 ms |`,
     `| Postgres CPU per send, via gateway | ${s.cpu_ms_per_request.gateway_1_process.postgres} ms | ≤ 0.45 ms |`,
     `| one at a time, interleaved (${s.one_at_a_time.rounds} rounds): direct / floor / gateway | p50 ${s.one_at_a_time.direct.p50_ms} / ${s.one_at_a_time.floor.p50_ms} / ${s.one_at_a_time.gateway.p50_ms} ms, p99 ${s.one_at_a_time.direct.p99_ms} / ${s.one_at_a_time.floor.p99_ms} / ${s.one_at_a_time.gateway.p99_ms} ms | gateway p50 ≤ floor + 0.3 ms |`,
+    `| one at a time: CPU per request of the floor / the gateway (main thread + other threads) | ${s.one_at_a_time.cpu_ms_per_request.floor.main_thread_ms} + ${s.one_at_a_time.cpu_ms_per_request.floor.other_threads_ms} / ${s.one_at_a_time.cpu_ms_per_request.gateway.main_thread_ms} + ${s.one_at_a_time.cpu_ms_per_request.gateway.other_threads_ms} ms | — |`,
     `| CPU per request, direct | ${cpuLine(s.cpu_ms_per_request.direct)} | — |`,
     `| CPU per request, bare proxy | ${cpuLine(s.cpu_ms_per_request.bare_proxy)} | — |`,
     `| CPU per send, via gateway | ${cpuLine(s.cpu_ms_per_request.gateway_1_process)} | — |`,
