@@ -65,7 +65,9 @@ export function readJsonBody(
   const length = req.headers['content-length'];
   const chunked = req.headers['transfer-encoding'] !== undefined;
   if ((length === undefined || length === '0') && !chunked) return Promise.resolve(NO_BODY);
-  if (!typeis(req, ['application/json'])) {
+  const type = req.headers['content-type'];
+  // The usual header exactly (no parameters to parse), else type-is decides.
+  if (type !== 'application/json' && !typeis(req, ['application/json'])) {
     return Promise.reject(
       new CommonError(
         415,
@@ -80,9 +82,7 @@ export function readJsonBody(
       ),
     );
   }
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i
-    .exec(req.headers['content-type'] ?? '')?.[1]
-    ?.toLowerCase();
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type ?? '')?.[1]?.toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     return Promise.reject(
       new CommonError(415, 'unsupported_media_type', 'JSON bodies are read as UTF-8 only.', [

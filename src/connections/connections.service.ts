@@ -1,6 +1,7 @@
 import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../common/digest';
 import type { DataSource } from 'typeorm';
 import { ConnectionsError } from './connections.errors';
 import { APP_CONFIG } from '../config/config.module';
@@ -36,8 +37,6 @@ export interface ConnectSession {
   expires_at: Date;
   consumed_at: Date | null;
 }
-
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 @Injectable()
 export class ConnectionsService {
@@ -96,7 +95,7 @@ export class ConnectionsService {
     const row = await this.sessions.create(mainPool(this.db), {
       tenantId,
       environment,
-      tokenHash: sha256(token),
+      tokenHash: sha256Hex(token),
       scopes,
       returnUrl: dto.return_url ?? null,
       ttlMs: CONNECT_SESSION_TTL_MS,
@@ -115,7 +114,7 @@ export class ConnectionsService {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return 'unknown';
     const rows = (await this.db.query(
       `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.token_hash = $1`,
-      [sha256(token)],
+      [sha256Hex(token)],
     )) as ConnectSession[];
     const session = rows[0];
     if (!session) return 'unknown';

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../common/digest';
 import type { Request } from 'express';
 import type { DataSource } from 'typeorm';
 import { APP_CONFIG } from '../config/config.module';
@@ -10,8 +11,6 @@ import { VaultCipher } from '../token-vault/vault-cipher';
 
 export const STATE_TTL_MS = 10 * 60_000;
 export const BROWSER_COOKIE = 'rg_connect';
-
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 export type ConnectRequest = Request & {
   connectSessionId?: string;
@@ -76,7 +75,7 @@ export class PgStateStore {
     cb: (err: Error | null, state?: string) => void,
   ): void {
     const state = randomBytes(32).toString('base64url');
-    const stateHash = sha256(state);
+    const stateHash = sha256Hex(state);
     if (!req.connectSessionId || !req.browserBinding) {
       cb(new Error('connect session missing on the authorization request'));
       return;
@@ -88,7 +87,7 @@ export class PgStateStore {
         [
           stateHash,
           req.connectSessionId,
-          sha256(req.browserBinding),
+          sha256Hex(req.browserBinding),
           verifier ? this.vault.encrypt(verifier, `state/${stateHash}`) : null,
           STATE_TTL_MS,
         ],
@@ -122,7 +121,7 @@ export class PgStateStore {
   ): Promise<{ sessionId: string; verifier?: string } | { failure: StateFailure; sessionId?: string }> {
     if (typeof providedState !== 'string' || providedState.length < 20 || providedState.length > 200)
       return { failure: 'state_missing' };
-    const stateHash = sha256(providedState);
+    const stateHash = sha256Hex(providedState);
     const [rows] = (await this.db.query(
       `UPDATE oauth_states SET consumed_at = now()
         WHERE state_hash = $1 AND consumed_at IS NULL
@@ -143,7 +142,7 @@ export class PgStateStore {
     }
     if (row.expired) return { failure: 'state_expired', sessionId: row.session_id };
     const cookie = readCookie(req, BROWSER_COOKIE);
-    if (!cookie || sha256(cookie) !== row.browser_hash)
+    if (!cookie || sha256Hex(cookie) !== row.browser_hash)
       return { failure: 'browser_mismatch', sessionId: row.session_id };
     req.oauthSessionId = row.session_id;
     return {
@@ -158,7 +157,7 @@ export class PgStateStore {
   async peekSession(providedState: unknown): Promise<string | null> {
     if (typeof providedState !== 'string' || providedState.length > 200) return null;
     const rows = (await this.db.query(`SELECT session_id FROM oauth_states WHERE state_hash = $1`, [
-      sha256(providedState),
+      sha256Hex(providedState),
     ])) as { session_id: string }[];
     return rows[0]?.session_id ?? null;
   }

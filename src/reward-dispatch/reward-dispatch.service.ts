@@ -1,5 +1,6 @@
 import { HttpStatus, Inject, Injectable } from '@nestjs/common';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { sha256Hex } from '../common/digest';
 import { type ErrorDetail, ValidationFailedError } from '../common/app-error';
 import { canonicalJson } from '../common/canonical-json';
 import { APP_CONFIG } from '../config/config.module';
@@ -63,7 +64,7 @@ export class RewardDispatchService {
     respondAsync = false,
   ): Promise<HttpOutcome> {
     const key = validateKey(idempotencyKey);
-    const requestHash = createHash('sha256').update(canonicalJson(rawBody)).digest('hex');
+    const requestHash = sha256Hex(canonicalJson(rawBody));
     let prepared: Awaited<ReturnType<RewardDispatchService['prepare']>>;
     try {
       prepared = await this.prepare(tenantId, dto);

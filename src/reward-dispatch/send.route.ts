@@ -60,7 +60,8 @@ export function serveSendRoute(
     tenant: string,
     id: string,
   ) => {
-    req.ip = proxyaddr(req, trust);
+    // Without X-Forwarded-For the client is the socket's peer, trusted or not (what proxyaddr answers then).
+    req.ip = req.headers['x-forwarded-for'] === undefined ? req.socket.remoteAddress : proxyaddr(req, trust);
     const principal = await guard.authenticate(req).catch((error: unknown) => {
       res.setHeader('Connection', 'close'); // the unread body is not worth reading
       throw error;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, hash, randomBytes } from 'node:crypto';
 
 /**
  * The emulator's data model: accounts (each with its own fields, funding sources, products, campaigns, orders and
@@ -218,7 +218,7 @@ export function randomId(prefix: string, bytes = 9): string {
 }
 
 export function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('base64url');
+  return hash('sha256', text, 'base64url');
 }
 
 /** `2026-11-22 10:15:30 UTC`, the form the sandbox has always used for `created_at`. */

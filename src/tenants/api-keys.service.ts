@@ -2,7 +2,8 @@ import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
 import { NotificationsService } from '../database/notifications.service';
 import { inTransaction, mainPool } from '../database/sql';
 import { InjectRepository } from '@nestjs/typeorm';
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256Hex } from '../common/digest';
 import { IsNull, Repository } from 'typeorm';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
@@ -23,7 +24,7 @@ const CACHE_MAX_ENTRIES = 10_000;
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  return sha256Hex(key);
 }
 
 /**
