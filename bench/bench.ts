@@ -231,15 +231,14 @@ const directBody = (n: number) =>
 /**
  * `rounds` rounds of one request to each target, in turn (the order rotating each round); p50/p99 per target.
  * `processes`: the process serving a target (floor, gateway), whose CPU per request is reported too — its main thread
- * apart from its other threads (V8's GC and compiler, libuv's pool). BENCH_TARGETS=floor,gateway keeps only those.
+ * apart from its other threads (V8's GC and compiler, libuv's pool).
  */
 async function interleavedOneAtATime(
   rounds: number,
   targets: Record<string, (i: number) => Promise<Response>>,
   processes: Record<string, number | undefined> = {},
 ) {
-  const only = process.env.BENCH_TARGETS?.split(',');
-  const names = Object.keys(targets).filter((n) => !only || only.includes(n));
+  const names = Object.keys(targets);
   const served = names.filter((n) => processes[n] !== undefined);
   const cpuBefore = served.map((n) => threadCpu(processes[n] as number));
   const latencies: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
@@ -276,7 +275,7 @@ async function interleavedOneAtATime(
   ) as Record<string, { p50_ms: number; p99_ms: number }>;
   return {
     rounds,
-    ...(stats.base
+    ...(stats.base && stats.gateway
       ? {
           base: stats.base,
           gateway_minus_base_p50_ms: +(stats.gateway.p50_ms - stats.base.p50_ms).toFixed(2),
@@ -308,13 +307,15 @@ function threadCpu(pid: number): { main: number; others: number } {
   return cpu;
 }
 
+/** The headers of a send to the gateway (or the floor), with the n-th key of `prefix`. */
+const gatewayHeaders = (prefix: string) => (n: number) => ({
+  Authorization: `Bearer ${OPERATOR}`,
+  'Content-Type': 'application/json',
+  'Idempotency-Key': `${prefix}-${n}`,
+});
+
 /** The three targets of the one-at-a-time comparison: the same order direct, through the floor, through the gateway. */
 function sequentialTargets(sandboxUrl: string, floorUrl: string, gateway: string) {
-  const headers = (prefix: string, n: number) => ({
-    Authorization: `Bearer ${OPERATOR}`,
-    'Content-Type': 'application/json',
-    'Idempotency-Key': `${prefix}-${n}`,
-  });
   return {
     direct: (i: number) =>
       fetch(`${sandboxUrl}/api/v2/orders`, {
@@ -323,11 +324,11 @@ function sequentialTargets(sandboxUrl: string, floorUrl: string, gateway: string
         body: directBody(6e9 + i),
       }),
     floor: (i: number) =>
-      fetch(floorUrl, { method: 'POST', headers: headers('floor-seq', i), body: rewardBody(7e9 + i) }),
+      fetch(floorUrl, { method: 'POST', headers: gatewayHeaders('floor-seq')(i), body: rewardBody(7e9 + i) }),
     gateway: (i: number) =>
       fetch(`${gateway}/v1/tenants/bench/rewards`, {
         method: 'POST',
-        headers: headers('g-seq', i),
+        headers: gatewayHeaders('g-seq')(i),
         body: rewardBody(8e9 + i),
       }),
   };
@@ -533,12 +534,6 @@ async function main(): Promise<void> {
     await shutdown(pg);
     return;
   }
-  const gatewayHeaders = (prefix: string) => (n: number) => ({
-    Authorization: `Bearer ${OPERATOR}`,
-    'Content-Type': 'application/json',
-    'Idempotency-Key': `${prefix}-${n}`,
-  });
-
   /** The exactly-once floor (bench/floor-proxy.ts) on the same sandbox and database, warmed up for 2 s. */
   const startFloor = async () => {
     const floorPort = await freePort();
@@ -608,6 +603,9 @@ async function main(): Promise<void> {
           body: rewardBody(9e9 + i),
         });
     }
+    // BENCH_TARGETS=floor,gateway keeps only those targets.
+    const only = process.env.BENCH_TARGETS?.split(',');
+    for (const name of Object.keys(targets)) if (only && !only.includes(name)) delete targets[name];
     const w0 = process.hrtime.bigint() / 1000n;
     const sequential = await interleavedOneAtATime(rounds, targets, {
       floor: floorProxy.pid,

@@ -90,8 +90,8 @@ export class BudgetPool extends pg.Pool {
   override connect(callback: ConnectCallback): void;
   override connect(callback?: ConnectCallback): Promise<PoolClient> | void {
     if (!callback) return this.connectRetrying();
-    // pool.query()'s form, on every statement: straight through pg-pool (an idle client is handed over at once); only a
-    // refused connection takes the retrying path.
+    // pool.query()'s form, on every statement: straight through pg-pool (no promise chain around it); only a refused
+    // connection takes the retrying path.
     super.connect((error, client, done) => {
       if (!error) return callback(undefined, guarded(client as PoolClient), done);
       if (!isRefused(error)) return callback(error, undefined, done);

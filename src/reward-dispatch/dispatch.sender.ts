@@ -349,9 +349,7 @@ export class DispatchSender {
       };
       outcome = { status: update.responseStatus, body: null };
     }
-    const written = this.store.write(row.id, carry, update);
-    // The answer is built while the write is on its way (it is derived from the rows in memory, as written); it is
-    // sent only once the write is done, and not at all if the write fails.
+    await this.store.write(row.id, carry, update);
     Object.assign(row, {
       status: update.status,
       last_error: update.lastError,
@@ -359,14 +357,10 @@ export class DispatchSender {
       sent_at: row.sent_at ?? update.sentAt,
       lease_until: null,
     });
-    try {
-      outcome.body =
-        derived === 'failed' || derived === 'cancelled'
-          ? failureBody(row, rewards).body
-          : this.view(row, rewards);
-    } finally {
-      await written; // its failure wins; never left unobserved
-    }
+    outcome.body =
+      derived === 'failed' || derived === 'cancelled'
+        ? failureBody(row, rewards).body
+        : this.view(row, rewards);
     return outcome;
   }
 

@@ -109,9 +109,20 @@ export class RewardDispatchService {
       reward_count: newRewards.length,
       priority: batch ? 1 : 0,
     };
-    const inserting = this.store.insert(row, newRewards, answerNow);
-    // The rows as written, built here rather than read back (a batch's answer lists only its first page), while the
-    // insert is on its way.
+    const stamp = await this.store.insert(row, newRewards, answerNow);
+    if (!stamp) {
+      const existing = await this.store.findByKey(tenantId, key);
+      if (!existing)
+        throw new DispatchError(
+          HttpStatus.CONFLICT,
+          'idempotency_request_in_progress',
+          'Retry shortly.',
+          [],
+          { 'Retry-After': '1' },
+        );
+      return this.replay(existing, requestHash);
+    }
+    // The rows as written, built here rather than read back (a batch's answer lists only its first page).
     const rewards: RewardRow[] = newRewards.slice(0, answerNow ? REWARD_PAGE : undefined).map((r) => ({
       dispatch_id: id,
       position: r.position,
@@ -128,19 +139,6 @@ export class RewardDispatchService {
       last_error: null,
       sent_at: null,
     }));
-    const stamp = await inserting;
-    if (!stamp) {
-      const existing = await this.store.findByKey(tenantId, key);
-      if (!existing)
-        throw new DispatchError(
-          HttpStatus.CONFLICT,
-          'idempotency_request_in_progress',
-          'Retry shortly.',
-          [],
-          { 'Retry-After': '1' },
-        );
-      return this.replay(existing, requestHash);
-    }
     const stored: DispatchRow = {
       ...row,
       created_at: stamp.created_at,
