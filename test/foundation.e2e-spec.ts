@@ -112,6 +112,24 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
     const none = await request(t.baseUrl).get('/v1/tenants/limited').expect(401);
     expect(none.body.error.code).toBe('missing_api_key');
     expect(none.headers['www-authenticate']).toContain('Bearer');
+    // `Authorization: Bearer $KEY` with $KEY unset: said to be empty, in the same family as no key at all.
+    for (const header of ['Bearer ', 'Bearer', 'bearer   ']) {
+      const empty = await request(t.baseUrl)
+        .get('/v1/tenants/limited')
+        .set('Authorization', header)
+        .expect(401);
+      expect(empty.body.error.code).toBe('missing_api_key');
+      expect(empty.body.error.message).toMatch(/^The API key is empty/);
+    }
+    // The send route (served ahead of Express) authenticates through the same guard.
+    const emptySend = await request(t.baseUrl)
+      .post('/v1/tenants/limited/rewards')
+      .set('Authorization', 'Bearer ')
+      .set('Idempotency-Key', 'empty-key')
+      .send({ rewards: [] })
+      .expect(401);
+    expect(emptySend.body.error.code).toBe('missing_api_key');
+    expect(emptySend.body.error.message).toMatch(/^The API key is empty/);
     const wrong = await request(t.baseUrl)
       .get('/v1/tenants/limited')
       .set('Authorization', 'Bearer rgk_wrongwrongwrongwrong')

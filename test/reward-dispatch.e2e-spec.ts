@@ -536,8 +536,20 @@ describe.each(['single', 'array'] as const)(
       await connectTenant(t, 'gone');
       await request(t.baseUrl).delete('/v1/tenants/gone/connection').set(op).expect(200);
       const res = await send(t, 'gone', 'gone-1', { ...FS, rewards: [reward()] });
-      expect([404, 409]).toContain(res.status);
-      expect(['connection_not_found', 'connection_not_active']).toContain(res.body.error.code);
+      expect(res.status).toBe(409);
+      expect(res.body.error).toMatchObject({
+        code: 'connection_not_active',
+        message: 'The rewards connection is disconnected; the tenant must connect again.',
+        details: [{ field: 'connection.status', reason: 'disconnected' }],
+      });
+      // The connection's other readers resolve it the same way; nothing was stored for the refused send.
+      const fields = await request(t.baseUrl).get('/v1/tenants/gone/fields').set(op).expect(409);
+      expect(fields.body.error.code).toBe('connection_not_active');
+      const stored = await request(t.baseUrl).get('/v1/tenants/gone/dispatches').set(op).expect(200);
+      expect(stored.body.dispatches).toEqual([]);
+      // Connected again: it sends.
+      await connectTenant(t, 'gone');
+      await send(t, 'gone', 'gone-2', { ...FS, rewards: [reward()] }).expect(201);
     });
   },
 );

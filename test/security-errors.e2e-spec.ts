@@ -143,6 +143,12 @@ describe('security: error answers', () => {
         .send({ rewards: [reward()] })
         .expect(404);
       expect(send.body.error.code).toBe('connection_not_found');
+      // …with where to start: a connect session for this tenant.
+      for (const res of [none, fields, send])
+        expect(res.body.error.message).toBe(
+          'The tenant has no rewards connection for sandbox. To connect one, create a connect session ' +
+            '(POST /v1/tenants/exists/connect-sessions) and open its connect_url in a browser.',
+        );
       await request(t.baseUrl).get('/v1/tenants/linked/connection').set(op).expect(200);
       await request(t.baseUrl).get('/v1/tenants/exists/dispatches').set(op).expect(200);
     });

@@ -213,7 +213,16 @@ export class ConnectionsService {
       `SELECT id, status FROM connections WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected'`,
       [tenantId, env],
     )) as { id: string; status: string }[];
-    if (!rows[0]) throw new ConnectionNotFoundError(env);
+    if (!rows[0]) {
+      // Only on the way to an error: a tenant whose connection was disconnected is told so (409, status
+      // disconnected, as for needs_reauth); one that never connected is told where to start (404 with the path).
+      const ended = (await this.db.query(
+        `SELECT 1 FROM connections WHERE tenant_id = $1 AND environment = $2 AND status = 'disconnected' LIMIT 1`,
+        [tenantId, env],
+      )) as unknown[];
+      if (ended.length) throw new ConnectionNotActiveError('disconnected');
+      throw new ConnectionNotFoundError(env, tenantId);
+    }
     if (rows[0].status !== 'active' && rows[0].status !== 'error')
       throw new ConnectionNotActiveError(rows[0].status);
     const value = { id: rows[0].id, environment: env };
@@ -228,7 +237,7 @@ export class ConnectionsService {
       `SELECT * FROM connections WHERE tenant_id = $1 AND environment = $2 ORDER BY (status <> 'disconnected') DESC, connected_at DESC LIMIT 1`,
       [tenantId, env],
     )) as Record<string, unknown>[];
-    if (!rows[0]) throw new ConnectionNotFoundError(env);
+    if (!rows[0]) throw new ConnectionNotFoundError(env, tenantId);
     return toConnectionResponse(rows[0]);
   }
 

@@ -77,11 +77,16 @@ export class RefreshFailedError extends VaultError {
 }
 
 export class ConnectionNotFoundError extends VaultError {
-  constructor(environment?: string) {
+  /** With the tenant, the message says how to connect one (the connect session's path). */
+  constructor(environment?: string, tenantId?: string) {
     super(
       HttpStatus.NOT_FOUND,
       'connection_not_found',
-      `The tenant has no rewards connection${environment ? ` for ${environment}` : ''}.`,
+      `The tenant has no rewards connection${environment ? ` for ${environment}` : ''}.` +
+        (tenantId
+          ? ` To connect one, create a connect session (POST /v1/tenants/${tenantId}/connect-sessions)` +
+            ' and open its connect_url in a browser.'
+          : ''),
     );
   }
 }

@@ -69,6 +69,14 @@ export class ApiKeyGuard implements CanActivate {
     if (!header) {
       throw unauthorized('missing_api_key', 'Send an API key as "Authorization: Bearer <key>".', challenge);
     }
+    // "Bearer " and nothing else (HTTP trims the trailing space): most often a shell variable that is not set.
+    if (/^Bearer\s*$/i.test(header)) {
+      throw unauthorized(
+        'missing_api_key',
+        'The API key is empty: the Authorization header is "Bearer " with no key after it (is the variable holding the key set?).',
+        challenge,
+      );
+    }
     let presented: string | undefined = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
     const basic = basicAllowed ? /^Basic\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
     if (basic) {
