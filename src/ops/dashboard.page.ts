@@ -55,17 +55,17 @@ function batchesSection(batches: RunningBatch[]): string {
         .map(([s, label]) => `<span class="count-${s}">${b.counts[s]} ${label}</span>`)
         .join(' · ');
       return `<tr data-dispatch="${e(b.id)}" data-tenant="${e(b.tenant_id)}">
-        <td><strong>${e(b.tenant_name)}</strong><br><span class="muted">${e(b.tenant_id)}</span></td>
-        <td><code>${e(b.id)}</code><br><span class="muted">${b.priority === 1 ? 'bulk' : 'interactive'}</span></td>
-        <td>${when(b.created_at.toISOString())}</td>
-        <td>${e(b.status)}${b.cancel_requested_at ? `<br><span class="muted">cancel requested ${when(b.cancel_requested_at.toISOString())}</span>` : ''}</td>
-        <td class="progress"><progress value="${b.done}" max="${b.total}" aria-label="${b.done} of ${b.total} rewards done">${percent} %</progress>
+        <td data-label="Tenant"><strong>${e(b.tenant_name)}</strong><br><span class="muted">${e(b.tenant_id)}</span></td>
+        <td data-label="Dispatch"><code>${e(b.id)}</code><br><span class="muted">${b.priority === 1 ? 'bulk' : 'interactive'}</span></td>
+        <td data-label="Created">${when(b.created_at.toISOString())}</td>
+        <td data-label="Status">${e(b.status)}${b.cancel_requested_at ? `<br><span class="muted">cancel requested ${when(b.cancel_requested_at.toISOString())}</span>` : ''}</td>
+        <td class="progress" data-label="Progress"><progress value="${b.done}" max="${b.total}" aria-label="${b.done} of ${b.total} rewards done">${percent} %</progress>
           <span class="done">${b.done} / ${b.total} done (${percent} %)</span><br><span class="muted">${breakdown || 'no rewards yet'}</span></td>
       </tr>`;
     })
     .join('');
   return `<section id="batches"><h2>Running batches</h2>
-<div class="scroll" role="region" aria-label="Running batches" tabindex="0"><table class="batches"><thead><tr><th>Tenant</th><th>Dispatch</th><th>Created</th><th>Status</th><th>Progress</th></tr></thead>
+<div class="scroll" role="region" aria-label="Running batches" tabindex="0"><table class="batches stack"><thead><tr><th>Tenant</th><th>Dispatch</th><th>Created</th><th>Status</th><th>Progress</th></tr></thead>
 <tbody>${rows || '<tr><td colspan="5">No batches running.</td></tr>'}</tbody></table></div>
 <p class="muted">Dispatches of more than one reward still queued or sending, newest first (at most ${RUNNING_BATCHES_SHOWN}).</p></section>`;
 }
@@ -188,11 +188,11 @@ function failingEndpointsSection(endpoints: FailingEndpoint[]): string {
       (
         w,
       ) => `<tr data-endpoint="${e(w.endpoint_id)}" data-tenant="${e(w.tenant_id)}" class="${w.disabled ? 'disabled' : 'failing'}">
-        <td>${e(w.tenant_id)}</td>
-        <td class="url"><code>${e(w.url)}</code></td>
-        <td>${when(w.failing_since ? new Date(w.failing_since).toISOString() : null)}</td>
-        <td class="failures">${w.consecutive_failures}</td>
-        <td>${
+        <td data-label="Tenant">${e(w.tenant_id)}</td>
+        <td class="url" data-label="URL"><code>${e(w.url)}</code></td>
+        <td data-label="Failing since">${when(w.failing_since ? new Date(w.failing_since).toISOString() : null)}</td>
+        <td class="failures" data-label="Consecutive failures">${w.consecutive_failures}</td>
+        <td data-label="State">${
           w.disabled
             ? `<strong>disabled</strong> ${when(w.disabled_at ? new Date(w.disabled_at).toISOString() : null)}${w.disabled_reason ? `<br><span class="muted">${e(w.disabled_reason)}</span>` : ''}`
             : 'failing, retrying'
@@ -201,7 +201,7 @@ function failingEndpointsSection(endpoints: FailingEndpoint[]): string {
     )
     .join('');
   return `<section id="webhooks" aria-labelledby="webhooks-title"><h2 id="webhooks-title">Tenant webhook endpoints failing</h2>
-<div class="scroll" role="region" aria-label="Failing webhook endpoints" tabindex="0"><table class="webhooks"><thead><tr><th>Tenant</th><th>URL</th><th>Failing since</th><th>Consecutive failures</th><th>State</th></tr></thead>
+<div class="scroll" role="region" aria-label="Failing webhook endpoints" tabindex="0"><table class="webhooks stack"><thead><tr><th>Tenant</th><th>URL</th><th>Failing since</th><th>Consecutive failures</th><th>State</th></tr></thead>
 <tbody>${rows || '<tr><td colspan="5">No endpoint failing.</td></tr>'}</tbody></table></div>
 <p class="muted">Disabled endpoints first, then the longest failing (at most ${FAILING_ENDPOINTS_SHOWN}).</p></section>`;
 }
@@ -210,7 +210,7 @@ function failingEndpointsSection(endpoints: FailingEndpoint[]): string {
  * The operators' one-page view, top to bottom: the summary (connections per status and health), the last hour's sends
  * and failures, the running batches, the failing tenant webhook endpoints, then every connection, coloured by health,
  * with its events and Check / Refresh. Every time is UTC text in a `<time>`, which the one inline script rewrites in the
- * viewer's time zone. Fits a phone: the plot scales, each table scrolls inside its own container.
+ * viewer's time zone. Fits a phone: the plot scales, and under 40rem every table row becomes a card of labelled lines.
  */
 export function dashboardPage(
   connections: ConnectionHealthView[],
@@ -251,19 +251,19 @@ export function dashboardPage(
       const action = (name: string, label: string) =>
         `<form method="post" action="/ops/connections/${e(c.id)}/${name}"><input type="hidden" name="csrf" value="${e(csrf)}"><button type="submit" data-action="${name}">${label}</button></form>`;
       return `<tr class="health-${e(c.health ?? 'none')}" data-connection="${e(c.id)}" data-tenant="${e(c.tenant_id)}">
-        <td><strong>${e(c.tenant_name)}</strong><br><span class="muted">${e(c.tenant_id)}</span></td>
-        <td>${e(c.environment)}</td>
-        <td>${e(c.status)}</td>
-        <td><span class="badge" style="background:${colour}">${e(c.health ?? '—')}</span></td>
-        <td>${when(c.last_refreshed_at)}<br><span class="muted">expires ${when(c.access_expires_at)}</span></td>
-        <td>${when(c.last_used_at)}</td>
-        <td>${c.last_error ? `<strong>${e(c.last_error.code)}</strong><br><span class="muted">${e(c.last_error.message ?? '')}</span>` : '—'}${
+        <td data-label="Tenant"><strong>${e(c.tenant_name)}</strong><br><span class="muted">${e(c.tenant_id)}</span></td>
+        <td data-label="Env">${e(c.environment)}</td>
+        <td data-label="Status">${e(c.status)}</td>
+        <td data-label="Health"><span class="badge" style="background:${colour}">${e(c.health ?? '—')}</span></td>
+        <td data-label="Last refresh">${when(c.last_refreshed_at)}<br><span class="muted">expires ${when(c.access_expires_at)}</span></td>
+        <td data-label="Last use">${when(c.last_used_at)}</td>
+        <td data-label="Last error">${c.last_error ? `<strong>${e(c.last_error.code)}</strong><br><span class="muted">${e(c.last_error.message ?? '')}</span>` : '—'}${
           c.last_probe
             ? `<br><span class="muted">probe ${c.last_probe.ok ? 'ok' : `failed: ${e(c.last_probe.error ?? '')}`}</span>`
             : ''
         }</td>
-        <td>${c.consecutive_failures} / ${c.refresh_count}</td>
-        <td>${c.dispatches_24h.sent} / ${c.dispatches_24h.failed} / ${c.dispatches_24h.queued}</td>
+        <td data-label="Failures / refreshes">${c.consecutive_failures} / ${c.refresh_count}</td>
+        <td data-label="24 h sent / failed / queued">${c.dispatches_24h.sent} / ${c.dispatches_24h.failed} / ${c.dispatches_24h.queued}</td>
         <td class="actions">${action('check', 'Check')}${action('refresh', 'Refresh')}</td>
       </tr>
       <tr class="events"><td colspan="10"><details><summary>Events</summary><ul>${evs || '<li>none</li>'}</ul></details></td></tr>`;
@@ -302,7 +302,22 @@ export function dashboardPage(
   table.connections { min-width: 60rem; } table.batches { min-width: 40rem; } table.webhooks { min-width: 36rem; }
   td.url code { word-break: break-all; } tr.disabled > td { background: #fef2f2; }
   .flash, tr.events code { overflow-wrap: anywhere; }
-  @media (max-width: 40rem) { header { padding: .7rem 1rem; } main { padding: .75rem 1rem; } }
+  @media (max-width: 40rem) {
+    header { padding: .7rem 1rem; } main { padding: .75rem 1rem; }
+    /* On a phone each row is a card, one labelled cell a line: every button and link in sight, nothing to scroll. */
+    table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; min-width: 0; }
+    table.stack { background: none; }
+    table.stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+    table.stack tr { background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; margin-bottom: .6rem; }
+    table.stack tr:not(.events) { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); }
+    table.stack td:first-child, table.stack td[colspan], table.stack td.actions, table.stack td.progress,
+    table.stack td.url, table.stack td:last-child { grid-column: 1 / -1; }
+    table.stack td { border-bottom: 0; padding: .25rem .7rem; }
+    table.stack td[data-label]::before { content: attr(data-label); display: block; font-size: .75em; font-weight: 600; color: #6b7280; }
+    table.connections tr[data-connection] { margin-bottom: 0; border-bottom: 0; border-radius: 6px 6px 0 0; }
+    table.connections tr.events { border-top: 0; border-radius: 0 0 6px 6px; }
+    table.connections td.actions { padding: .4rem .7rem; } td.progress { min-width: 0; } progress { width: 100%; }
+  }
 </style></head>
 <body><header><h1>Rewards Gateway · ops</h1><p class="tz">Times in <span id="tz">UTC</span></p></header><main>
 ${flash ? `<p class="flash" id="flash">${e(flash)}</p>` : ''}
@@ -318,7 +333,7 @@ ${overview.failingEndpoints ? failingEndpointsSection(overview.failingEndpoints)
   <label>tenant <input name="tenant" value="${e(filters.tenant ?? '')}" size="14"></label>
   <button type="submit">Filter</button>
 </form>
-<div class="scroll" id="connections-table" role="region" aria-label="Connections" tabindex="0"><table class="connections"><thead><tr><th>Tenant</th><th>Env</th><th>Status</th><th>Health</th><th>Last refresh</th><th>Last use</th><th>Last error</th>
+<div class="scroll" id="connections-table" role="region" aria-label="Connections" tabindex="0"><table class="connections stack"><thead><tr><th>Tenant</th><th>Env</th><th>Status</th><th>Health</th><th>Last refresh</th><th>Last use</th><th>Last error</th>
 <th>Failures / refreshes</th><th>24 h sent / failed / queued</th><th></th></tr></thead>
 <tbody>${rows || '<tr><td colspan="10">No connections match.</td></tr>'}</tbody></table></div>
 ${pager}
