@@ -6,6 +6,14 @@ import type { Runtime } from './bootstrap';
 import { loadConfigOrFail, lockDataDir, prepareRuntime } from './bootstrap';
 import type { AppConfig } from './config/app-config';
 import { terminate } from './common/terminate';
+import {
+  CREATE_API_KEY,
+  CREATE_TENANT,
+  FIRST_HOUR_TENANT,
+  SEND_REWARD,
+  connectSession,
+  variables,
+} from './ops/first-steps';
 // Nest, TypeORM and the app are loaded in start(), after the signal handlers are in place (loading takes a second).
 type AppFactory = typeof import('./app.factory');
 
@@ -15,12 +23,6 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 const LISTEN_HOST = '0.0.0.0';
 /** A stop that takes longer than this (a request that never ends) ends the process anyway, with exit code 1. */
 const STOP_TIMEOUT_MS = 15_000;
-
-/**
- * The tenant of the README's quick start, with the page its admins come back to after connecting: a connect session
- * may only name a return_url on this list, so the README's next step (a connect session for this URL) works as is.
- */
-const QUICK_START_RETURN_URL = 'https://platform.example.com/settings/rewards';
 
 /** What has been started so far: a signal or a failed start stops exactly that, the app before its database. */
 const started: {
@@ -41,7 +43,10 @@ async function start(): Promise<void> {
   if (stopping) return;
   const { runMigrations } = await import('./database/data-source');
   const applied = await runMigrations(config.databaseUrl as string);
-  if (applied.length) say(`Applied migrations: ${applied.join(', ')}`);
+  if (applied.length)
+    say(
+      `Applied ${applied.length} migration${applied.length === 1 ? '' : 's'} (the last: ${applied.at(-1)})`,
+    );
   if (stopping) return;
   const factory = (started.factory = await import('./app.factory'));
   const app = (started.app = await factory.createApp(config));
@@ -52,7 +57,22 @@ async function start(): Promise<void> {
   await new Promise((r) => setTimeout(r, 50));
   if (stopping) return;
   const address = (app.getHttpServer() as Server).address() as AddressInfo;
-  for (const line of banner(config, started.runtime, address)) say(line);
+  const progress = await quickStartProgress(app);
+  if (stopping) return;
+  for (const line of banner(config, started.runtime, address, progress)) say(line);
+}
+
+type QuickStartProgress = 'no-tenant' | 'not-connected' | 'connected';
+
+/** How far the README's first hour has got on this database, so a restart shows the next step, not the first. */
+async function quickStartProgress(app: NestExpressApplication): Promise<QuickStartProgress> {
+  const { ConnectionsService } = await import('./connections/connections.service');
+  try {
+    const connection = await app.get(ConnectionsService).getConnection(FIRST_HOUR_TENANT);
+    return connection.status === 'active' || connection.status === 'error' ? 'connected' : 'not-connected';
+  } catch (error) {
+    return (error as { code?: string }).code === 'connection_not_found' ? 'not-connected' : 'no-tenant';
+  }
 }
 
 async function listen(app: NestExpressApplication, port: number): Promise<void> {
@@ -67,11 +87,21 @@ async function listen(app: NestExpressApplication, port: number): Promise<void> 
   }
 }
 
-/** The start-up banner: where everything is, and the README's first steps with this gateway's addresses. */
-function banner(config: AppConfig, runtime: Runtime, address: AddressInfo): string[] {
+/**
+ * The start-up banner: where everything is, then the README's next step of its first hour with this gateway's
+ * addresses — the first steps on a new database, the connect link once tenant acme exists, the send once it is
+ * connected. Labels in one column.
+ */
+function banner(
+  config: AppConfig,
+  runtime: Runtime,
+  address: AddressInfo,
+  progress: QuickStartProgress,
+): string[] {
   const base = config.publicBaseUrl;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const local = `http://localhost:${address.port}`;
+  const row = (label: string, value: string) => `  ${`${label}:`.padEnd(15)}${value}`;
   const lines = [''];
   if (sameLocalOrigin(base, address.port)) {
     lines.push(`Rewards Gateway is running at ${base}`);
@@ -79,44 +109,45 @@ function banner(config: AppConfig, runtime: Runtime, address: AddressInfo): stri
     // PUBLIC_BASE_URL is where browsers and the rewards service reach the gateway (a proxy, a published port);
     // the socket is where this process listens. Both, so neither is a surprise.
     lines.push(`Rewards Gateway is running at ${base} (PUBLIC_BASE_URL)`);
-    lines.push(`  Listening on:  ${host}:${address.port} (${local} from this machine)`);
+    lines.push(row('Listening on', `${host}:${address.port} (${local} from this machine)`));
   }
   lines.push(
-    `  Database:      ${runtime.embedded ? `embedded Postgres in ${config.dataDir}/postgres` : 'DATABASE_URL'}`,
+    row('Database', runtime.embedded ? `embedded Postgres in ${config.dataDir}/postgres` : 'DATABASE_URL'),
   );
   for (const env of Object.values(config.rewards)) {
-    lines.push(`  Rewards (${env.name}): ${env.baseUrl}${env.embedded ? ' (built-in sandbox)' : ''}`);
+    lines.push(
+      row('Rewards', `${env.baseUrl} (${env.embedded ? 'sandbox: the built-in emulator' : env.name})`),
+    );
   }
-  lines.push(`  API docs:      ${base}/docs`);
-  lines.push(`  Readiness:     ${base}/health/ready`);
-  lines.push(`  Ops dashboard: ${base}/ops (any user name, the operator key as password)`);
+  lines.push(row('API docs', `${base}/docs`));
+  lines.push(row('Readiness', `${base}/health/ready`));
+  lines.push(row('Ops dashboard', `${base}/ops (any user name, the operator key as password)`));
   // Never the key itself: start-up output ends up in terminals, CI logs and log collectors. Only where it is.
   const keyFile = runtime.secrets.operatorKeyFile;
   lines.push(
-    `  Operator key:  ${keyFile ? `in ${keyFile} (generated; mode 0600)` : 'the value of OPERATOR_API_KEY'}`,
+    row('Operator key', keyFile ? `in ${keyFile} (generated; mode 0600)` : 'the value of OPERATOR_API_KEY'),
   );
-  const auth = `-H "Authorization: Bearer $OPERATOR_KEY"`;
-  const json = `-H 'Content-Type: application/json'`;
+  const indent = (commands: string[]) => commands.map((c) => `  ${c}`);
+  const exports = indent(variables(base, keyFile));
   lines.push('');
-  lines.push('Create a tenant and a key for it:');
-  lines.push(`  export GW=${base}`);
-  lines.push(
-    keyFile
-      ? `  export OPERATOR_KEY=$(cat ${keyFile})`
-      : `  export OPERATOR_KEY=...   # the value of OPERATOR_API_KEY`,
-  );
-  // As the README has them, so its later steps (which use $GW and $OPERATOR_KEY) follow on.
-  lines.push(`  curl -s -X POST $GW/v1/tenants ${auth} \\`);
-  lines.push(`       ${json} \\`);
-  lines.push(`       -d '{"id":"acme","name":"Acme Corp","return_urls":["${QUICK_START_RETURN_URL}"]}'`);
-  lines.push(`  curl -s -X POST $GW/v1/tenants/acme/api-keys ${auth} \\`);
-  lines.push(`       ${json} -d '{"name":"payments-service"}'`);
-  lines.push(
-    'Then connect its rewards account: open the connect_url this answers in a browser, and approve:',
-  );
-  lines.push(`  curl -s -X POST $GW/v1/tenants/acme/connect-sessions ${auth} \\`);
-  lines.push(`       ${json} -d '{"return_url":"${QUICK_START_RETURN_URL}"}'`);
-  lines.push(`Sending a reward and more: README.md, "Quick start" (a summary at ${base}/).`);
+  if (progress === 'no-tenant') {
+    lines.push(
+      'First steps: a tenant, an API key for its own service, and a link to connect its rewards account:',
+    );
+    lines.push(...exports, ...indent([...CREATE_TENANT, ...CREATE_API_KEY, ...connectSession('API_KEY')]));
+    lines.push('Open the connect_url it answers in a browser and approve.');
+  } else if (progress === 'not-connected') {
+    lines.push(
+      `Tenant ${FIRST_HOUR_TENANT} has no rewards connection: open the connect_url this answers in a browser and approve:`,
+    );
+    lines.push(...exports, ...indent(connectSession('OPERATOR_KEY')));
+  } else {
+    lines.push(
+      `Tenant ${FIRST_HOUR_TENANT} is connected: send a reward with a key of its own (a new one: keys are shown once):`,
+    );
+    lines.push(...exports, ...indent([...CREATE_API_KEY, ...SEND_REWARD]));
+  }
+  lines.push(`The whole first hour: README.md, "The first hour" (a summary at ${base}/).`);
   lines.push('');
   lines.push('Stop with Ctrl-C.');
   return lines;

@@ -1,12 +1,13 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from './support/browser';
+import { launchChromium, watchViolations } from './support/browser';
 import request from 'supertest';
 import type { TestApp } from './support/app';
-import { startTestApp } from './support/app';
+import { OPERATOR_KEY, startTestApp } from './support/app';
 import { control, op } from './support/connect';
 
 /** Debian's chromium (installed by .ci/run); the flags keep it off the closed network. */
@@ -17,6 +18,8 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
   let browser: Browser;
   let platform: Server;
   let platformUrl: string;
+  // A DATA_DIR holding the operator key, as `npm start` generates it: the start page then names its file.
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'rg-browser-'));
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
@@ -30,7 +33,8 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
     });
     await new Promise<void>((r) => platform.listen(0, '127.0.0.1', () => r()));
     platformUrl = `http://127.0.0.1:${(platform.address() as AddressInfo).port}/settings/rewards`;
-    t = await startTestApp({ OPS_PROBE_INTERVAL_MS: '0' });
+    writeFileSync(path.join(dataDir, 'operator-api-key'), `${OPERATOR_KEY}\n`, { mode: 0o600 });
+    t = await startTestApp({ OPS_PROBE_INTERVAL_MS: '0', DATA_DIR: dataDir });
     await control(t, '/reset');
     await request(t.baseUrl)
       .post('/v1/tenants')
@@ -59,6 +63,8 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
     const page = await browser.newPage();
     await page.goto(await connectLink());
     await expectText(page.locator('main'), 'Acme Corp');
+    // It says where the user lands after approving: the platform's page (its host).
+    await expectText(page.locator('#next'), `sent back to ${new URL(platformUrl).host}`);
     await page.screenshot({ path: path.join(ARTIFACTS, 'connect-page.png'), fullPage: true });
     await page.click('#connect');
     await page.waitForSelector('#approve');
@@ -69,6 +75,63 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'connected-return.png') });
     const connection = await request(t.baseUrl).get('/v1/tenants/acme/connection').set(op).expect(200);
     expect(connection.body.status).toBe('active');
+    await page.close();
+  });
+
+  it('without a return_url: Connect → approve → the gateway’s own "Rewards account connected" page', async () => {
+    const page = await browser.newPage();
+    const { body } = await request(t.baseUrl).post('/v1/tenants/acme/connect-sessions').set(op).expect(201);
+    await page.goto(body.connect_url as string);
+    await expectText(page.locator('#next'), 'a page of this gateway that confirms it');
+    await page.click('#connect');
+    await page.click('#approve');
+    await page.waitForURL(`${t.baseUrl}/oauth/callback?**`);
+    expect(await page.textContent('h1')).toBe('Rewards account connected');
+    await expectText(
+      page.locator('main'),
+      'Acme Corp can now send rewards through your rewards account (sandbox).',
+    );
+    await page.screenshot({ path: path.join(ARTIFACTS, 'connected-page.png') });
+    await page.close();
+  });
+
+  it('the start page at 1,280 px: every command in sight (wrapped, none scrolls in its box), the key file as in the banner', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const violations = watchViolations(page);
+    await page.goto(`${t.baseUrl}/`);
+    const blocks = await page.locator('pre, code').evaluateAll((elements) =>
+      elements.map((el) => {
+        const e = el as unknown as {
+          scrollWidth: number;
+          clientWidth: number;
+          textContent: string;
+          tagName: string;
+        };
+        return {
+          tag: e.tagName,
+          text: e.textContent.slice(0, 60),
+          scroll: e.scrollWidth,
+          width: e.clientWidth,
+        };
+      }),
+    );
+    expect(blocks.filter((b) => b.scroll > b.width)).toEqual([]);
+    expect(blocks.filter((b) => b.tag === 'PRE').length).toBeGreaterThanOrEqual(5);
+    const layout = await page.evaluate(() => {
+      const d = (globalThis as unknown as { document: Layout }).document;
+      return {
+        page: d.documentElement.scrollWidth,
+        main: (d.querySelector('main') as LayoutElement).getBoundingClientRect().width,
+      };
+    });
+    expect(layout.page).toBeLessThanOrEqual(1280);
+    expect(layout.main).toBeGreaterThan(1100); // the page's width is used, not a narrow column
+    const text = (await page.textContent('main')) ?? '';
+    expect(text).toContain(`export OPERATOR_KEY=$(cat ${path.join(dataDir, 'operator-api-key')})`);
+    expect(text).toContain('-H "Authorization: Bearer $API_KEY"'); // the sends use the tenant's own key
+    expect(text).not.toContain(OPERATOR_KEY);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'home-1280.png'), fullPage: true });
+    expect(violations).toEqual([]);
     await page.close();
   });
 
@@ -130,4 +193,13 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
 
 async function expectText(locator: { textContent(): Promise<string | null> }, text: string): Promise<void> {
   expect(await locator.textContent()).toContain(text);
+}
+
+/** What the page's script sees (typed here: the test compiles without the DOM library). */
+interface LayoutElement {
+  getBoundingClientRect(): { width: number };
+}
+interface Layout {
+  documentElement: { scrollWidth: number };
+  querySelector(selector: string): LayoutElement | null;
 }

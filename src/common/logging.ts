@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Params } from 'nestjs-pino';
-import type { DestinationStream } from 'pino';
+import type { DestinationStream, LogFn, Logger } from 'pino';
 import type { LogLevel } from '../config/app-config';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id';
 
@@ -26,9 +26,33 @@ export const REDACT_PATHS = [
   '*.key',
 ];
 
+/**
+ * Nest's own start-up lines ("Mapped {/v1/tenants, POST} route", "… dependencies initialized", ~80 of them) say
+ * nothing an operator acts on: logged at debug instead of info, so a start at the default level is quiet up to the
+ * banner, and LOG_LEVEL=debug still shows them.
+ */
+const FRAMEWORK_START_UP = new Set([
+  'NestFactory',
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestApplication',
+]);
+const INFO = 30;
+
+function quietStartUp(this: Logger, args: Parameters<LogFn>, method: LogFn, level: number): void {
+  const context = (args[0] as { context?: unknown } | null | undefined)?.context;
+  if (level === INFO && typeof context === 'string' && FRAMEWORK_START_UP.has(context)) {
+    this.debug(...args);
+    return;
+  }
+  method.apply(this, args);
+}
+
 export function loggerParams(level: LogLevel, destination?: DestinationStream): Params {
   const options = {
     level,
+    hooks: { logMethod: quietStartUp },
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
     // Normally `assignRequestId` (the app's first middleware) has set req.id and the header already.
     genReqId: (req: IncomingMessage, res: ServerResponse) => {

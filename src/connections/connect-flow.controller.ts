@@ -54,7 +54,13 @@ export class ConnectFlowController {
     res
       .type('html')
       .send(
-        connectLandingPage(session.tenant_name, session.environment, session.scopes, `${token}/authorize`),
+        connectLandingPage(
+          session.tenant_name,
+          session.environment,
+          session.scopes,
+          `${token}/authorize`,
+          session.return_url && isBrowserUrl(session.return_url) ? session.return_url : null,
+        ),
       );
   }
 

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
@@ -16,7 +18,7 @@ export class HomeController {
   private readonly page: string;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
-    this.page = homePage(config.publicBaseUrl);
+    this.page = homePage(config.publicBaseUrl, demoOperatorKeyFile(config));
   }
 
   @Get()
@@ -28,5 +30,19 @@ export class HomeController {
       return;
     }
     res.type('html').send(this.page);
+  }
+}
+
+/**
+ * Where the operator key is kept, as the start-up banner shows it — only on a local demo gateway (the built-in sandbox,
+ * no production environment) whose key was generated into DATA_DIR: the start page is public.
+ */
+function demoOperatorKeyFile(config: AppConfig): string | undefined {
+  if (!config.mountSandbox || config.rewards.production) return undefined;
+  const file = path.join(config.dataDir, 'operator-api-key');
+  try {
+    return readFileSync(file, 'utf8').trim() === config.operatorApiKey ? file : undefined;
+  } catch {
+    return undefined;
   }
 }
