@@ -1,7 +1,6 @@
 /**
  * `npm run bench`: Postgres (embedded unless DATABASE_URL), the sandbox as its own process, the gateway (1 process,
- * then 2), load from autocannon. Prints one table and writes bench/results.json. See the README's
- * "Performance and reliability" section.
+ * then 2), load from autocannon. Prints one table and writes bench/results.json. See docs/performance.md.
  */
 import 'reflect-metadata';
 import autocannon from 'autocannon';

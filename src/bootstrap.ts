@@ -22,7 +22,7 @@ export function loadConfigOrFail(): AppConfig {
     return parseConfig(process.env);
   } catch (error) {
     if (error instanceof ConfigValidationError) {
-      process.stderr.write(`${error.message}\nSee .env.example and the README's Configuration table.\n`);
+      process.stderr.write(`${error.message}\nSee .env.example and docs/configuration.md.\n`);
       terminate(1);
     }
     throw error;

@@ -1,14 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -19,6 +11,7 @@ import type { TestApp } from './support/app';
 import { freePort, startTestApp } from './support/app';
 import { connectByApproving } from './support/connect';
 import { createTestDatabase } from './support/database';
+import { shellPath } from './support/shell';
 
 const ROOT = path.join(__dirname, '..');
 const RETURN_URL = 'https://platform.example.com/settings/rewards';
@@ -54,7 +47,11 @@ describe('the first hour', () => {
       expect(res.text).not.toMatch(/href="https?:/); // every link stays on the gateway
       // The quick start's three steps, with this gateway's address and the tenant's return_urls.
       expect(res.text).toContain(`export GW=${t.baseUrl}`);
-      expect(res.text).toContain(`&quot;return_urls&quot;:[&quot;${RETURN_URL}&quot;]`);
+      expect(res.text).toContain(
+        '-d &#39;{&quot;id&quot;:&quot;acme&quot;,&quot;name&quot;:&quot;Acme Corp&quot;}&#39;',
+      );
+      expect(res.text).toContain('export API_KEY=$(curl');
+      expect(res.text).toContain('$GW/v1/tenants/acme/dispatches?limit=1');
       expect(res.text).toContain('$GW/v1/tenants/acme/connect-sessions');
       expect(res.text).toContain('$GW/v1/tenants/acme/rewards');
       expect(res.text).not.toContain(t.config.operatorApiKey as string);
@@ -85,58 +82,88 @@ describe('the first hour', () => {
     });
   });
 
-  it("npm start on a fresh DATA_DIR: the banner's commands and the README's next step work as printed", async () => {
+  it('npm start on a fresh DATA_DIR: quiet up to the banner, whose commands work as printed; a restart shows the next step', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'rg-first-hour-'));
     const port = await freePort();
-    const main = startMain({ DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' });
+    const base = `http://localhost:${port}`;
+    // The default LOG_LEVEL (info), as `npm start` runs it.
+    const main = startMain({ DATA_DIR: dataDir, PORT: String(port) });
     try {
       await main.waitFor(/^Stop with Ctrl-C\.$/m);
       const out = main.output();
-      const base = `http://localhost:${port}`;
+      // Quiet: none of Nest's start-up lines (route mapping, modules initialised) before the banner.
+      expect(out).not.toMatch(/RoutesResolver|RouterExplorer|InstanceLoader|NestFactory|Mapped \{/);
+      expect(out.slice(0, out.indexOf('Rewards Gateway is running')).split('\n').length).toBeLessThan(6);
+      expect(out).toMatch(/^Applied \d+ migrations \(the last: \w+\)$/m);
       expect(out).toContain(`Rewards Gateway is running at ${base}\n`);
       expect(out).not.toContain('Listening on:'); // PUBLIC_BASE_URL is this machine's address of the bound port
+      // Every label in one column.
+      const labels = bannerRows(out);
+      expect(Object.keys(labels)).toEqual([
+        'Database',
+        'Rewards',
+        'API docs',
+        'Readiness',
+        'Ops dashboard',
+        'Operator key',
+      ]);
+      expect(new Set(Object.values(labels).map((row) => row.indexOf(row.trim().split(/: +/)[1]))).size).toBe(
+        1,
+      );
+      expect(labels.Rewards).toBe(`  Rewards:       ${base}/sandbox (sandbox: the built-in emulator)`);
       expect(out).toContain(`  Ops dashboard: ${base}/ops`);
       expect(out).toContain(`  Operator key:  in ${path.join(dataDir, 'operator-api-key')}`);
       const key = readFileSync(path.join(dataDir, 'operator-api-key'), 'utf8').trim();
       expect(out).not.toContain(key);
 
-      // The banner's commands as printed, then the README's connect-session step as written, in one shell.
-      const hint = out.slice(
-        out.indexOf('Create a tenant and a key for it:\n'),
-        out.indexOf('Sending a reward'),
-      );
-      const commands = hint
-        .replace(/\\\n/g, ' ')
-        .split('\n')
-        .filter((line) => line.startsWith('  ')); // the prose lines are not indented
-      expect(commands).toHaveLength(5); // GW, OPERATOR_KEY, tenant, API key, connect session
-      expect(commands[2]).toContain(`"return_urls":["${RETURN_URL}"]`);
-      const [tenant, apiKey, hinted, session] = runShell(
-        [...commands, readmeBlock('connect-sessions')].join('\necho; echo ---\n'),
-      )
-        .split('\n---\n')
-        .filter((piece) => piece.trim() !== '')
-        .map((json) => JSON.parse(json) as Record<string, string>);
-      expect(tenant).toMatchObject({ id: 'acme', return_urls: [RETURN_URL] });
-      expect(apiKey).toMatchObject({ name: 'payments-service', key: expect.stringMatching(/^rgk_/) });
-      for (const s of [hinted, session]) {
-        expect(s).toMatchObject({ environment: 'sandbox' });
-        expect(s.connect_url.startsWith(`${base}/connect/`)).toBe(true);
-      }
-      // The browser's part: the connect page, the sandbox's consent, back to the return_url.
-      expect(await connectInBrowser(base, session.connect_url)).toBe(`${RETURN_URL}?status=connected`);
+      // The banner's first steps as printed, in one shell: a tenant, its own API key, a connect link.
+      const first = bannerCommands(out, 'First steps:');
+      expect(first.slice(0, 2)).toEqual([
+        `export GW=${base}`,
+        `export OPERATOR_KEY=$(cat ${path.join(dataDir, 'operator-api-key')})`,
+      ]);
+      expect(first).toHaveLength(5); // GW, OPERATOR_KEY, tenant, API key, connect session
+      const [tenant, session, apiKey] = runCommands([...first, 'echo "$API_KEY"']);
+      expect(JSON.parse(tenant)).toMatchObject({ id: 'acme', name: 'Acme Corp' });
+      expect(apiKey).toMatch(/^rgk_\S+$/);
+      expect(JSON.parse(session)).toMatchObject({ environment: 'sandbox' });
+      // The same commands as the README's (checked against the README's own blocks).
+      for (const command of first.slice(2)) expect(readmeBash()).toContain(command);
 
       // SIGTERM (a process manager, `docker stop`), to the process only: one line, exit code 0, Postgres stopped.
       const before = main.output().length;
       main.child.kill('SIGTERM');
       expect(await main.exited).toBe(0);
-      expect(main.output().slice(before)).toBe('SIGTERM received: stopping\n');
+      // One line (beside the JSON request log lines of LOG_LEVEL=info, which may still be on their way).
+      const said = main
+        .output()
+        .slice(before)
+        .split('\n')
+        .filter((line) => !line.startsWith('{"level":'));
+      expect(said.join('\n')).toBe('SIGTERM received: stopping\n');
       expect(postgresProcessesOf(dataDir)).toEqual([]);
       expect(existsSync(path.join(dataDir, 'gateway.pid'))).toBe(false);
     } finally {
       await main.stop();
     }
-  }, 120_000);
+
+    // Started again with tenant acme there but not connected: the banner offers the connect link, not the tenant.
+    const again = startMain({ DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' });
+    try {
+      await again.waitFor(/^Stop with Ctrl-C\.$/m);
+      const out = again.output();
+      expect(out).not.toContain('"name":"Acme Corp"');
+      const next = bannerCommands(out, 'Tenant acme has no rewards connection');
+      expect(next).toHaveLength(3);
+      const [session] = runCommands(next);
+      const { connect_url } = JSON.parse(session) as { connect_url: string };
+      expect(connect_url.startsWith(`${base}/connect/`)).toBe(true);
+      // No return_url: the browser ends on the gateway's own page.
+      expect(await connectInBrowser(base, connect_url)).toBe('Rewards account connected');
+    } finally {
+      await again.stop();
+    }
+  }, 180_000);
 
   it('Ctrl-C in a terminal right after connecting: one line, exit code 0, and the next start sends', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'rg-first-hour-'));
@@ -180,26 +207,20 @@ describe('the first hour', () => {
       await first.stop();
     }
 
-    // Started again: the sandbox kept the grant, so the tenant sends (no needs_reauth).
+    // Started again: the sandbox kept the grant, so the tenant sends (no needs_reauth); the banner's next step is
+    // the send, with a key of the tenant's own.
     const second = startMain(env);
     try {
       await second.waitFor(/^Stop with Ctrl-C\.$/m);
-      const key = readFileSync(path.join(dataDir, 'operator-api-key'), 'utf8').trim();
-      const sent = await api(key, '/v1/tenants/acme/rewards', {
-        method: 'POST',
-        headers: { 'Idempotency-Key': 'first-hour' },
-        body: JSON.stringify({
-          rewards: [
-            {
-              recipient: { name: 'Ada', email: 'ada@example.com' },
-              value: { denomination: 25, currency_code: 'USD' },
-              products: ['PRODAMAZONUS'],
-              custom_fields: { Department: 'Engineering' },
-            },
-          ],
-        }),
-      });
-      expect(sent.status).toBe(201);
+      const banner = bannerCommands(second.output(), 'Tenant acme is connected');
+      expect(banner).toHaveLength(4); // GW, OPERATOR_KEY, a new API key, the send with it
+      expect(banner[2]).toMatch(/^export API_KEY=\$\(curl -s -X POST \$GW\/v1\/tenants\/acme\/api-keys /);
+      expect(banner[3]).toMatch(
+        /^curl -s -X POST \$GW\/v1\/tenants\/acme\/rewards -H "Authorization: Bearer \$API_KEY"/,
+      );
+      // As printed: the tenant's new key sends.
+      const [sent] = runCommands(banner);
+      expect(JSON.parse(sent)).toMatchObject({ status: 'sent', counts: { sent: 1 } });
     } finally {
       await second.stop();
     }
@@ -353,53 +374,72 @@ function startMain(env: Record<string, string>): Main {
   };
 }
 
-/** Runs a bash script (the banner's and the README's commands) with curl; a stand-in curl when none is installed. */
+/** Runs a bash script (the banner's commands) as a terminal would, with curl (a stand-in when none is installed). */
 function runShell(script: string): string {
-  let PATH = process.env.PATH ?? '';
-  try {
-    execFileSync('bash', ['-c', 'command -v curl'], { stdio: 'ignore' });
-  } catch {
-    const bin = mkdtempSync(path.join(tmpdir(), 'rg-curl-'));
-    writeFileSync(
-      path.join(bin, 'curl'),
-      `#!${process.execPath}
-const a = process.argv.slice(2); let method = 'GET', body, url; const headers = {};
-for (let i = 0; i < a.length; i++) {
-  if (a[i] === '-s') continue;
-  else if (a[i] === '-X') method = a[++i];
-  else if (a[i] === '-H') { const h = a[++i]; headers[h.slice(0, h.indexOf(':')).trim()] = h.slice(h.indexOf(':') + 1).trim(); }
-  else if (a[i] === '-d') { body = a[++i]; if (method === 'GET') method = 'POST'; }
-  else url = a[i];
-}
-fetch(url, { method, headers, body }).then((r) => r.text()).then((t) => process.stdout.write(t), () => process.exit(7));
-`,
-    );
-    chmodSync(path.join(bin, 'curl'), 0o755);
-    PATH = `${bin}:${PATH}`;
-  }
   return execFileSync('bash', ['-c', `set -euo pipefail\n${script}`], {
     cwd: ROOT,
-    env: { PATH, HOME: process.env.HOME ?? '' },
+    env: { PATH: shellPath(), HOME: process.env.HOME ?? '' },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
 
-/** The first ```bash block of README.md that mentions `needle`, as written. */
-function readmeBlock(needle: string): string {
+/** Every ```bash block of README.md, as written. */
+function readmeBash(): string {
   const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const block = [...readme.matchAll(/```bash\n([\s\S]*?)```/g)]
-    .map((m) => m[1])
-    .find((b) => b.includes(needle));
-  if (!block) throw new Error(`README.md has no bash block with ${needle}`);
-  return block;
+  return [...readme.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1]).join('\n');
 }
 
-/** What the browser does after opening connect_url: Connect, Approve; returns where it is sent back to. */
+/** The banner's rows of labels (`  Database:      …`), by label. */
+function bannerRows(out: string): Record<string, string> {
+  const head = out.slice(
+    out.indexOf('Rewards Gateway is running'),
+    out.indexOf('\n\n', out.indexOf('Rewards Gateway is running')),
+  );
+  return Object.fromEntries(
+    head
+      .split('\n')
+      .slice(1)
+      .map((row) => [/^ {2}([^:]+):/.exec(row)?.[1] ?? row, row]),
+  );
+}
+
+/** The commands the banner prints after the line starting with `intro` (indented; continuation lines joined). */
+function bannerCommands(out: string, intro: string): string[] {
+  const from = out.indexOf(`\n${intro}`);
+  expect(from).toBeGreaterThan(0);
+  const lines = out
+    .slice(from + 1)
+    .split('\n')
+    .slice(1);
+  const commands: string[] = [];
+  for (const line of lines) {
+    if (!line.startsWith('  ')) break;
+    const previous = commands.at(-1);
+    // Continued: after a backslash, or inside a quoted string (an odd number of single quotes so far).
+    const open = previous !== undefined && (previous.split("'").length - 1) % 2 === 1;
+    if (previous?.endsWith('\\') || open) commands[commands.length - 1] = `${previous}\n${line.slice(2)}`;
+    else commands.push(line.slice(2));
+  }
+  return commands;
+}
+
+/** Runs the commands in one bash, as typed in a terminal; returns each one's output that printed any, in order. */
+function runCommands(commands: string[]): string[] {
+  return runShell(commands.map((c) => `${c}\necho; echo ---`).join('\n'))
+    .split('\n---\n')
+    .map((piece) => piece.trim())
+    .filter((piece) => piece !== '');
+}
+
+/**
+ * What the browser does after opening connect_url: Connect, Approve. Returns where it is sent back to (a return_url),
+ * or the title of the page the gateway shows (no return_url).
+ */
 async function connectInBrowser(base: string, connectUrl: string): Promise<string | null> {
   expect((await fetch(connectUrl)).status).toBe(200);
   const back = await connectByApproving(base, `${connectUrl}/authorize`);
-  return back.headers.get('location');
+  return back.headers.get('location') ?? /<h1>([^<]*)<\/h1>/.exec(await back.text())?.[1] ?? null;
 }
 
 function isAlive(pid: number): boolean {

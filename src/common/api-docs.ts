@@ -49,7 +49,7 @@ export class ErrorBodyDoc {
   @ApiProperty({
     example: 'validation_failed',
     description:
-      'Stable snake_case code to switch on (README, "Error codes"); each module declares its codes in `*.errors.ts`.',
+      'Stable snake_case code to switch on (docs/api.md, "Error codes"); each module declares its codes in `*.errors.ts`.',
   })
   code: string;
 

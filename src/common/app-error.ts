@@ -11,7 +11,7 @@ export interface ErrorDetail {
  * The one error shape every module throws. `code` is a stable snake_case identifier platforms can switch on; the
  * global filter turns it into `{"error": {"code", "message", "details"}}` with `status`. Abstract: each module throws
  * its own subclass, whose constructor takes only the codes that module declares in its `*_ERROR_CODES` list (the
- * README's error table is checked against those lists by a test). Messages never contain a token, key or secret.
+ * error table in docs/api.md is checked against those lists by a test). Messages never contain a token, key or secret.
  */
 export abstract class AppError extends Error {
   protected constructor(

@@ -2,7 +2,7 @@ import * as path from 'node:path';
 
 /**
  * The gateway's configuration, typed and validated once at start-up (see `parseConfig`).
- * Every value comes from an environment variable documented in `.env.example` and the README.
+ * Every value comes from an environment variable documented in `.env.example` and docs/configuration.md.
  */
 export type RewardsEnvironment = 'sandbox' | 'production';
 
