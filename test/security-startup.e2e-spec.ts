@@ -21,7 +21,7 @@ describe('security: the operator key is never printed', () => {
       OPS_PROBE_INTERVAL_MS: '0',
     });
     try {
-      await waitForOutput(gateway, /Create a tenant and a key for it:[\s\S]*acme/);
+      await waitForOutput(gateway, /First steps:[\s\S]*acme[\s\S]*Stop with Ctrl-C/);
       const keyFile = path.join(dataDir, 'operator-api-key');
       const key = readFileSync(keyFile, 'utf8').trim();
       expect(key).toMatch(/^rgo_[A-Za-z0-9_-]{43}$/);
@@ -69,7 +69,7 @@ describe('security: the operator key is never printed', () => {
       OPS_PROBE_INTERVAL_MS: '0',
     });
     try {
-      await waitForOutput(gateway, /Create a tenant and a key for it:[\s\S]*acme/);
+      await waitForOutput(gateway, /First steps:[\s\S]*acme[\s\S]*Stop with Ctrl-C/);
       expect(gateway.output()).toContain('Operator key:  the value of OPERATOR_API_KEY');
       expect(gateway.output()).not.toContain(key);
     } finally {
