@@ -80,11 +80,11 @@ describe('several instances on one Postgres', () => {
     }).expect(202);
     expect(queued.body.status).toBe('queued');
     await request(b.baseUrl).delete('/v1/tenants/multi/connection').set(op).expect(200);
-    // A has heard of the disconnect (NOTIFY): its live-connection cache no longer holds it.
+    // A has heard of the disconnect (NOTIFY): its live-connection cache no longer holds it, and a send says so.
     const started = Date.now();
     await waitFor(
       () => sendOn(a, `after-${Date.now()}`, { rewards: [reward()] }),
-      (r) => r.status === 404,
+      (r) => r.status === 409 && r.body.error.code === 'connection_not_active',
       1_000,
     );
     expect(Date.now() - started).toBeLessThan(1_000);
