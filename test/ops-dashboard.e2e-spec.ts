@@ -249,7 +249,7 @@ describe('ops dashboard: summary, last hour, failing webhook endpoints, local ti
       );
       expect(failing).not.toContain(endpointUrl);
       expect(failing).toContain(`<time datetime="${stored.failing_since}">`);
-      const shown = Number(/<td class="failures">(\d+)<\/td>/.exec(failing)?.[1]);
+      const shown = Number(/<td class="failures"[^>]*>(\d+)<\/td>/.exec(failing)?.[1]);
       expect(shown).toBeGreaterThanOrEqual(1);
       expect(failing).toContain('failing, retrying');
       expect(failing).not.toContain('disabled');
@@ -257,7 +257,7 @@ describe('ops dashboard: summary, last hour, failing webhook endpoints, local ti
       const disabled = row(other.body.id);
       expect(disabled).toContain('data-tenant="shaky"');
       expect(disabled).toContain('class="disabled"');
-      expect(disabled).toContain('<td class="failures">57</td>');
+      expect(disabled).toContain('<td class="failures" data-label="Consecutive failures">57</td>');
       expect(disabled).toContain('<strong>disabled</strong>');
       expect(disabled).toContain('failing continuously &lt;since&gt; 3 days');
       expect(disabled).toContain('last error: connect ECONNREFUSED');
