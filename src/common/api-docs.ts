@@ -198,7 +198,7 @@ export const AUTH: readonly ErrorExample[] = [
     status: 401,
     code: 'missing_api_key',
     message: 'Send an API key as "Authorization: Bearer <key>".',
-    when: 'no Authorization header',
+    when: 'no Authorization header, or `Bearer ` with no key after it',
   },
   {
     status: 401,
@@ -271,7 +271,9 @@ export const ENVIRONMENT_NOT_CONFIGURED: ErrorExample = {
 export const CONNECTION_NOT_FOUND: ErrorExample = {
   status: 404,
   code: 'connection_not_found',
-  message: 'The tenant has no rewards connection for sandbox.',
+  message:
+    'The tenant has no rewards connection for sandbox. To connect one, create a connect session ' +
+    '(POST /v1/tenants/acme/connect-sessions) and open its connect_url in a browser.',
   when: 'the tenant never connected this environment',
 };
 
@@ -280,7 +282,7 @@ export const CONNECTION_NOT_ACTIVE: ErrorExample = {
   code: 'connection_not_active',
   message: 'The rewards connection is needs_reauth; the tenant must connect again.',
   details: [{ field: 'connection.status', reason: 'needs_reauth' }],
-  when: 'the connection needs a new consent',
+  when: 'the connection needs a new consent, or was disconnected (`reason`: `disconnected`)',
 };
 
 /** What reading the connection's token can answer (token-vault), besides not found / not active. */
