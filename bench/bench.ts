@@ -285,6 +285,10 @@ async function interleavedOneAtATime(
     gateway: stats.gateway,
     gateway_minus_floor_p50_ms:
       stats.floor && stats.gateway ? +(stats.gateway.p50_ms - stats.floor.p50_ms).toFixed(2) : null,
+    // Other builds' gateways (BENCH_BASE_DIST with names).
+    ...Object.fromEntries(
+      names.filter((n) => !['base', 'direct', 'floor', 'gateway'].includes(n)).map((n) => [n, stats[n]]),
+    ),
     cpu_ms_per_request: cpu,
   };
 }
@@ -549,6 +553,30 @@ async function main(): Promise<void> {
     return { floorProxy, floorUrl };
   };
 
+  /**
+   * BENCH_BASE_DIST: other builds' gateways (`/path/to/dist`, or several as `name=/path/to/dist,…`; a bare path is
+   * named `base`), on the same database, warmed up for 2 s.
+   */
+  const startBases = async () => {
+    const entries = (process.env.BENCH_BASE_DIST ?? '').split(',').filter(Boolean);
+    const bases: { name: string; url: string; process: ChildProcess }[] = [];
+    // All started before any is warmed, so that each prepares its statements on tables of the same size.
+    for (const entry of entries) {
+      const [name, dist] = entry.includes('=') ? entry.split('=', 2) : ['base', entry];
+      const port = await freePort();
+      const child = start(path.join(dist, 'src/main.js'), gatewayEnv(port));
+      bases.push({ name, url: `http://127.0.0.1:${port}`, process: child });
+    }
+    for (const base of bases) await waitReady(`${base.url}/health/ready`, base.process);
+    for (const base of bases)
+      await load(`${base.url}/v1/tenants/bench/rewards`, {
+        body: rewardBody,
+        headers: gatewayHeaders(`${base.name}-warm`),
+        duration: 2,
+      });
+    return bases;
+  };
+
   // Warm-up: JIT, pools, caches.
   await load(`${sandboxUrl}/api/v2/orders`, {
     body: (n) => directBody(1e9 + n),
@@ -582,26 +610,15 @@ async function main(): Promise<void> {
       floorUrl,
       gw1,
     );
-    let baseProcess: ChildProcess | undefined;
-    if (process.env.BENCH_BASE_DIST) {
-      // A/B: a second gateway built from another checkout, on the same database, interleaved with the others.
-      const basePort = await freePort();
-      const base = start(path.join(process.env.BENCH_BASE_DIST, 'src/main.js'), gatewayEnv(basePort));
-      baseProcess = base;
-      await waitReady(`http://127.0.0.1:${basePort}/health/ready`, base);
-      const baseUrl = `http://127.0.0.1:${basePort}`;
-      await load(`${baseUrl}/v1/tenants/bench/rewards`, {
-        body: rewardBody,
-        headers: gatewayHeaders('base-warm'),
-        duration: 2,
-      });
-      targets.base = (i: number) =>
-        fetch(`${baseUrl}/v1/tenants/bench/rewards`, {
+    // A/B: gateways built from other checkouts, on the same database, interleaved with the others.
+    const bases = await startBases();
+    for (const base of bases)
+      targets[base.name] = (i: number) =>
+        fetch(`${base.url}/v1/tenants/bench/rewards`, {
           method: 'POST',
-          headers: gatewayHeaders('base-seq')(i),
+          headers: gatewayHeaders(`${base.name}-seq`)(i),
           body: rewardBody(9e9 + i),
         });
-    }
     // BENCH_TARGETS=floor,gateway keeps only those targets.
     const only = process.env.BENCH_TARGETS?.split(',');
     for (const name of Object.keys(targets)) if (only && !only.includes(name)) delete targets[name];
@@ -609,7 +626,7 @@ async function main(): Promise<void> {
     const sequential = await interleavedOneAtATime(rounds, targets, {
       floor: floorProxy.pid,
       gateway: gateway1.pid,
-      base: baseProcess?.pid,
+      ...Object.fromEntries(bases.map((b) => [b.name, b.process.pid])),
     });
     if (process.env.BENCH_WINDOW_FILE)
       writeFileSync(
@@ -619,6 +636,64 @@ async function main(): Promise<void> {
     floorProxy.kill('SIGTERM');
     process.stdout.write(`${JSON.stringify({ one_at_a_time: sequential }, null, 2)}\n`);
     await topStatements(pg);
+    await shutdown(pg);
+    return;
+  }
+
+  if (process.env.BENCH_ONLY === 'throughput') {
+    // Send throughput A/B: the floor, this build's gateway and the BENCH_BASE_DIST builds, each loaded in turn for
+    // BENCH_DURATION s, BENCH_AB_ROUNDS rounds, the order rotating: every target meets the same moments of the machine.
+    const { floorProxy, floorUrl } = await startFloor();
+    const bases = await startBases();
+    const targets: { name: string; url: string; pid: number }[] = [
+      { name: 'floor', url: floorUrl, pid: floorProxy.pid as number },
+      // This build's gateway started first, on empty tables: BENCH_AB_GATEWAY=0 leaves it out, for builds that all
+      // start alike (BENCH_BASE_DIST).
+      ...(process.env.BENCH_AB_GATEWAY === '0'
+        ? []
+        : [{ name: 'gateway', url: `${gw1}/v1/tenants/bench/rewards`, pid: gateway1.pid as number }]),
+      ...bases.map((b) => ({
+        name: b.name,
+        url: `${b.url}/v1/tenants/bench/rewards`,
+        pid: b.process.pid as number,
+      })),
+    ];
+    const rounds = Number(process.env.BENCH_AB_ROUNDS ?? 4);
+    const runs: Record<string, (LoadResult & { cpu: Record<string, number> })[]> = {};
+    for (let r = 0; r < rounds; r++) {
+      for (let k = 0; k < targets.length; k++) {
+        const target = targets[(r + k) % targets.length];
+        if (process.env.BENCH_AB_STATEMENTS) await resetStatements(pg);
+        const result = await withCpu('server', [target.pid], sandbox.pid as number, () =>
+          load(target.url, { body: rewardBody, headers: gatewayHeaders(`${target.name}-ab${r}`) }),
+        );
+        (runs[target.name] ??= []).push(result);
+        log(`round ${r} ${target.name}: ${result.rps.toFixed(0)} req/s, ${JSON.stringify(result.cpu)}`);
+        // BENCH_AB_STATEMENTS=1: each run's busiest statements, for tuning.
+        if (process.env.BENCH_AB_STATEMENTS) await topStatements(pg);
+      }
+    }
+    const median = (xs: number[]) => {
+      const s = [...xs].sort((a, b) => a - b);
+      return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    };
+    const summary = Object.fromEntries(
+      targets.map(({ name }) => [
+        name,
+        {
+          rps: runs[name].map((x) => Math.round(x.rps)),
+          vs_floor: runs[name].map((x, i) => +(x.rps / runs.floor[i].rps).toFixed(3)),
+          median_vs_floor: +median(runs[name].map((x, i) => x.rps / runs.floor[i].rps)).toFixed(3),
+          server_cpu_ms_per_send: runs[name].map((x) => x.cpu.server),
+          postgres_cpu_ms_per_send: runs[name].map((x) => x.cpu.postgres),
+          p50_ms: runs[name].map((x) => x.p50),
+          p99_ms: runs[name].map((x) => x.p99),
+          errors: runs[name].reduce((n, x) => n + x.errors + x.non2xx, 0),
+        },
+      ]),
+    );
+    floorProxy.kill('SIGTERM');
+    process.stdout.write(`${JSON.stringify({ throughput_ab: summary }, null, 2)}\n`);
     await shutdown(pg);
     return;
   }
@@ -781,6 +856,14 @@ async function main(): Promise<void> {
   writeFileSync(path.join(ROOT, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(table(results));
   await shutdown(pg);
+}
+
+async function resetStatements(pg: { url: string; statStatements: boolean }): Promise<void> {
+  if (!pg.statStatements) return;
+  const c = new Client({ connectionString: pg.url });
+  await c.connect();
+  await c.query('SELECT pg_stat_statements_reset()');
+  await c.end();
 }
 
 /** The busiest statements of the run (pg_stat_statements), for tuning. */
