@@ -67,3 +67,10 @@ export class ValidationFailedError extends CommonError {
     super(HttpStatus.BAD_REQUEST, 'validation_failed', message, details);
   }
 }
+
+/** A NUL character where one cannot be stored (Postgres text), named by where it was found (`query.q`, `body.csrf`). */
+export function nulCharacterError(field: string): CommonError {
+  return new CommonError(400, 'invalid_characters', 'The request contains a NUL character.', [
+    { field, reason: 'contains a NUL (\\u0000) character' },
+  ]);
+}

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import typeis from 'type-is';
 import { CommonError, type ErrorDetail, ValidationFailedError } from './app-error';
+import { closeAfterAnswer } from './close-after-answer';
 
 /**
  * The JSON body reader of the gateway's API, with every limit applied while or right after reading — before
@@ -28,7 +29,8 @@ export interface BodyLimits {
 export const DEFAULT_LIMITS: BodyLimits = { maxBytes: MAX_BODY_BYTES, maxArrayLength: MAX_ARRAY_LENGTH };
 /** `POST /v1/tenants/{tenant}/rewards` takes batches of up to 10,000 rewards. */
 export const SEND_LIMITS: BodyLimits = { maxBytes: 8 * 1024 * 1024, maxArrayLength: 10_000 };
-const SEND_ROUTE = /^\/v1\/tenants\/[^/?]+\/rewards\/?(\?|$)/;
+/** The send route as Express routes it: any letter case, an optional trailing slash, any query string. */
+const SEND_ROUTE = /^\/v1\/tenants\/[^/?]+\/rewards\/?(\?|$)/i;
 
 /** The limits of the route this request is for. */
 export function limitsFor(req: Pick<Request, 'method' | 'originalUrl'>): BodyLimits {
@@ -47,9 +49,9 @@ export function jsonBody(req: Request, res: Response, next: NextFunction): void 
 export const NO_BODY = Symbol('no body');
 
 /**
- * The checks and the read of `jsonBody`, on a plain node:http request (the send route is served before Express, see
- * reward-dispatch/send.route.ts): resolves to the checked JSON value, or NO_BODY when the request has none; rejects
- * with our 413 / 415 / 400 errors. A refused size closes the connection rather than read what will be refused.
+ * The checks and the read of `jsonBody`: resolves to the checked JSON value, or NO_BODY when the request has none;
+ * rejects with our 413 / 415 / 400 errors. A refused size is answered without reading what will be refused (the rest
+ * is drained briefly before the connection closes: closeAfterAnswer).
  */
 export function readJsonBody(
   req: IncomingMessage,
@@ -102,7 +104,7 @@ export function readJsonBody(
     );
   }
   if (length !== undefined && Number(length) > limits.maxBytes) {
-    res.setHeader('Connection', 'close'); // do not read what will be refused
+    closeAfterAnswer(req, res); // do not read what will be refused
     return Promise.reject(tooLarge());
   }
   return new Promise((resolve, reject) =>
@@ -110,7 +112,7 @@ export function readJsonBody(
       req,
       limits.maxBytes,
       () => {
-        res.setHeader('Connection', 'close');
+        closeAfterAnswer(req, res);
         return tooLarge();
       },
       (error, bytes) => {

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { CommonError } from '../common/app-error';
+import { closeAfterAnswer } from '../common/close-after-answer';
 import { readCapped } from '../common/json-body';
 import type { AppConfig, RewardsEnvironment } from '../config/app-config';
 import { REWARDS_ENVIRONMENTS } from '../config/app-config';
@@ -26,7 +27,7 @@ export function deliveryWebhookBody(config: AppConfig, onBadSignature: () => voi
   return (req: Request, res: Response, next: NextFunction): void => {
     if (req.method !== 'POST') return next();
     const refuse = (error: Error) => {
-      res.setHeader('Connection', 'close'); // do not read what will be refused
+      closeAfterAnswer(req, res); // do not read what will be refused
       next(error);
     };
     const environment = /^\/([a-z]+)\/?$/.exec(req.path)?.[1];

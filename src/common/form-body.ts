@@ -1,0 +1,63 @@
+import type { NextFunction, Request, Response } from 'express';
+import typeis from 'type-is';
+import { CommonError, nulCharacterError } from './app-error';
+import { closeAfterAnswer } from './close-after-answer';
+import { readCapped } from './json-body';
+
+/** The dashboard's forms carry a CSRF token and nothing else: a few hundred bytes. */
+export const MAX_FORM_BYTES = 8 * 1024;
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The body reader of the dashboard's form posts (`application/x-www-form-urlencoded`), with the rules of the JSON
+ * reader: nothing decompressed (415), a declared length over MAX_FORM_BYTES refused before a byte is read and reading
+ * stopped there otherwise (413, the rest drained briefly: closeAfterAnswer), UTF-8 only (400), no NUL character
+ * (400 invalid_characters). A field sent twice
+ * becomes an array, as body-parser's `urlencoded({ extended: false })` has it. Other content types are left alone
+ * (no body), as body-parser leaves them.
+ */
+export function formBody(req: Request, res: Response, next: NextFunction): void {
+  if (!typeis(req, ['application/x-www-form-urlencoded'])) return next();
+  const tooLarge = () => {
+    closeAfterAnswer(req, res);
+    return new CommonError(
+      413,
+      'payload_too_large',
+      `The form body is larger than ${MAX_FORM_BYTES / 1024} KiB.`,
+    );
+  };
+  const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
+  if (encoding !== 'identity') {
+    closeAfterAnswer(req, res);
+    return next(
+      new CommonError(415, 'unsupported_media_type', 'Compressed request bodies are not accepted.', [
+        { field: 'Content-Encoding', reason: `${encoding} is not accepted` },
+      ]),
+    );
+  }
+  const length = req.headers['content-length'];
+  if (length !== undefined && Number(length) > MAX_FORM_BYTES) return next(tooLarge());
+  readCapped(req, MAX_FORM_BYTES, tooLarge, (error, bytes) => {
+    if (error) return next(error);
+    let text: string;
+    try {
+      text = decoder.decode(bytes);
+    } catch {
+      return next(
+        new CommonError(400, 'bad_request', 'The form body is not valid UTF-8.', [
+          { field: 'body', reason: 'invalid UTF-8 byte sequence' },
+        ]),
+      );
+    }
+    const body = Object.create(null) as Record<string, string | string[]>;
+    for (const [name, value] of new URLSearchParams(text)) {
+      // NUL characters cannot be stored in Postgres text: refused by name, as in JSON bodies.
+      if (name.includes('\u0000') || value.includes('\u0000'))
+        return next(nulCharacterError(`body.${name.split('\u0000').join('\\u0000')}`));
+      const seen = Object.hasOwn(body, name) ? body[name] : undefined;
+      body[name] = seen === undefined ? value : ([] as string[]).concat(seen, value);
+    }
+    req.body = body;
+    next();
+  });
+}
