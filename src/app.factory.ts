@@ -4,21 +4,20 @@ import { Logger as NestLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import type { AppConfig } from './config/app-config';
 import type { AppModuleOptions } from './app.module';
 import { AppModule } from './app.module';
-import { CommonError } from './common/app-error';
+import { nulCharacterError } from './common/app-error';
 import { toErrorResponse } from './common/http-exception.filter';
+import { formBody } from './common/form-body';
 import { jsonBody } from './common/json-body';
 import { createValidationPipe } from './common/validation';
 import { REQUEST_ID_HEADER, assignRequestId } from './common/request-id';
-import { apiSecurityHeaders, securityHeaders } from './common/security-headers';
+import { securityHeaders } from './common/security-headers';
 import { ApiKeyGuard } from './tenants/auth/api-key.guard';
 import { DeliveryWebhookIntake } from './delivery-webhooks/delivery-webhook.intake';
-import { serveSendRoute } from './reward-dispatch/send.route';
 import { createSandbox } from './sandbox/sandbox.app';
 import { SandboxStore } from './sandbox/sandbox.store';
 
@@ -64,17 +63,16 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   app.use('/v1', app.get(ApiKeyGuard).earlyAuth(), jsonBody);
   // The rewards service's webhooks: no API key; the raw body (≤ 64 KiB) is kept for the signature check.
   app.use('/webhooks/rewards', app.get(DeliveryWebhookIntake).bodyReader());
-  app.use('/ops/connections', express.urlencoded({ extended: false, limit: '8kb' })); // the dashboard's buttons
+  app.use('/ops/connections', formBody); // the dashboard's buttons
   app.use(['/v1', '/ops', '/connect', '/oauth'], rejectNulCharacters);
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
-    const { status, body } = toErrorResponse(error, req, errorLogger);
+    const { status, body, headers } = toErrorResponse(error, req, errorLogger);
+    for (const name in headers) res.setHeader(name, headers[name]); // WWW-Authenticate, Retry-After
     res.status(status).json(body);
   });
   app.useGlobalPipes(createValidationPipe());
   answerProtocolErrorsInJson(app);
-  // The send route, the hot path, is answered ahead of Express and Nest by the same steps (reward-dispatch/send.route.ts).
-  serveSendRoute(app, config, apiSecurityHeaders(config.publicBaseUrl));
   setupOpenApi(app, config);
 }
 
@@ -140,17 +138,12 @@ function answerProtocolErrorsInJson(app: NestExpressApplication): void {
 
 /** NUL characters cannot be stored in Postgres text and have no business in any input: refuse them by name. */
 function rejectNulCharacters(req: Request, _res: Response, next: NextFunction): void {
-  // JSON bodies were checked while parsed (jsonBody); form bodies (the dashboard's buttons) are checked here.
+  // Bodies were checked while parsed (jsonBody, formBody); left are the query string and the path.
   const found =
-    (req.is('application/json') ? undefined : findNul(req.body, 'body')) ??
-    findNul(req.query, 'query') ??
+    (req.url.includes('?') ? findNul(req.query, 'query') : undefined) ??
     (req.path.includes('\u0000') ? 'path' : undefined);
   if (found) {
-    next(
-      new CommonError(400, 'invalid_characters', 'The request contains a NUL character.', [
-        { field: found, reason: 'contains a NUL (\\u0000) character' },
-      ]),
-    );
+    next(nulCharacterError(found));
     return;
   }
   next();

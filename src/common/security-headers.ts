@@ -77,8 +77,8 @@ function helmetWith(directives: Directives, https: boolean): Middleware {
 
 /**
  * A helmet middleware's headers, recorded once at start-up: they are the same for every request (no nonce, no
- * directive computed per request), and helmet's chain of a dozen middlewares cost ~75 µs a request on the send route
- * (bench, one request at a time) for a dozen `setHeader` calls.
+ * directive computed per request), so helmet's chain of a dozen middlewares need not run on every request for a
+ * dozen `setHeader` calls.
  */
 function recordHeaders(middleware: Middleware): { set: [string, string][]; removed: string[] } {
   const set: [string, string][] = [];
@@ -102,16 +102,6 @@ function recordedHeaders(middleware: Middleware): (res: ServerResponse) => void 
     for (const [name, value] of set) res.setHeader(name, value);
     for (const name of removed) res.removeHeader(name);
   };
-}
-
-/**
- * What `securityHeaders` sets on a JSON API answer (any path but /docs, /sandbox and /ops), as one flat list —
- * `Cache-Control: no-store` and the page policy — for the send route, which writes every header of its answer in one
- * `writeHead` (served ahead of Express, it has no X-Powered-By to remove).
- */
-export function apiSecurityHeaders(publicBaseUrl: string): readonly string[] {
-  const { set } = recordHeaders(helmetWith(PAGE_CSP, publicBaseUrl.startsWith('https:')));
-  return Object.freeze(['Cache-Control', 'no-store', ...set.flat()]);
 }
 
 const DOCS_ASSET = /^\/docs\/[^/]+\.(js|css|png|map)$/;

@@ -44,9 +44,13 @@ import {
 } from '../common/api-docs';
 import { RewardDispatchService } from './reward-dispatch.service';
 import { RewardListingService } from './reward-listing.service';
-import { prefersRespondAsync, sendAnswerHeaders } from './send.route';
 
 const DISPATCH_ID = '3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f';
+
+/** `Prefer: respond-async` asks for a 202 at once, even for a few rewards. */
+export function prefersRespondAsync(prefer: string | undefined): boolean {
+  return /(^|[,;\s])respond-async([,;\s]|$)/i.test(prefer ?? '');
+}
 
 /** A send whose every reward failed (one reward here): the rewards' common code, one detail per reward. */
 function allFailed(
@@ -229,10 +233,10 @@ export class RewardDispatchController {
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {
-    // Served by send.route.ts ahead of Express and Nest; this method declares the route and answers the same way.
     const outcome = await this.dispatches.send(tenant, key, dto, req.body, prefersRespondAsync(prefer));
     res.status(outcome.status);
-    for (const [name, value] of Object.entries(sendAnswerHeaders(outcome))) res.setHeader(name, value);
+    if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    for (const name in outcome.headers) res.setHeader(name, outcome.headers[name]);
     return outcome.body;
   }
 

@@ -20,32 +20,40 @@ describe('reliability: bad-input sweep over every endpoint', () => {
   const huge = 'x'.repeat(100_000);
   const unicode = '🎁 Ünïcødé \u202Eevil\u200B \u0000 日本語';
   const deep = JSON.parse(`${'{"a":'.repeat(500)}1${'}'.repeat(500)}`) as unknown;
-  const values: unknown[] = [
-    null,
-    true,
-    -1,
-    0,
-    1e308,
-    -1e308,
-    1.23456789,
-    2 ** 63,
-    '',
-    huge,
-    unicode,
-    [],
-    {},
-    [[[]]],
-    deep,
-    { __proto__: { admin: true } },
-    { constructor: { prototype: { x: 1 } } },
+  const values: [string, unknown][] = [
+    ['null', null],
+    ['true', true],
+    ['-1', -1],
+    ['0', 0],
+    ['1e308', 1e308],
+    ['-1e308', -1e308],
+    ['1.23456789', 1.23456789],
+    ['2**63', 2 ** 63],
+    ['""', ''],
+    ['100,000 characters', huge],
+    ['unicode with a NUL', unicode],
+    ['[]', []],
+    ['{}', {}],
+    ['[[[]]]', [[[]]]],
+    ['500 levels deep', deep],
+    ['a __proto__ object', { __proto__: { admin: true } }],
+    ['a constructor.prototype object', { constructor: { prototype: { x: 1 } } }],
   ];
 
-  function bodiesFor(base: Record<string, unknown>): unknown[] {
-    const out: unknown[] = [[], 'string', 42, null, {}, { ...base, unexpected: 1 }];
+  /** Each variant of a valid body, named: the whole body replaced, one key dropped, one key given each value. */
+  function bodiesFor(base: Record<string, unknown>): [string, unknown][] {
+    const out: [string, unknown][] = [
+      ['body []', []],
+      ['body "string"', 'string'],
+      ['body 42', 42],
+      ['body null', null],
+      ['body {}', {}],
+      ['an unexpected property', { ...base, unexpected: 1 }],
+    ];
     for (const key of Object.keys(base)) {
       const { [key]: _dropped, ...missing } = base;
-      out.push(missing);
-      for (const v of values) out.push({ ...base, [key]: v });
+      out.push([`no ${key}`, missing]);
+      for (const [name, v] of values) out.push([`${key}: ${name}`, { ...base, [key]: v }]);
     }
     return out;
   }
@@ -89,10 +97,26 @@ describe('reliability: bad-input sweep over every endpoint', () => {
     }
   }
 
-  it('answers every malformed body with a 4xx', async () => {
+  /**
+   * The variants that are valid input, with their answers: an empty patch changes nothing; a connect session needs
+   * nothing beyond its defaults, and an optional field sent as null is absent (its default). Every other variant must
+   * be refused with a 4xx in the error shape — a `null` body included.
+   */
+  const ACCEPTED = [
+    'PATCH /v1/tenants/target body {} → 200',
+    'PATCH /v1/tenants/target no name → 200',
+    'POST /v1/tenants/target/connect-sessions body {} → 201',
+    'POST /v1/tenants/target/connect-sessions no environment → 201',
+    'POST /v1/tenants/target/connect-sessions environment: null → 201',
+    'POST /v1/tenants/target/connect-sessions no scopes → 201',
+    'POST /v1/tenants/target/connect-sessions scopes: null → 201',
+  ];
+
+  it('answers every malformed body with a 4xx, and every valid variant as it should', async () => {
     let n = 0;
-    for (const [method, path, base] of posts) {
-      for (const body of bodiesFor(base)) {
+    const accepted: string[] = [];
+    for (const [i, [method, path, base]] of posts.entries()) {
+      for (const [variant, body] of bodiesFor(base)) {
         const req = method === 'POST' ? request(t.baseUrl).post(path) : request(t.baseUrl).patch(path);
         // Send raw JSON text, so scalars and arrays go out exactly as a hostile client would send them.
         const res = await req
@@ -100,10 +124,12 @@ describe('reliability: bad-input sweep over every endpoint', () => {
           .set('Idempotency-Key', `sweep-${n++}`)
           .set('Content-Type', 'application/json')
           .send(JSON.stringify(body));
-        if (res.status < 400) continue; // a body that happens to be valid (e.g. a harmless unicode name) is fine
-        expectClientError(res, `${method} ${path} ${JSON.stringify(body).slice(0, 120)}`);
+        const what = `${method} ${path}${path.endsWith('/rewards') ? ` (body ${i})` : ''} ${variant}`;
+        if (res.status < 400) accepted.push(`${what} → ${res.status}`);
+        else expectClientError(res, what);
       }
     }
+    expect(accepted).toEqual(ACCEPTED);
     expect(n).toBeGreaterThan(250); // every variant was sent
   }, 120_000);
 

@@ -51,10 +51,18 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
   };
 }
 
+export interface TestAppOptions {
+  /** Runs on the app after it is built, before it listens (e.g. to add a global step, as test/pipeline does). */
+  configure?: (app: NestExpressApplication) => void;
+}
+
 /** Starts the real gateway on a fresh database and a free port, with the sandbox mounted unless told otherwise. */
-export async function startTestApp(extraEnv: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(
+  extraEnv: Record<string, string> = {},
+  options: TestAppOptions = {},
+): Promise<TestApp> {
   const db = await createTestDatabase();
-  const app = await startTestAppOn(db.url, extraEnv);
+  const app = await startTestAppOn(db.url, extraEnv, options);
   return {
     ...app,
     close: async () => {
@@ -68,6 +76,7 @@ export async function startTestApp(extraEnv: Record<string, string> = {}): Promi
 export async function startTestAppOn(
   databaseUrl: string,
   extraEnv: Record<string, string> = {},
+  options: TestAppOptions = {},
 ): Promise<TestApp> {
   const db = { url: databaseUrl };
   const port = await freePort();
@@ -88,6 +97,7 @@ export async function startTestAppOn(
     },
   });
   const app = await createApp(config, { logDestination: sink });
+  options.configure?.(app);
   await app.listen(port, '127.0.0.1');
   return {
     app,

@@ -3,6 +3,7 @@ import { HttpStatus, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
+import { closeAfterAnswer } from '../../common/close-after-answer';
 import { AuthThrottle } from './auth-throttle';
 import { ApiKeysService, keyPrefix } from '../api-keys.service';
 import { TenantNotFoundError, TenantsError, type TenantErrorCode } from '../tenants.errors';
@@ -17,6 +18,9 @@ import { BASIC_AUTH_ALLOWED, OPERATOR_ONLY, PUBLIC_ROUTE } from './principal';
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
+  /** Each route's access rules, read from its decorators once: metadata does not change after start-up. */
+  private readonly rules = new WeakMap<object, RouteRules>();
+
   constructor(
     private readonly reflector: Reflector,
     private readonly apiKeys: ApiKeysService,
@@ -25,21 +29,37 @@ export class ApiKeyGuard implements CanActivate {
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
+    const rules = this.rulesOf(context);
+    if (rules.public) return true;
     const req = context.switchToHttp().getRequest<Request & { principal?: Principal }>();
-    const basicAllowed = this.reflector.getAllAndOverride<boolean>(BASIC_AUTH_ALLOWED, targets) === true;
     // A body-carrying request was already authenticated from its headers, before its body was read (earlyAuth).
-    const principal = req.principal ?? (await this.authenticate(req, basicAllowed));
+    const principal = req.principal ?? (await this.authenticate(req, rules.basicAllowed));
     req.principal = principal;
-    const operatorOnly = this.reflector.getAllAndOverride<boolean>(OPERATOR_ONLY, targets) === true;
-    await this.authorize(principal, req.params?.tenant as string | undefined, operatorOnly);
+    await this.authorize(principal, req.params?.tenant as string | undefined, rules.operatorOnly);
     return true;
+  }
+
+  private rulesOf(context: ExecutionContext): RouteRules {
+    const handler = context.getHandler();
+    const controller = context.getClass();
+    let rules = this.rules.get(handler);
+    if (rules?.controller !== controller) {
+      const targets = [handler, controller];
+      const flag = (key: string) => this.reflector.getAllAndOverride<boolean>(key, targets) === true;
+      rules = {
+        controller,
+        public: flag(PUBLIC_ROUTE),
+        basicAllowed: flag(BASIC_AUTH_ALLOWED),
+        operatorOnly: flag(OPERATOR_ONLY),
+      };
+      this.rules.set(handler, rules);
+    }
+    return rules;
   }
 
   /**
    * May this principal use a route of `tenantParam` (undefined: a route without one)? Throws tenant_not_found or
-   * operator_key_required. Also used by the send route, which is served ahead of Nest (reward-dispatch/send.route.ts).
+   * operator_key_required.
    */
   async authorize(
     principal: Principal,
@@ -113,12 +133,19 @@ export class ApiKeyGuard implements CanActivate {
           next();
         },
         (error: unknown) => {
-          res.setHeader('Connection', 'close'); // the unread body is not worth reading
+          closeAfterAnswer(req, res); // the unread body is not worth reading
           next(error);
         },
       );
     };
   }
+}
+
+interface RouteRules {
+  controller: object;
+  public: boolean;
+  basicAllowed: boolean;
+  operatorOnly: boolean;
 }
 
 /** What authentication reads of a request: its headers and the client address (Express's `req.ip` when there). */
