@@ -537,6 +537,14 @@ async function main(): Promise<void> {
     await shutdown(pg);
     return;
   }
+  if (process.env.BENCH_ONLY === 'hostile') {
+    // Section 5 alone (wrong keys with 1 MiB bodies), for tuning it: prints its results, writes nothing.
+    process.stdout.write(
+      `${JSON.stringify({ hostile: await hostileFlood(gw1, gateway1.pid as number) }, null, 2)}\n`,
+    );
+    await shutdown(pg);
+    return;
+  }
   /** The exactly-once floor (bench/floor-proxy.ts) on the same sandbox and database, warmed up for 2 s. */
   const startFloor = async () => {
     const floorPort = await freePort();
