@@ -183,6 +183,9 @@ export function parse(bytes: Buffer, limits: BodyLimits = DEFAULT_LIMITS): unkno
       { field: 'body', reason: 'not valid JSON' },
     ]);
   }
+  // Nest's ValidationPipe reads a null body as {}: a body whose fields are all optional would pass as an empty one.
+  if (value === null)
+    throw new ValidationFailedError([{ field: 'body', reason: 'must be a JSON object, not null' }]);
   const problem = inspect(value, limits.maxArrayLength);
   if (problem)
     throw new ValidationFailedError([problem], 'The request body is outside the limits; see details.');

@@ -1,5 +1,5 @@
 import type { ValidationError } from 'class-validator';
-import { type ArgumentMetadata, ValidationPipe } from '@nestjs/common';
+import { ValidationPipe } from '@nestjs/common';
 import type { ErrorDetail } from './app-error';
 import { ValidationFailedError } from './app-error';
 
@@ -76,23 +76,9 @@ export function flattenValidationErrors(
   return details;
 }
 
-/**
- * Nest's ValidationPipe reads a missing or `null` body as `{}`, so a JSON `null` passed for a body whose fields are
- * all optional (a PATCH, a connect session). A body that is sent must be an object: `null` is refused by name.
- */
-class GatewayValidationPipe extends ValidationPipe {
-  override transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    if (metadata.type === 'body' && value === null && metadata.metatype && metadata.metatype !== Object)
-      return Promise.reject(
-        new ValidationFailedError([{ field: 'body', reason: 'must be a JSON object, not null' }]),
-      );
-    return super.transform(value, metadata);
-  }
-}
-
 /** Whitelisting, unknown properties rejected, every bad field named. */
 export function createValidationPipe(): ValidationPipe {
-  return new GatewayValidationPipe({
+  return new ValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     transform: true,
