@@ -21,8 +21,8 @@ const pipeLimitRule = getMetadataStorage()
 const PIPE_MAX_REWARDS = Number(pipeLimitRule?.constraints[0]);
 
 /**
- * The property test lowers the pipe's limit to cross it cheaply (the pipe takes 50–90 µs per reward, up to a second at
- * 10,000), by changing the constraint of that one rule: a subclass with its own `@ArrayMaxSize()` would lose the
+ * The property test lowers the pipe's limit to cross it cheaply (a body of 10,000 rewards is slow to check), by
+ * changing the constraint of that one rule: a subclass with its own `@ArrayMaxSize()` would lose the
  * inherited rules of the same kind (`@IsArray()`…) in class-validator.
  */
 const SMALL_MAX_REWARDS = 6;
