@@ -1,6 +1,7 @@
 /** One "gateway instance" of the refresh storm: its own AccessTokenProvider on the shared Postgres. */
 import 'reflect-metadata';
 import { parseConfig, type RewardsEnvironmentConfig } from '../src/config/app-config';
+import { Database } from '../src/database/database';
 import { RewardsApiClient } from '../src/rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
 import { ConnectionStateStore } from '../src/token-vault/connection-state.store';
@@ -8,7 +9,15 @@ import { GrantStore } from '../src/token-vault/grant.store';
 
 const config = parseConfig(JSON.parse(process.env.WORKER_ENV as string) as Record<string, string>);
 const api = new RewardsApiClient();
-const provider = new AccessTokenProvider(config, api, new ConnectionStateStore(), new GrantStore());
+const db = new Database(config.database);
+const provider = new AccessTokenProvider(
+  config.rewards,
+  config.vaultKeys,
+  db,
+  api,
+  new ConnectionStateStore(),
+  new GrantStore(),
+);
 const env = config.rewards.sandbox as RewardsEnvironmentConfig;
 
 async function call(connectionId: string): Promise<{ status: number | string; ms: number }> {
@@ -26,7 +35,7 @@ async function call(connectionId: string): Promise<{ status: number | string; ms
 
 process.on('message', (msg: { connectionId: string; calls: number; force?: boolean } | 'exit') => {
   if (msg === 'exit') {
-    void provider.onModuleDestroy().then(() => process.exit(0));
+    void db.close().then(() => process.exit(0));
     return;
   }
   if (msg.force) {

@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 export class TenantsAndApiKeys1700000000000 implements MigrationInterface {
   name = 'TenantsAndApiKeys1700000000000';

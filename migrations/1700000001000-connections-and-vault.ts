@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 export class ConnectionsAndVault1700000001000 implements MigrationInterface {
   name = 'ConnectionsAndVault1700000001000';

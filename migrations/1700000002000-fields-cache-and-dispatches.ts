@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 export class FieldsCacheAndDispatches1700000002000 implements MigrationInterface {
   name = 'FieldsCacheAndDispatches1700000002000';

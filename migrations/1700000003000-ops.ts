@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 export class Ops1700000003000 implements MigrationInterface {
   name = 'Ops1700000003000';

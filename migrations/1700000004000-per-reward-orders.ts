@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 /**
  * The current rewards service takes one reward per order: a dispatch of N rewards becomes N upstream orders, each

@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 /**
  * Dispatches of a connection that was disconnected are never sent: their unsent rewards end `cancelled`, and the

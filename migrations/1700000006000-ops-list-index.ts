@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 /**
  * The ops connection list (`GET /v1/ops/connections`, the `/ops` dashboard) in its order, most urgent first, from an

@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 /**
  * The vault canary: one row holding a known value encrypted with the vault (`v1:<keyId>:…`, the first key of

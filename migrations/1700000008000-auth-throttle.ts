@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 /**
  * Failed-authentication counters shared by every instance (rate-limiter-flexible's Postgres store: its own schema,

@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 /**
  * The state of the rewards-service emulator mounted in the gateway (accounts, apps, codes, grants, tokens, orders,

@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 /**
  * Delivery status of each reward, from the service's webhooks or reconciliation: `delivery_state` is ours

@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 /**
  * Tenant webhooks: endpoints a tenant registers, and the durable outbox of the events to deliver to them.

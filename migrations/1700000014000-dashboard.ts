@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 
 /**
  * The `/ops` dashboard's plot of the last hour: rewards sent and rewards failed per minute, read from `dispatch_rewards`

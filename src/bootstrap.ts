@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { AppConfig } from './config/app-config';
-import { ConfigValidationError, parseConfig } from './config/app-config';
+import type { AppConfig, Settings } from './config/app-config';
+import { ConfigValidationError, readSettings, resolveConfig } from './config/app-config';
 import { ensureLocalSecrets } from './config/local-secrets';
 import type { LocalSecretsOutcome } from './config/local-secrets';
 import type { EmbeddedDatabase } from './database/embedded-postgres';
@@ -14,12 +14,12 @@ export interface Runtime {
   embedded: EmbeddedDatabase | null;
 }
 
-/** Loads `.env` (when present), then parses the environment; on problems prints them all and exits 1. */
-export function loadConfigOrFail(): AppConfig {
+/** Loads `.env` (when present), then reads the environment; on problems prints them all and exits 1. */
+export function loadSettingsOrFail(): Settings {
   const envFile = path.resolve(process.cwd(), '.env');
   if (existsSync(envFile)) process.loadEnvFile(envFile);
   try {
-    return parseConfig(process.env);
+    return readSettings(process.env);
   } catch (error) {
     if (error instanceof ConfigValidationError) {
       process.stderr.write(`${error.message}\nSee .env.example and docs/configuration.md.\n`);
@@ -30,17 +30,14 @@ export function loadConfigOrFail(): AppConfig {
 }
 
 /**
- * Everything that must exist before the Nest app starts: the generated local secrets and, when DATABASE_URL is
- * unset, the embedded Postgres. `databaseUrl` is filled in on return.
+ * Everything that must exist before the Nest app starts — the generated local secrets and, when DATABASE_URL is
+ * unset, the embedded Postgres — and the configuration resolved with them.
  */
-export async function prepareRuntime(config: AppConfig, log: (m: string) => void): Promise<Runtime> {
-  const secrets = ensureLocalSecrets(config);
-  let embedded: EmbeddedDatabase | null = null;
-  if (!config.databaseUrl) {
-    embedded = await startEmbeddedPostgres(config.dataDir, log);
-    config.databaseUrl = embedded.url;
-  }
-  return { config, secrets, embedded };
+export async function prepareRuntime(settings: Settings, log: (m: string) => void): Promise<Runtime> {
+  const { secrets, files } = ensureLocalSecrets(settings);
+  const embedded = settings.database.url ? null : await startEmbeddedPostgres(settings.dataDir, log);
+  const config = resolveConfig(settings, { ...secrets, databaseUrl: embedded?.url });
+  return { config, secrets: files, embedded };
 }
 
 /**

@@ -1,8 +1,9 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { DataSource } from 'typeorm';
-import { loadConfigOrFail, prepareRuntime } from './bootstrap';
-import { dataSourceOptions, revertLastMigration, runMigrations } from './database/data-source';
+import { loadSettingsOrFail, prepareRuntime } from './bootstrap';
+import type { AppConfig } from './config/app-config';
+import { Database } from './database/database';
+import { revertLastMigration, runMigrations } from './database/migrator';
 import { terminate } from './common/terminate';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
@@ -21,12 +22,14 @@ function option(args: string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
-  const config = loadConfigOrFail();
-  const runtime = await prepareRuntime(config, () => undefined);
+/** The configuration and the database (its pools connect on first use). */
+async function withDatabase<T>(fn: (config: AppConfig, db: Database) => Promise<T>): Promise<T> {
+  const runtime = await prepareRuntime(loadSettingsOrFail(), () => undefined);
+  const db = new Database(runtime.config.database);
   try {
-    return await fn(config.databaseUrl as string);
+    return await fn(runtime.config, db);
   } finally {
+    await db.close();
     // A database this command started itself is stopped again; one a gateway runs is left alone.
     if (runtime.embedded && !runtime.embedded.adopted) await runtime.embedded.stop();
   }
@@ -36,34 +39,25 @@ async function main(args: string[]): Promise<number> {
   const [command] = args;
   switch (command) {
     case 'migration:run': {
-      const applied = await withDatabase((url) => runMigrations(url));
+      const applied = await withDatabase((config) => runMigrations(config.database.url));
       process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Nothing to apply.\n');
       return 0;
     }
-    case 'migration:revert':
-      await withDatabase((url) => revertLastMigration(url));
-      process.stdout.write('Reverted the last migration.\n');
+    case 'migration:revert': {
+      const reverted = await withDatabase((config) => revertLastMigration(config.database.url));
+      process.stdout.write(reverted ? `Reverted: ${reverted}\n` : 'Nothing to revert.\n');
       return 0;
+    }
     case 'operator-key:create': {
       const name = option(args, 'name');
       if (!name || name.length > 100) {
         process.stderr.write('operator-key:create needs --name NAME (1–100 characters)\n');
         return 2;
       }
-      const key = await withDatabase(async (url) => {
-        await runMigrations(url);
-        const ds = await new DataSource(dataSourceOptions(url, 2)).initialize();
-        try {
-          const { ApiKeyEntity } = await import('./tenants/entities/api-key.entity');
-          const { hashApiKey } = await import('./tenants/api-keys.service');
-          const plaintext = `rgo_${randomBytes(32).toString('base64url')}`;
-          await ds
-            .getRepository(ApiKeyEntity)
-            .insert({ tenantId: null, name, keyHash: hashApiKey(plaintext), prefix: plaintext.slice(0, 8) });
-          return plaintext;
-        } finally {
-          await ds.destroy();
-        }
+      const key = await withDatabase(async (config, db) => {
+        await runMigrations(config.database.url);
+        const { createApiKey } = await import('./tenants/api-keys.service');
+        return (await createApiKey(db.main, null, name)).key;
       });
       process.stdout.write(`Operator key "${name}" (shown once; only its hash is stored):\n${key}\n`);
       return 0;
@@ -74,26 +68,18 @@ async function main(args: string[]): Promise<number> {
       return 0;
     }
     case 'vault:rotate': {
-      const result = await withDatabase(async (url) => {
-        const config = loadConfigOrFail();
-        const ds = await new DataSource(dataSourceOptions(url, 2)).initialize();
-        try {
-          const { reencryptVault } = await import('./token-vault/vault-rotation');
-          const { reencryptLinks } = await import('./reward-dispatch/dispatch.store');
-          const { reencryptWebhookSecrets } = await import('./tenant-webhooks/webhook.store');
-          const { reencryptWebhookKeys } = await import('./token-vault/webhook-key.store');
-          const { PgStateStore } = await import('./connections/oauth-state.store');
-          const { mainPool } = await import('./database/sql');
-          const pool = mainPool(ds);
-          return await reencryptVault(ds, config.vaultKeys, [
-            (vault) => reencryptLinks(pool, vault),
-            (vault) => PgStateStore.reencryptVerifiers(pool, vault),
-            (vault) => reencryptWebhookSecrets(pool, vault),
-            (vault) => reencryptWebhookKeys(pool, vault),
-          ]);
-        } finally {
-          await ds.destroy();
-        }
+      const result = await withDatabase(async (config, { main: pool }) => {
+        const { reencryptVault } = await import('./token-vault/vault-rotation');
+        const { reencryptLinks } = await import('./reward-dispatch/dispatch.store');
+        const { reencryptWebhookSecrets } = await import('./tenant-webhooks/webhook.store');
+        const { reencryptWebhookKeys } = await import('./token-vault/webhook-key.store');
+        const { PgStateStore } = await import('./connections/oauth-state.store');
+        return reencryptVault(pool, config.vaultKeys, [
+          (vault) => reencryptLinks(pool, vault),
+          (vault) => PgStateStore.reencryptVerifiers(pool, vault),
+          (vault) => reencryptWebhookSecrets(pool, vault),
+          (vault) => reencryptWebhookKeys(pool, vault),
+        ]);
       });
       const canary = { rewritten: 're-encrypted', current: 'already current', written: 'written' }[
         result.canary

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Runtime } from './bootstrap';
-import { loadConfigOrFail, lockDataDir, prepareRuntime } from './bootstrap';
+import { loadSettingsOrFail, lockDataDir, prepareRuntime } from './bootstrap';
 import type { AppConfig } from './config/app-config';
 import { terminate } from './common/terminate';
 import {
@@ -14,7 +14,7 @@ import {
   connectSession,
   variables,
 } from './ops/first-steps';
-// Nest, TypeORM and the app are loaded in start(), after the signal handlers are in place (loading takes a second).
+// Nest and the app are loaded in start(), after the signal handlers are in place (loading takes a second).
 type AppFactory = typeof import('./app.factory');
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -34,15 +34,16 @@ const started: {
 let stopping = false;
 
 async function start(): Promise<void> {
-  const config = loadConfigOrFail();
-  started.unlock = config.databaseUrl ? undefined : lockDataDir(prepareDataDir(config.dataDir));
-  started.runtime = await prepareRuntime(config, (m) => {
-    if (config.logLevel === 'debug' || config.logLevel === 'trace') say(`[postgres] ${m}`);
+  const settings = loadSettingsOrFail();
+  started.unlock = settings.database.url ? undefined : lockDataDir(prepareDataDir(settings.dataDir));
+  started.runtime = await prepareRuntime(settings, (m) => {
+    if (settings.logLevel === 'debug' || settings.logLevel === 'trace') say(`[postgres] ${m}`);
   });
+  const { config } = started.runtime;
   // A signal during start-up lets the step under way finish, then stops what exists (stop() waits for this).
   if (stopping) return;
-  const { runMigrations } = await import('./database/data-source');
-  const applied = await runMigrations(config.databaseUrl as string);
+  const { runMigrations } = await import('./database/migrator');
+  const applied = await runMigrations(config.database.url);
   if (applied.length)
     say(
       `Applied ${applied.length} migration${applied.length === 1 ? '' : 's'} (the last: ${applied.at(-1)})`,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
-import { RelaxedPool } from '../src/database/relaxed-pool';
+import { Database } from '../src/database/database';
 import {
   DispatchStore,
   type DispatchUpdate,
@@ -93,7 +93,7 @@ describe('DispatchStore: the one-send statements write what the JSON forms write
     await createTenant(t, 'forms');
     connectionId = await connectTenant(t, 'forms');
     store = t.app.get(DispatchStore);
-    relaxed = t.app.get(RelaxedPool).pool;
+    relaxed = t.app.get(Database).relaxed;
   });
   afterAll(() => t.close());
 

@@ -1,7 +1,8 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { Client } from 'pg';
 import request from 'supertest';
-import { DataSource } from 'typeorm';
+import { Database } from '../src/database/database';
 import { OPS_METRICS_INTERVAL } from '../src/ops/ops-metrics.service';
 import { HEALTH_SQL, OpsService } from '../src/ops/ops.service';
 import type { TestApp } from './support/app';
@@ -217,13 +218,17 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
   });
 
   it('reads a page from the urgency index, stopping after the page, and counts its dispatches from their index: one statement', async () => {
-    const ds = t.app.get(DataSource);
+    // Every statement the listing issues (and only those: background work shares the pool).
+    const pool = t.app.get(Database).main;
+    const ops = t.app.get(OpsService);
+    const listing = new AsyncLocalStorage<true>();
     const captured: { text: string; params: unknown[] }[] = [];
-    const query = ds.query.bind(ds);
-    ds.query = (async (text: string, params?: unknown[]) => {
-      captured.push({ text, params: params ?? [] });
+    const [query, list] = [pool.query.bind(pool), ops.list.bind(ops)];
+    ops.list = (q) => listing.run(true, () => list(q));
+    pool.query = ((text: string, params?: unknown[]) => {
+      if (listing.getStore()) captured.push({ text, params: params ?? [] });
       return query(text, params);
-    }) as typeof ds.query;
+    }) as typeof pool.query;
     try {
       const first = await get('limit=50');
       const deep = await get(
@@ -233,7 +238,8 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
       await get('status=active&limit=50');
       expect(first.connections).toHaveLength(50);
     } finally {
-      ds.query = query;
+      pool.query = query;
+      ops.list = list;
     }
     expect(captured).toHaveLength(4); // one statement a page
     const lists = captured;
@@ -275,13 +281,7 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     // The dispatch worker also claims again as each attempt ends (no poll delay): stop it too.
     await t.app.get(DispatchWorker).onModuleDestroy();
     await new Promise((r) => setTimeout(r, 300));
-    const ds = t.app.get(DataSource);
     let queries = 0;
-    const dsQuery = ds.query.bind(ds);
-    ds.query = ((...args: Parameters<typeof ds.query>) => {
-      queries += 1;
-      return dsQuery(...args);
-    }) as typeof ds.query;
     const clientQuery = Client.prototype.query;
     Client.prototype.query = function (this: Client, ...args: unknown[]) {
       queries += 1;
@@ -297,7 +297,6 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
       await get('limit=1'); // the counter does see the app's queries
       expect(queries).toBeGreaterThan(0);
     } finally {
-      ds.query = dsQuery;
       Client.prototype.query = clientQuery;
     }
     const broken = 'rg_connections{status="needs_reauth",health="broken"}';

@@ -1,12 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import dns from 'node:dns';
 import request from 'supertest';
 import { DispatchStore } from '../src/reward-dispatch/dispatch.store';
 import { TenantWebhooksService } from '../src/tenant-webhooks/tenant-webhooks.service';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
 import type { TestApp } from './support/app';
-import { startTestApp } from './support/app';
+import { startTestApp, startTestAppOn } from './support/app';
 import { connectTenant, control, createTenant, op } from './support/connect';
-import { sqlOn } from './support/database';
+import { createTestDatabase, sqlOn } from './support/database';
 import { reward, send, waitFor } from './support/send';
 import { type ReceivedWebhook, verified, WebhookReceiver } from './support/webhook-receiver';
 
@@ -21,6 +22,37 @@ const WEBHOOK_ENV = {
 };
 
 const settle = (ms = 1_000) => new Promise((r) => setTimeout(r, ms));
+const api = (tenant: string) => `/v1/tenants/${tenant}/webhooks`;
+
+interface Registered {
+  id: string;
+  url: string;
+  events: string[];
+  secret: string;
+  created_at: string;
+}
+async function registerOn(t: TestApp, tenant: string, url: string, events: string[]): Promise<Registered> {
+  return (await request(t.baseUrl).post(api(tenant)).set(op).send({ url, events }).expect(201))
+    .body as Registered;
+}
+
+/** The vault key of the gateways started again on one database (the data stays theirs). */
+const VAULT_KEYS = `test1:${randomBytes(32).toString('base64')}`;
+
+/**
+ * The gateway of a test database started again with other settings (the configuration is fixed for a process's
+ * life): `current` is closed first; the sandbox's state, and so every connection's grant, survives the restart.
+ */
+async function restartOn(
+  url: string,
+  current: TestApp | undefined,
+  env: Record<string, string>,
+): Promise<TestApp> {
+  await current?.close();
+  const t = await startTestAppOn(url, { ...WEBHOOK_ENV, VAULT_KEYS, ...env });
+  await control(t, '/webhooks', { enabled: false });
+  return t;
+}
 const countBy = (items: string[]) =>
   items.reduce<Record<string, number>>((acc, k) => ({ ...acc, [k]: (acc[k] ?? 0) + 1 }), {});
 
@@ -28,15 +60,7 @@ describe('tenant webhooks: registration, events, retries, replay, SSRF', () => {
   let t: TestApp;
   const receiver = new WebhookReceiver();
   const sql = (text: string, params: unknown[] = []) => sqlOn(t.databaseUrl, text, params);
-  const api = (tenant: string) => `/v1/tenants/${tenant}/webhooks`;
-  const register = async (tenant: string, url: string, events: string[]) =>
-    (await request(t.baseUrl).post(api(tenant)).set(op).send({ url, events }).expect(201)).body as {
-      id: string;
-      url: string;
-      events: string[];
-      secret: string;
-      created_at: string;
-    };
+  const register = (tenant: string, url: string, events: string[]) => registerOn(t, tenant, url, events);
 
   beforeAll(async () => {
     t = await startTestApp(WEBHOOK_ENV);
@@ -142,46 +166,6 @@ describe('tenant webhooks: registration, events, retries, replay, SSRF', () => {
     await request(t.baseUrl).get(api('hooky')).expect(401);
     const own = await request(t.baseUrl).get(api('many')).set(asTenant).expect(200);
     expect(own.body.webhooks).toHaveLength(10);
-  });
-
-  it('refuses loopback, private, link-local, CGNAT, multicast and unspecified targets at registration', async () => {
-    t.config.webhooks.allowPrivateTargets = false; // the production default; this app was started with it on
-    try {
-      for (const url of [
-        'http://127.0.0.1/hook',
-        'http://127.1:8080/hook',
-        'http://2130706433/hook',
-        'http://localhost:3000/hook',
-        'http://api.localhost/hook',
-        'https://10.0.0.5/hook',
-        'https://172.20.1.1/hook',
-        'https://192.168.1.10/hook',
-        'http://169.254.169.254/latest/meta-data',
-        'https://100.64.0.1/hook',
-        'https://0.0.0.0/hook',
-        'https://224.0.0.1/hook',
-        'https://[::1]/hook',
-        'https://[fd00::1]/hook',
-        'https://[fe80::1]/hook',
-        'https://[::ffff:127.0.0.1]/hook',
-        'https://[::]/hook',
-      ]) {
-        const res = await request(t.baseUrl)
-          .post(api('hooky'))
-          .set(op)
-          .send({ url, events: ['*'] });
-        expect({ url, status: res.status }).toEqual({ url, status: 400 });
-        expect(res.body.error.details[0].field).toBe('url');
-      }
-      // A public address is fine (an IP literal: no DNS needed to decide).
-      const pub = await register('hooky', 'https://93.184.215.14/hook', ['reward.sent']);
-      await request(t.baseUrl)
-        .delete(`${api('hooky')}/${pub.id}`)
-        .set(op)
-        .expect(204);
-    } finally {
-      t.config.webhooks.allowPrivateTargets = true;
-    }
   });
 
   it('delivers each event once per state change, signed (verified with standardwebhooks), to subscribers only', async () => {
@@ -544,15 +528,23 @@ describe('tenant webhooks: registration, events, retries, replay, SSRF', () => {
     const [row] = await sql(`SELECT status, attempts FROM webhook_outbox WHERE id = $1`, [original.id]);
     expect(row).toEqual({ status: 'delivered', attempts: 2 });
   });
+});
 
-  it('checks every address a name resolves to at delivery, and connects only to the checked address', async () => {
+describe('tenant webhooks: private targets on a gateway that does not allow them', () => {
+  // Endpoints registered while allowed (as on a demo gateway), then a gateway without WEBHOOK_ALLOW_PRIVATE_TARGETS
+  // started on the same database: it refuses them at registration and, after DNS resolution, at delivery.
+  const receiver = new WebhookReceiver();
+  let db: { url: string; drop: () => Promise<void> };
+  let t: TestApp;
+  let spy: jest.SpyInstance;
+  let internal: Registered, mixed: Registered, localhost: Registered;
+  const sql = (text: string, params: unknown[] = []) => sqlOn(t.databaseUrl, text, params);
+
+  beforeAll(async () => {
     // Names under the reserved .test TLD, resolved here (not by any real DNS): one to the loopback, one to a public
     // address and the loopback (refused: any internal address is enough).
     const real = dns.promises.lookup;
-    const spy = jest.spyOn(dns.promises, 'lookup').mockImplementation((async (
-      host: string,
-      options: object,
-    ) => {
+    spy = jest.spyOn(dns.promises, 'lookup').mockImplementation((async (host: string, options: object) => {
       if (host === 'hooks.internal.test') return [{ address: '127.0.0.1', family: 4 }];
       if (host === 'mixed.internal.test')
         return [
@@ -561,225 +553,250 @@ describe('tenant webhooks: registration, events, retries, replay, SSRF', () => {
         ];
       return real(host, options as never);
     }) as never);
-    await createTenant(t, 'resolver');
-    await connectTenant(t, 'resolver');
-    try {
-      // Registered while allowed (a demo gateway), delivered while not: refused after resolution, nothing sent.
-      const internal = await register('resolver', `http://hooks.internal.test:${receiver.port}/pinned`, [
-        'reward.sent',
-      ]);
-      const mixed = await register('resolver', `http://mixed.internal.test:${receiver.port}/mixed`, [
-        'reward.sent',
-      ]);
-      t.config.webhooks.allowPrivateTargets = false;
-      try {
-        await send(t, 'resolver', 'res-1', { rewards: [reward()] }).expect(201);
-        const rows = await waitFor(
-          async () =>
-            sql(
-              `SELECT e.url, o.attempts, o.last_error, o.status FROM webhook_outbox o JOIN webhook_endpoints e ON e.id = o.endpoint_id
-                WHERE o.tenant_id = 'resolver' ORDER BY e.url`,
-            ),
-          (r) => r.length === 2 && r.every((x) => x.attempts >= 1 && x.last_error !== null),
-        );
-        expect(rows[0].last_error).toMatch(/hooks\.internal\.test resolves to 127\.0\.0\.1, .*refused/);
-        expect(rows[1].last_error).toMatch(/mixed\.internal\.test resolves to 127\.0\.0\.1, .*refused/);
-        expect(rows.every((r) => r.status === 'pending')).toBe(true);
-        expect(receiver.all('/pinned')).toHaveLength(0);
-        expect(receiver.all('/mixed')).toHaveLength(0);
-        const metrics = await request(t.baseUrl).get('/metrics').expect(200);
-        expect(metrics.text).toMatch(/rg_webhook_deliveries_total\{outcome="forbidden_target"\} [1-9]/);
-        const view = await request(t.baseUrl)
-          .get(`${api('resolver')}/${internal.id}`)
-          .set(op)
-          .expect(200);
-        expect(view.body.last_error).toMatch(/refused/);
-      } finally {
-        t.config.webhooks.allowPrivateTargets = true;
-      }
-      // Allowed again: the retry connects to the address the lookup returned — the name exists nowhere else, so its
-      // arrival shows the socket went to the checked address.
-      await request(t.baseUrl)
-        .delete(`${api('resolver')}/${mixed.id}`)
-        .set(op)
-        .expect(204);
-      const [arrived] = await waitFor(
-        async () => receiver.accepted('/pinned'),
-        (l) => l.length === 1,
-      );
-      expect(verified(internal.secret, arrived).type).toBe('reward.sent');
-    } finally {
-      spy.mockRestore();
+    db = await createTestDatabase();
+    await receiver.start();
+    t = await restartOn(db.url, undefined, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
+    for (const tenant of ['resolver', 'sneaky']) {
+      await createTenant(t, tenant);
+      await connectTenant(t, tenant);
     }
+    internal = await registerOn(t, 'resolver', `http://hooks.internal.test:${receiver.port}/pinned`, [
+      'reward.sent',
+    ]);
+    mixed = await registerOn(t, 'resolver', `http://mixed.internal.test:${receiver.port}/mixed`, [
+      'reward.sent',
+    ]);
+    localhost = await registerOn(t, 'sneaky', receiver.url('/ssrf', 'localhost'), ['reward.sent']);
+    t = await restartOn(db.url, t, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' });
+  });
+  afterAll(async () => {
+    spy.mockRestore();
+    await t.close();
+    await db.drop();
+    await receiver.stop();
   });
 
-  it('refuses localhost at delivery when private targets are not allowed', async () => {
-    await createTenant(t, 'sneaky');
-    await connectTenant(t, 'sneaky');
-    // Registered while allowed (as a demo gateway would), delivered while not: the check after DNS resolution refuses.
-    const endpoint = await register('sneaky', receiver.url('/ssrf', 'localhost'), ['reward.sent']);
-    t.config.webhooks.allowPrivateTargets = false;
-    try {
-      await send(t, 'sneaky', 'ss-1', { rewards: [reward()] }).expect(201);
-      const [row] = await waitFor(
-        async () =>
-          sql(`SELECT attempts, last_error, status FROM webhook_outbox WHERE endpoint_id = $1`, [
-            endpoint.id,
-          ]),
-        (rows) => rows.length === 1 && rows[0].attempts >= 1 && rows[0].last_error !== null,
-      );
-      expect(row.status).toBe('pending');
-      expect(row.last_error).toMatch(
-        /localhost resolves to (127\.0\.0\.1|::1).*refused|localhost is a loopback/,
-      );
-      expect(receiver.all('/ssrf')).toHaveLength(0);
-      const metrics = await request(t.baseUrl).get('/metrics').expect(200);
-      expect(metrics.text).toMatch(/rg_webhook_deliveries_total\{outcome="forbidden_target"\} [1-9]/);
-    } finally {
-      t.config.webhooks.allowPrivateTargets = true;
+  it('refuses loopback, private, link-local, CGNAT, multicast and unspecified targets at registration', async () => {
+    for (const url of [
+      'http://127.0.0.1/hook',
+      'http://127.1:8080/hook',
+      'http://2130706433/hook',
+      'http://localhost:3000/hook',
+      'http://api.localhost/hook',
+      'https://10.0.0.5/hook',
+      'https://172.20.1.1/hook',
+      'https://192.168.1.10/hook',
+      'http://169.254.169.254/latest/meta-data',
+      'https://100.64.0.1/hook',
+      'https://0.0.0.0/hook',
+      'https://224.0.0.1/hook',
+      'https://[::1]/hook',
+      'https://[fd00::1]/hook',
+      'https://[fe80::1]/hook',
+      'https://[::ffff:127.0.0.1]/hook',
+      'https://[::]/hook',
+    ]) {
+      const res = await request(t.baseUrl)
+        .post(api('sneaky'))
+        .set(op)
+        .send({ url, events: ['*'] });
+      expect({ url, status: res.status }).toEqual({ url, status: 400 });
+      expect(res.body.error.details[0].field).toBe('url');
     }
+    // A public address is fine (an IP literal: no DNS needed to decide).
+    const pub = await registerOn(t, 'sneaky', 'https://93.184.215.14/hook', ['reward.sent']);
     await request(t.baseUrl)
-      .delete(`${api('sneaky')}/${endpoint.id}`)
+      .delete(`${api('sneaky')}/${pub.id}`)
       .set(op)
       .expect(204);
+  });
+
+  it('refuses localhost at delivery', async () => {
+    await send(t, 'sneaky', 'ss-1', { rewards: [reward()] }).expect(201);
+    const [row] = await waitFor(
+      async () =>
+        sql(`SELECT attempts, last_error, status FROM webhook_outbox WHERE endpoint_id = $1`, [localhost.id]),
+      (rows) => rows.length === 1 && rows[0].attempts >= 1 && rows[0].last_error !== null,
+    );
+    expect(row.status).toBe('pending');
+    expect(row.last_error).toMatch(
+      /localhost resolves to (127\.0\.0\.1|::1).*refused|localhost is a loopback/,
+    );
+    expect(receiver.all('/ssrf')).toHaveLength(0);
+    const metrics = await request(t.baseUrl).get('/metrics').expect(200);
+    expect(metrics.text).toMatch(/rg_webhook_deliveries_total\{outcome="forbidden_target"\} [1-9]/);
+    await request(t.baseUrl)
+      .delete(`${api('sneaky')}/${localhost.id}`)
+      .set(op)
+      .expect(204);
+  });
+
+  it('checks every address a name resolves to at delivery, and connects only to the checked address', async () => {
+    await send(t, 'resolver', 'res-1', { rewards: [reward()] }).expect(201);
+    const rows = await waitFor(
+      async () =>
+        sql(
+          `SELECT e.url, o.attempts, o.last_error, o.status FROM webhook_outbox o JOIN webhook_endpoints e ON e.id = o.endpoint_id
+            WHERE o.tenant_id = 'resolver' ORDER BY e.url`,
+        ),
+      (r) => r.length === 2 && r.every((x) => x.attempts >= 1 && x.last_error !== null),
+    );
+    expect(rows[0].last_error).toMatch(/hooks\.internal\.test resolves to 127\.0\.0\.1, .*refused/);
+    expect(rows[1].last_error).toMatch(/mixed\.internal\.test resolves to 127\.0\.0\.1, .*refused/);
+    expect(rows.every((r) => r.status === 'pending')).toBe(true);
+    expect(receiver.all('/pinned')).toHaveLength(0);
+    expect(receiver.all('/mixed')).toHaveLength(0);
+    const metrics = await request(t.baseUrl).get('/metrics').expect(200);
+    expect(metrics.text).toMatch(/rg_webhook_deliveries_total\{outcome="forbidden_target"\} [1-9]/);
+    const view = await request(t.baseUrl)
+      .get(`${api('resolver')}/${internal.id}`)
+      .set(op)
+      .expect(200);
+    expect(view.body.last_error).toMatch(/refused/);
+    // Allowed again: the retry connects to the address the lookup returned — the name exists nowhere else, so its
+    // arrival shows the socket went to the checked address.
+    t = await restartOn(db.url, t, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
+    await request(t.baseUrl)
+      .delete(`${api('resolver')}/${mixed.id}`)
+      .set(op)
+      .expect(204);
+    const [arrived] = await waitFor(
+      async () => receiver.accepted('/pinned'),
+      (l) => l.length === 1,
+    );
+    expect(verified(internal.secret, arrived).type).toBe('reward.sent');
   });
 });
 
 describe('tenant webhooks: giving up, and disabling an endpoint that keeps failing', () => {
+  let db: { url: string; drop: () => Promise<void> };
   let t: TestApp;
   const receiver = new WebhookReceiver();
   const sql = (text: string, params: unknown[] = []) => sqlOn(t.databaseUrl, text, params);
-  const api = (tenant: string) => `/v1/tenants/${tenant}/webhooks`;
 
   beforeAll(async () => {
-    t = await startTestApp({ ...WEBHOOK_ENV, WEBHOOK_RETRY_SCHEDULE_MS: '100' });
+    db = await createTestDatabase();
+    // A small give-up window for the first test; the second starts the gateway again with its own settings.
+    t = await restartOn(db.url, undefined, {
+      WEBHOOK_RETRY_SCHEDULE_MS: '100',
+      WEBHOOK_GIVE_UP_AFTER_MS: '600',
+    });
     await receiver.start();
-    await control(t, '/webhooks', { enabled: false });
     receiver.answer = (path) => (path.startsWith('/broken') ? 500 : 200);
     await createTenant(t, 'failing');
     await connectTenant(t, 'failing');
   });
   afterAll(async () => {
     await t.close();
+    await db.drop();
     await receiver.stop();
   });
 
   it('marks an event failed once WEBHOOK_GIVE_UP_AFTER_MS has passed', async () => {
-    // The worker reads the configuration at every attempt: a small give-up window for this test.
-    t.config.webhooks.giveUpAfterMs = 600;
-    try {
-      const endpoint = (
-        await request(t.baseUrl)
-          .post(api('failing'))
-          .set(op)
-          .send({ url: receiver.url('/broken/give-up'), events: ['reward.sent'] })
-          .expect(201)
-      ).body;
-      await send(t, 'failing', 'gu-1', { rewards: [reward()] }).expect(201);
-      const [row] = await waitFor(
-        async () =>
-          sql(`SELECT status, attempts, last_status_code FROM webhook_outbox WHERE endpoint_id = $1`, [
-            endpoint.id,
-          ]),
-        (rows) => rows[0]?.status === 'failed',
-      );
-      expect(row.attempts).toBeGreaterThan(1);
-      expect(row.last_status_code).toBe(500);
-      const attempts = receiver.all('/broken/give-up').length;
-      await new Promise((r) => setTimeout(r, 500));
-      expect(receiver.all('/broken/give-up')).toHaveLength(attempts); // no attempt after giving up
-      const metrics = await request(t.baseUrl).get('/metrics').expect(200);
-      expect(metrics.text).toMatch(/rg_webhook_deliveries_total\{outcome="gave_up"\} [1-9]/);
+    const endpoint = (
       await request(t.baseUrl)
-        .delete(`${api('failing')}/${endpoint.id}`)
+        .post(api('failing'))
         .set(op)
-        .expect(204);
-    } finally {
-      t.config.webhooks.giveUpAfterMs = 600_000;
-    }
+        .send({ url: receiver.url('/broken/give-up'), events: ['reward.sent'] })
+        .expect(201)
+    ).body;
+    await send(t, 'failing', 'gu-1', { rewards: [reward()] }).expect(201);
+    const [row] = await waitFor(
+      async () =>
+        sql(`SELECT status, attempts, last_status_code FROM webhook_outbox WHERE endpoint_id = $1`, [
+          endpoint.id,
+        ]),
+      (rows) => rows[0]?.status === 'failed',
+    );
+    expect(row.attempts).toBeGreaterThan(1);
+    expect(row.last_status_code).toBe(500);
+    const attempts = receiver.all('/broken/give-up').length;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(receiver.all('/broken/give-up')).toHaveLength(attempts); // no attempt after giving up
+    const metrics = await request(t.baseUrl).get('/metrics').expect(200);
+    expect(metrics.text).toMatch(/rg_webhook_deliveries_total\{outcome="gave_up"\} [1-9]/);
+    await request(t.baseUrl)
+      .delete(`${api('failing')}/${endpoint.id}`)
+      .set(op)
+      .expect(204);
   });
 
   it('disables an endpoint failing for WEBHOOK_DISABLE_AFTER_MS, says so, and can be enabled and replayed', async () => {
-    t.config.webhooks.disableAfterMs = 1_500;
-    try {
-      const endpoint = (
-        await request(t.baseUrl)
-          .post(api('failing'))
-          .set(op)
-          .send({ url: receiver.url('/broken/disable'), events: ['*'] })
-          .expect(201)
-      ).body;
-      await send(t, 'failing', 'dis-1', { rewards: [reward()] }).expect(201);
-      const disabled = await waitFor(
-        async () =>
-          (
-            await request(t.baseUrl)
-              .get(`${api('failing')}/${endpoint.id}`)
-              .set(op)
-          ).body,
-        (body) => body.status === 'disabled',
-      );
-      expect(disabled.disabled_at).not.toBeNull();
-      expect(disabled.disabled_reason).toMatch(
-        /^failing continuously since \S+ \(\d+ consecutive failed attempts\); last error: receiver answered 500$/,
-      );
-      expect(disabled.consecutive_failures).toBeGreaterThan(3);
-      // Nothing more goes out; what was pending ended failed.
-      const deliveries = (
-        await request(t.baseUrl)
-          .get(`${api('failing')}/${endpoint.id}/deliveries`)
-          .set(op)
-      ).body.deliveries as { id: string; status: string }[];
-      expect(deliveries.length).toBe(2);
-      expect(deliveries.every((d) => d.status === 'failed')).toBe(true);
-      const attempts = receiver.all('/broken/disable').length;
-      // New events do not queue for a disabled endpoint.
-      await send(t, 'failing', 'dis-2', { rewards: [reward()] }).expect(201);
-      await new Promise((r) => setTimeout(r, 500));
-      expect(receiver.all('/broken/disable')).toHaveLength(attempts);
-      expect(
-        (await sql(`SELECT count(*)::int AS n FROM webhook_outbox WHERE endpoint_id = $1`, [endpoint.id]))[0]
-          .n,
-      ).toBe(2);
-      const refused = await request(t.baseUrl)
-        .post(`${api('failing')}/${endpoint.id}/deliveries/${deliveries[0].id}/replay`)
+    t = await restartOn(db.url, t, { WEBHOOK_RETRY_SCHEDULE_MS: '100', WEBHOOK_DISABLE_AFTER_MS: '1500' });
+    const endpoint = (
+      await request(t.baseUrl)
+        .post(api('failing'))
         .set(op)
-        .expect(409);
-      expect(refused.body.error.code).toBe('webhook_endpoint_disabled');
-
-      // The ops dashboard's view.
-      const failing = await t.app.get(TenantWebhooksService).failingEndpoints(10);
-      expect(failing).toEqual(
-        expect.arrayContaining([
-          expect.objectContaining({
-            endpoint_id: endpoint.id,
-            tenant_id: 'failing',
-            url: endpoint.url,
-            disabled: true,
-          }),
-        ]),
-      );
-
-      // The receiver is fixed; the tenant enables the endpoint and replays what it missed.
-      receiver.answer = () => 200;
-      const enabled = await request(t.baseUrl)
-        .post(`${api('failing')}/${endpoint.id}/enable`)
+        .send({ url: receiver.url('/broken/disable'), events: ['*'] })
+        .expect(201)
+    ).body;
+    await send(t, 'failing', 'dis-1', { rewards: [reward()] }).expect(201);
+    const disabled = await waitFor(
+      async () =>
+        (
+          await request(t.baseUrl)
+            .get(`${api('failing')}/${endpoint.id}`)
+            .set(op)
+        ).body,
+      (body) => body.status === 'disabled',
+    );
+    expect(disabled.disabled_at).not.toBeNull();
+    expect(disabled.disabled_reason).toMatch(
+      /^failing continuously since \S+ \(\d+ consecutive failed attempts\); last error: receiver answered 500$/,
+    );
+    expect(disabled.consecutive_failures).toBeGreaterThan(3);
+    // Nothing more goes out; what was pending ended failed.
+    const deliveries = (
+      await request(t.baseUrl)
+        .get(`${api('failing')}/${endpoint.id}/deliveries`)
         .set(op)
-        .expect(200);
-      expect(enabled.body).toMatchObject({ status: 'active', disabled_at: null, consecutive_failures: 0 });
-      for (const d of deliveries)
-        await request(t.baseUrl)
-          .post(`${api('failing')}/${endpoint.id}/deliveries/${d.id}/replay`)
-          .set(op)
-          .expect(202);
-      const arrived = await waitFor(
-        async () => receiver.accepted('/broken/disable'),
-        (list: ReceivedWebhook[]) => list.length === 2,
-      );
-      expect(arrived.map((r) => r.id).sort()).toEqual(deliveries.map((d) => d.id).sort());
-      expect(await t.app.get(TenantWebhooksService).failingEndpoints(10)).toEqual([]);
-    } finally {
-      t.config.webhooks.disableAfterMs = 600_000;
-    }
+    ).body.deliveries as { id: string; status: string }[];
+    expect(deliveries.length).toBe(2);
+    expect(deliveries.every((d) => d.status === 'failed')).toBe(true);
+    const attempts = receiver.all('/broken/disable').length;
+    // New events do not queue for a disabled endpoint.
+    await send(t, 'failing', 'dis-2', { rewards: [reward()] }).expect(201);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(receiver.all('/broken/disable')).toHaveLength(attempts);
+    expect(
+      (await sql(`SELECT count(*)::int AS n FROM webhook_outbox WHERE endpoint_id = $1`, [endpoint.id]))[0].n,
+    ).toBe(2);
+    const refused = await request(t.baseUrl)
+      .post(`${api('failing')}/${endpoint.id}/deliveries/${deliveries[0].id}/replay`)
+      .set(op)
+      .expect(409);
+    expect(refused.body.error.code).toBe('webhook_endpoint_disabled');
+
+    // The ops dashboard's view.
+    const failing = await t.app.get(TenantWebhooksService).failingEndpoints(10);
+    expect(failing).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          endpoint_id: endpoint.id,
+          tenant_id: 'failing',
+          url: endpoint.url,
+          disabled: true,
+        }),
+      ]),
+    );
+
+    // The receiver is fixed; the tenant enables the endpoint and replays what it missed.
+    receiver.answer = () => 200;
+    const enabled = await request(t.baseUrl)
+      .post(`${api('failing')}/${endpoint.id}/enable`)
+      .set(op)
+      .expect(200);
+    expect(enabled.body).toMatchObject({ status: 'active', disabled_at: null, consecutive_failures: 0 });
+    for (const d of deliveries)
+      await request(t.baseUrl)
+        .post(`${api('failing')}/${endpoint.id}/deliveries/${d.id}/replay`)
+        .set(op)
+        .expect(202);
+    const arrived = await waitFor(
+      async () => receiver.accepted('/broken/disable'),
+      (list: ReceivedWebhook[]) => list.length === 2,
+    );
+    expect(arrived.map((r) => r.id).sort()).toEqual(deliveries.map((d) => d.id).sort());
+    expect(await t.app.get(TenantWebhooksService).failingEndpoints(10)).toEqual([]);
   });
 });

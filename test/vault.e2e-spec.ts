@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
-import { dataSourceOptions } from '../src/database/data-source';
+import { Database } from '../src/database/database';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
 import { VaultCipher } from '../src/token-vault/vault-cipher';
 import { reencryptGrants } from '../src/token-vault/vault-rotation';
@@ -49,24 +48,21 @@ describe('the token vault at rest', () => {
     await createTenant(t, 'rotated');
     const id = await connectTenant(t, 'rotated');
     const newKey = { id: 'k2', key: randomBytes(32) };
-    const ds = await new DataSource(dataSourceOptions(t.databaseUrl, 2)).initialize();
-    try {
-      const result = await reencryptGrants(ds, new VaultCipher([newKey, ...t.config.vaultKeys]));
-      expect(result.rewritten).toBe(result.grants);
-      expect(result.grants).toBeGreaterThanOrEqual(2);
-      const again = await reencryptGrants(ds, new VaultCipher([newKey, ...t.config.vaultKeys]));
-      expect(again.rewritten).toBe(0);
-      const [row] = await ds.query(
-        `SELECT access_token_enc, refresh_token_enc FROM grants WHERE connection_id = $1`,
-        [id],
-      );
-      const onlyNew = new VaultCipher([newKey]);
-      expect(onlyNew.decrypt(row.access_token_enc, `${id}/access`)).toMatch(/^sbx_at_/);
-      expect(() =>
-        new VaultCipher(t.config.vaultKeys).decrypt(row.refresh_token_enc, `${id}/refresh`),
-      ).toThrow(/unknown key id "k2"/);
-    } finally {
-      await ds.destroy();
-    }
+    const pool = t.app.get(Database).main;
+    const result = await reencryptGrants(pool, new VaultCipher([newKey, ...t.config.vaultKeys]));
+    expect(result.rewritten).toBe(result.grants);
+    expect(result.grants).toBeGreaterThanOrEqual(2);
+    const again = await reencryptGrants(pool, new VaultCipher([newKey, ...t.config.vaultKeys]));
+    expect(again.rewritten).toBe(0);
+    const {
+      rows: [row],
+    } = await pool.query(`SELECT access_token_enc, refresh_token_enc FROM grants WHERE connection_id = $1`, [
+      id,
+    ]);
+    const onlyNew = new VaultCipher([newKey]);
+    expect(onlyNew.decrypt(row.access_token_enc, `${id}/access`)).toMatch(/^sbx_at_/);
+    expect(() => new VaultCipher(t.config.vaultKeys).decrypt(row.refresh_token_enc, `${id}/refresh`)).toThrow(
+      /unknown key id "k2"/,
+    );
   });
 });

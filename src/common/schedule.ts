@@ -15,3 +15,16 @@ export function runEvery(
   scheduler.addInterval(name, timer);
   return timer;
 }
+
+/** `work`'s outcome, or a rejection with `message` once `ms` have passed (the work itself is not cancelled). */
+export async function withTimeout<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,25 +1,69 @@
 import { randomBytes } from 'node:crypto';
-import { ConfigValidationError, parseConfig } from './app-config';
+import { ConfigValidationError, readSettings, resolveConfig } from './app-config';
 
 const key = () => randomBytes(32).toString('base64');
 
-describe('parseConfig', () => {
+describe('the configuration', () => {
   it('runs with no variables at all: embedded database, built-in sandbox, port 3000', () => {
-    const config = parseConfig({}, '/srv/app');
-    expect(config.port).toBe(3000);
-    expect(config.publicBaseUrl).toBe('http://localhost:3000');
-    expect(config.databaseUrl).toBeUndefined();
-    expect(config.dataDir).toBe('/srv/app/.data');
-    expect(config.mountSandbox).toBe(true);
-    expect(config.rewards.sandbox?.baseUrl).toBe('http://localhost:3000/sandbox');
-    expect(config.defaultEnvironment).toBe('sandbox');
-    expect(config.logLevel).toBe('info');
+    const settings = readSettings({}, '/srv/app');
+    expect(settings.port).toBe(3000);
+    expect(settings.publicBaseUrl).toBe('http://localhost:3000');
+    expect(settings.database).toEqual({ url: undefined, maxConnections: 12 });
+    expect(settings.operatorApiKey).toBeUndefined();
+    expect(settings.vaultKeys).toBeUndefined();
+    expect(settings.sandboxClientUnset).toBe(true);
+    expect(settings.dataDir).toBe('/srv/app/.data');
+    expect(settings.mountSandbox).toBe(true);
+    expect(settings.rewards.sandbox?.baseUrl).toBe('http://localhost:3000/sandbox');
+    expect(settings.defaultEnvironment).toBe('sandbox');
+    expect(settings.logLevel).toBe('info');
+  });
+
+  it('is completed by what the starting process provides, then frozen all the way down', () => {
+    const settings = readSettings({}, '/srv/app');
+    expect(() => resolveConfig(settings)).toThrow(/DATABASE_URL.*\n.*OPERATOR_API_KEY.*\n.*VAULT_KEYS/);
+    const vaultKeys = [{ id: 'local1', key: randomBytes(32) }];
+    const config = resolveConfig(settings, {
+      databaseUrl: 'postgres://127.0.0.1:5999/rewards_gateway',
+      operatorApiKey: `rgo_${'k'.repeat(43)}`,
+      vaultKeys,
+      sandboxClient: { clientId: 'rg-sandbox-1', clientSecret: 'generated-secret' },
+    });
+    expect(config.database).toEqual({ url: 'postgres://127.0.0.1:5999/rewards_gateway', maxConnections: 12 });
+    expect(config.vaultKeys).toEqual(vaultKeys);
+    expect(config.rewards.sandbox).toMatchObject({
+      clientId: 'rg-sandbox-1',
+      clientSecret: 'generated-secret',
+    });
+    expect('sandboxClientUnset' in config).toBe(false);
+    for (const frozen of [
+      config,
+      config.database,
+      config.dispatch,
+      config.webhooks.retryScheduleMs,
+      config.vaultKeys,
+    ])
+      expect(Object.isFrozen(frozen)).toBe(true);
+    expect(Object.isFrozen(config.rewards.sandbox?.pacing)).toBe(true);
+    expect(() => {
+      (config.dispatch as { leaseMs: number }).leaseMs = 1;
+    }).toThrow(TypeError);
+  });
+
+  it('reads DATABASE_POOL_SIZE when DATABASE_MAX_CONNECTIONS is unset', () => {
+    expect(readSettings({ DATABASE_POOL_SIZE: '20' }).database.maxConnections).toBe(20);
+    expect(
+      readSettings({ DATABASE_POOL_SIZE: '20', DATABASE_MAX_CONNECTIONS: '30' }).database.maxConnections,
+    ).toBe(30);
+    expect(() => readSettings({ DATABASE_POOL_SIZE: '2' })).toThrow(
+      /DATABASE_POOL_SIZE must be a whole number/,
+    );
   });
 
   it('lists every problem at once', () => {
     let error: unknown;
     try {
-      parseConfig({
+      readSettings({
         PORT: 'eighty',
         PUBLIC_BASE_URL: 'not a url',
         DATABASE_URL: 'mysql://x',
@@ -48,17 +92,36 @@ describe('parseConfig', () => {
   });
 
   it('requires VAULT_KEYS with an external database, and parses several keys in order', () => {
-    expect(() => parseConfig({ DATABASE_URL: 'postgres://h/db' })).toThrow(/VAULT_KEYS is required/);
-    const config = parseConfig({ DATABASE_URL: 'postgres://h/db', VAULT_KEYS: `new:${key()}, old:${key()}` });
-    expect(config.vaultKeys.map((k) => k.id)).toEqual(['new', 'old']);
-    expect(() => parseConfig({ VAULT_KEYS: `a:${key()},a:${key()}` })).toThrow(/appears twice/);
+    expect(() => readSettings({ DATABASE_URL: 'postgres://h/db' })).toThrow(/VAULT_KEYS is required/);
+    const settings = readSettings({
+      DATABASE_URL: 'postgres://h/db',
+      VAULT_KEYS: `new:${key()}, old:${key()}`,
+    });
+    expect(settings.vaultKeys?.map((k) => k.id)).toEqual(['new', 'old']);
+    expect(() => readSettings({ VAULT_KEYS: `a:${key()},a:${key()}` })).toThrow(/appears twice/);
+  });
+
+  it('never repeats a secret in a problem', () => {
+    const secret = 'postgres://gateway:hunter2-hunter2@db/x';
+    let message = '';
+    try {
+      readSettings({
+        DATABASE_URL: `mysql${secret.slice(8)}`,
+        OPERATOR_API_KEY: 'hunter2-short',
+        VAULT_KEYS: 'k:hunter2',
+      });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/DATABASE_URL[\s\S]*OPERATOR_API_KEY[\s\S]*VAULT_KEYS/);
+    expect(message).not.toContain('hunter2');
   });
 
   it('uses a configured sandbox host instead of the built-in one, with its credentials required', () => {
-    expect(() => parseConfig({ REWARDS_SANDBOX_BASE_URL: 'https://sandbox.example.com' })).toThrow(
+    expect(() => readSettings({ REWARDS_SANDBOX_BASE_URL: 'https://sandbox.example.com' })).toThrow(
       /REWARDS_SANDBOX_CLIENT_ID/,
     );
-    const config = parseConfig({
+    const config = readSettings({
       REWARDS_SANDBOX_BASE_URL: 'https://sandbox.example.com/',
       REWARDS_SANDBOX_CLIENT_ID: 'id',
       REWARDS_SANDBOX_CLIENT_SECRET: 'secret',
@@ -78,21 +141,21 @@ describe('parseConfig', () => {
       REWARDS_SANDBOX_CLIENT_ID: 'id',
       REWARDS_SANDBOX_CLIENT_SECRET: 'secret',
     };
-    expect(parseConfig({}).rewards.sandbox?.pkce).toBe(true);
-    expect(parseConfig(production).rewards.production?.pkce).toBe(true);
-    expect(parseConfig(external).rewards.sandbox?.pkce).toBe(true);
-    expect(parseConfig({ ...production, REWARDS_PRODUCTION_PKCE: 'false' }).rewards.production?.pkce).toBe(
+    expect(readSettings({}).rewards.sandbox?.pkce).toBe(true);
+    expect(readSettings(production).rewards.production?.pkce).toBe(true);
+    expect(readSettings(external).rewards.sandbox?.pkce).toBe(true);
+    expect(readSettings({ ...production, REWARDS_PRODUCTION_PKCE: 'false' }).rewards.production?.pkce).toBe(
       false,
     );
-    expect(parseConfig({ ...external, REWARDS_SANDBOX_PKCE: 'off' }).rewards.sandbox?.pkce).toBe(false);
-    expect(parseConfig({ REWARDS_SANDBOX_PKCE: 'false' }).rewards.sandbox?.pkce).toBe(false);
-    expect(() => parseConfig({ ...production, REWARDS_PRODUCTION_PKCE: 'maybe' })).toThrow(
+    expect(readSettings({ ...external, REWARDS_SANDBOX_PKCE: 'off' }).rewards.sandbox?.pkce).toBe(false);
+    expect(readSettings({ REWARDS_SANDBOX_PKCE: 'false' }).rewards.sandbox?.pkce).toBe(false);
+    expect(() => readSettings({ ...production, REWARDS_PRODUCTION_PKCE: 'maybe' })).toThrow(
       /REWARDS_PRODUCTION_PKCE must be true or false/,
     );
   });
 
   it('defaults to production when production is configured', () => {
-    const config = parseConfig({
+    const config = readSettings({
       REWARDS_PRODUCTION_BASE_URL: 'https://rewards.example.com',
       REWARDS_PRODUCTION_CLIENT_ID: 'id',
       REWARDS_PRODUCTION_CLIENT_SECRET: 'secret',

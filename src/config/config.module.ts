@@ -1,27 +1,29 @@
 import type { DynamicModule } from '@nestjs/common';
-import { Global, Module } from '@nestjs/common';
-import { ConfigModule } from '@nestjs/config';
+import { Global, Inject, Module } from '@nestjs/common';
 import type { AppConfig } from './app-config';
 
-/** Injection token of the validated, typed `AppConfig`. */
-export const APP_CONFIG = Symbol('APP_CONFIG');
+/** The injection token of one slice of the configuration (for a factory's `inject`). */
+export const configToken = (slice: keyof AppConfig) => `config:${slice}`;
 
 /**
- * The configuration is parsed and validated once, before Nest starts (main.ts), so the process can fail with one
- * message listing every problem and the embedded database can start first. This module only provides the result;
- * `@nestjs/config`'s ConfigService also carries it for code that prefers that interface.
+ * Injects one slice of the configuration, e.g. `@InjectConfig('dispatch') config: DispatchConfig`. A module sees only
+ * what it uses; every slice is frozen.
+ */
+export const InjectConfig = (slice: keyof AppConfig) => Inject(configToken(slice));
+
+/**
+ * The resolved configuration's slices as providers. The configuration is read, completed and frozen before Nest
+ * starts (bootstrap.ts): the process fails with one message listing every problem, and the embedded database and
+ * the generated secrets exist first.
  */
 @Global()
 @Module({})
 export class AppConfigModule {
   static forRoot(config: AppConfig): DynamicModule {
-    return {
-      module: AppConfigModule,
-      imports: [
-        ConfigModule.forRoot({ ignoreEnvFile: true, isGlobal: true, load: [() => ({ app: config })] }),
-      ],
-      providers: [{ provide: APP_CONFIG, useValue: config }],
-      exports: [APP_CONFIG],
-    };
+    const providers = (Object.keys(config) as (keyof AppConfig)[]).map((slice) => ({
+      provide: configToken(slice),
+      useValue: config[slice],
+    }));
+    return { module: AppConfigModule, providers, exports: providers };
   }
 }

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import * as path from 'node:path';
-import type { AppConfig } from './app-config';
-import { parseVaultKeys, ConfigValidationError } from './app-config';
+import type { RuntimeFacts, Settings } from './app-config';
+import { ConfigValidationError, parseVaultKeys } from './app-config';
 
+/** Where each generated secret is kept (for the banner, which names the file, never the secret). */
 export interface LocalSecretsOutcome {
-  /** Where the generated operator key is kept, when it was generated or read from `$DATA_DIR`. */
   operatorKeyFile?: string;
   vaultKeyFile?: string;
   sandboxClientFile?: string;
@@ -14,37 +14,42 @@ export interface LocalSecretsOutcome {
 /**
  * The zero-configuration default: when OPERATOR_API_KEY is unset, one is generated once into `$DATA_DIR` and
  * reused; when VAULT_KEYS is unset (only allowed with the embedded database), a vault key is generated the same
- * way. Files are created with mode 0600. Mutates `config` so the rest of the app sees a complete configuration.
+ * way; so are the built-in sandbox's app credentials when they are not configured (random per data dir, never the
+ * public demo values). Files are created with mode 0600. Returns the secrets, for `resolveConfig`.
  */
-export function ensureLocalSecrets(config: AppConfig): LocalSecretsOutcome {
-  const outcome: LocalSecretsOutcome = {};
-  mkdirSync(config.dataDir, { recursive: true });
-  if (!config.operatorApiKey) {
-    const file = path.join(config.dataDir, 'operator-api-key');
-    config.operatorApiKey = readOrCreate(file, () => `rgo_${randomBytes(32).toString('base64url')}`);
-    outcome.operatorKeyFile = file;
+export function ensureLocalSecrets(settings: Settings): {
+  secrets: RuntimeFacts;
+  files: LocalSecretsOutcome;
+} {
+  const secrets: RuntimeFacts = {};
+  const files: LocalSecretsOutcome = {};
+  const local = (name: string) => path.join(settings.dataDir, name);
+  mkdirSync(settings.dataDir, { recursive: true });
+  if (settings.operatorApiKey === undefined) {
+    files.operatorKeyFile = local('operator-api-key');
+    secrets.operatorApiKey = readOrCreate(
+      files.operatorKeyFile,
+      () => `rgo_${randomBytes(32).toString('base64url')}`,
+    );
   }
-  const sandbox = config.rewards.sandbox;
-  if (sandbox?.embedded && sandbox.generatedCredentials) {
-    // The built-in sandbox's developer app: random per data dir, never the public demo values.
-    const file = path.join(config.dataDir, 'sandbox-client');
+  if (settings.sandboxClientUnset) {
+    files.sandboxClientFile = local('sandbox-client');
     const [clientId, clientSecret] = readOrCreate(
-      file,
+      files.sandboxClientFile,
       () => `rg-sandbox-${randomBytes(6).toString('hex')}:${randomBytes(24).toString('base64url')}`,
     ).split(':');
-    sandbox.clientId = clientId;
-    sandbox.clientSecret = clientSecret;
-    outcome.sandboxClientFile = file;
+    secrets.sandboxClient = { clientId, clientSecret };
   }
-  if (config.vaultKeys.length === 0) {
-    const file = path.join(config.dataDir, 'vault-keys');
+  if (settings.vaultKeys === undefined) {
+    const file = (files.vaultKeyFile = local('vault-keys'));
     const raw = readOrCreate(file, () => `local1:${randomBytes(32).toString('base64')}`);
-    const problems: string[] = [];
-    config.vaultKeys = parseVaultKeys(raw, problems);
-    if (problems.length) throw new ConfigValidationError(problems.map((p) => `${file}: ${p}`));
-    outcome.vaultKeyFile = file;
+    try {
+      secrets.vaultKeys = parseVaultKeys(raw);
+    } catch (error) {
+      throw new ConfigValidationError([`${file}: VAULT_KEYS ${(error as Error).message}`]);
+    }
   }
-  return outcome;
+  return { secrets, files };
 }
 
 function readOrCreate(file: string, create: () => string): string {

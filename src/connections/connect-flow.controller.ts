@@ -1,10 +1,9 @@
-import { Controller, Get, Inject, Logger, Param, Req, Res } from '@nestjs/common';
+import { Controller, Get, Logger, Param, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { randomBytes } from 'node:crypto';
 import passport from 'passport';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { Public } from '../tenants/auth/auth.decorators';
 import { escapeHtml } from '../common/html';
 import { connectLandingPage, connectPage } from './connect-pages';
@@ -42,7 +41,7 @@ export class ConnectFlowController {
   private readonly logger = new Logger(ConnectFlowController.name);
   constructor(
     private readonly connections: ConnectionsService,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('publicBaseUrl') private readonly publicBaseUrl: string,
     private readonly states: PgStateStore,
   ) {}
 
@@ -77,7 +76,7 @@ export class ConnectFlowController {
     res.cookie(BROWSER_COOKIE, binding, {
       httpOnly: true,
       sameSite: 'lax',
-      secure: this.config.publicBaseUrl.startsWith('https:'),
+      secure: this.publicBaseUrl.startsWith('https:'),
       path: '/oauth/callback',
       maxAge: STATE_TTL_MS,
     });

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import { configToken } from '../config/config.module';
+import type { RewardsConfig } from '../config/app-config';
 import { TenantsModule } from '../tenants/tenants.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { ConnectFlowController } from './connect-flow.controller';
@@ -28,10 +28,10 @@ export const OAUTH_STRATEGIES = Symbol('OAUTH_STRATEGIES');
     HousekeepingService,
     {
       provide: OAUTH_STRATEGIES,
-      inject: [APP_CONFIG, PgStateStore],
-      useFactory: (config: AppConfig, states: PgStateStore) => [
-        ...(config.rewards.sandbox ? [new SandboxOAuthStrategy(config, states)] : []),
-        ...(config.rewards.production ? [new ProductionOAuthStrategy(config, states)] : []),
+      inject: [configToken('publicBaseUrl'), configToken('rewards'), PgStateStore],
+      useFactory: (publicBaseUrl: string, { sandbox, production }: RewardsConfig, states: PgStateStore) => [
+        ...(sandbox ? [new SandboxOAuthStrategy(publicBaseUrl, sandbox, states)] : []),
+        ...(production ? [new ProductionOAuthStrategy(publicBaseUrl, production, states)] : []),
       ],
     },
   ],

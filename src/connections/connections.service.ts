@@ -1,11 +1,9 @@
-import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
+import { HttpStatus, Injectable, Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../common/digest';
-import type { DataSource } from 'typeorm';
 import { ConnectionsError } from './connections.errors';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig, RewardsEnvironment } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import type { RewardsConfig, RewardsEnvironment, VaultKey } from '../config/app-config';
 import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
@@ -13,7 +11,7 @@ import { VaultCipher } from '../token-vault/vault-cipher';
 import { ConnectionStateStore } from '../token-vault/connection-state.store';
 import { GrantStore } from '../token-vault/grant.store';
 import { NotificationsService } from '../database/notifications.service';
-import { inTransaction, mainPool } from '../database/sql';
+import { Database } from '../database/database';
 import { ConnectSessionStore } from './connect-session.store';
 import { ConnectionActivationHooks } from './connection-activation';
 import { TenantsService } from '../tenants/tenants.service';
@@ -48,8 +46,11 @@ export class ConnectionsService {
   >();
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
+    @InjectConfig('rewards') private readonly environments: RewardsConfig,
+    @InjectConfig('defaultEnvironment') private readonly defaultEnvironment: RewardsEnvironment,
+    @InjectConfig('publicBaseUrl') private readonly publicBaseUrl: string,
+    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
+    private readonly db: Database,
     private readonly tenants: TenantsService,
     private readonly tokens: AccessTokenProvider,
     private readonly state: ConnectionStateStore,
@@ -58,7 +59,7 @@ export class ConnectionsService {
     private readonly notifications: NotificationsService,
     private readonly activation: ConnectionActivationHooks,
   ) {
-    this.vault = new VaultCipher(config.vaultKeys);
+    this.vault = new VaultCipher(vaultKeys);
     notifications.onEviction((eviction) => {
       if (eviction === null) this.liveCache.clear();
       else if (eviction.kind === 'connection')
@@ -67,13 +68,13 @@ export class ConnectionsService {
   }
 
   resolveEnvironment(requested?: string): RewardsEnvironment {
-    const environment = (requested ?? this.config.defaultEnvironment) as RewardsEnvironment;
-    if (!this.config.rewards[environment]) {
+    const environment = (requested ?? this.defaultEnvironment) as RewardsEnvironment;
+    if (!this.environments[environment]) {
       throw new ConnectionsError(
         HttpStatus.UNPROCESSABLE_ENTITY,
         'environment_not_configured',
         `The ${environment} environment is not configured on this gateway.`,
-        [{ field: 'environment', reason: `configured: ${Object.keys(this.config.rewards).join(', ')}` }],
+        [{ field: 'environment', reason: `configured: ${Object.keys(this.environments).join(', ')}` }],
       );
     }
     return environment;
@@ -92,7 +93,7 @@ export class ConnectionsService {
     }
     const token = randomBytes(32).toString('base64url');
     const scopes = [...new Set(dto.scopes ?? ['default'])];
-    const row = await this.sessions.create(mainPool(this.db), {
+    const row = await this.sessions.create(this.db.main, {
       tenantId,
       environment,
       tokenHash: sha256Hex(token),
@@ -102,7 +103,7 @@ export class ConnectionsService {
     });
     return {
       id: row.id,
-      connect_url: `${this.config.publicBaseUrl}/connect/${token}`,
+      connect_url: `${this.publicBaseUrl}/connect/${token}`,
       expires_at: row.expires_at.toISOString(),
       environment,
       scopes,
@@ -112,10 +113,12 @@ export class ConnectionsService {
   /** The session behind a connect link, or why it cannot be used. */
   async sessionByToken(token: string): Promise<ConnectSession | 'unknown' | 'expired' | 'used'> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return 'unknown';
-    const rows = (await this.db.query(
-      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.token_hash = $1`,
-      [sha256Hex(token)],
-    )) as ConnectSession[];
+    const rows = (
+      await this.db.main.query(
+        `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.token_hash = $1`,
+        [sha256Hex(token)],
+      )
+    ).rows as ConnectSession[];
     const session = rows[0];
     if (!session) return 'unknown';
     if (session.consumed_at) return 'used';
@@ -124,15 +127,17 @@ export class ConnectionsService {
   }
 
   async sessionById(id: string): Promise<ConnectSession | null> {
-    const rows = (await this.db.query(
-      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.id = $1`,
-      [id],
-    )) as ConnectSession[];
+    const rows = (
+      await this.db.main.query(
+        `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.id = $1`,
+        [id],
+      )
+    ).rows as ConnectSession[];
     return rows[0] ?? null;
   }
 
   async recordOutcome(sessionId: string, outcome: string): Promise<void> {
-    await this.sessions.recordOutcome(mainPool(this.db), sessionId, outcome);
+    await this.sessions.recordOutcome(this.db.main, sessionId, outcome);
   }
 
   /**
@@ -148,7 +153,7 @@ export class ConnectionsService {
       refresh_token: result.refreshToken,
     });
     if (!tokens.refreshToken) throw new Error('the token response carried no refresh_token');
-    const id = await inTransaction(mainPool(this.db), async (tx) => {
+    const id = await this.db.transaction(async (tx) => {
       if (!(await this.sessions.consume(tx, session.id))) return null;
       const previous = await this.state.disconnectLive(tx, session.tenant_id, session.environment);
       for (const old of previous) {
@@ -209,17 +214,17 @@ export class ConnectionsService {
     const key = `${tenantId}/${env}`;
     const cached = this.liveCache.get(key);
     if (cached && cached.expiresAt > Date.now()) return cached.value;
-    const rows = (await this.db.query(
+    const { rows } = await this.db.main.query<{ id: string; status: string }>(
       `SELECT id, status FROM connections WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected'`,
       [tenantId, env],
-    )) as { id: string; status: string }[];
+    );
     if (!rows[0]) {
       // Only on the way to an error: a tenant whose connection was disconnected is told so (409, status
       // disconnected, as for needs_reauth); one that never connected is told where to start (404 with the path).
-      const ended = (await this.db.query(
+      const { rows: ended } = await this.db.main.query(
         `SELECT 1 FROM connections WHERE tenant_id = $1 AND environment = $2 AND status = 'disconnected' LIMIT 1`,
         [tenantId, env],
-      )) as unknown[];
+      );
       if (ended.length) throw new ConnectionNotActiveError('disconnected');
       throw new ConnectionNotFoundError(env, tenantId);
     }
@@ -233,10 +238,10 @@ export class ConnectionsService {
   async getConnection(tenantId: string, environment?: string): Promise<ConnectionResponse> {
     await this.tenants.require(tenantId);
     const env = this.resolveEnvironment(environment);
-    const rows = (await this.db.query(
+    const { rows } = await this.db.main.query<Record<string, unknown>>(
       `SELECT * FROM connections WHERE tenant_id = $1 AND environment = $2 ORDER BY (status <> 'disconnected') DESC, connected_at DESC LIMIT 1`,
       [tenantId, env],
-    )) as Record<string, unknown>[];
+    );
     if (!rows[0]) throw new ConnectionNotFoundError(env, tenantId);
     return toConnectionResponse(rows[0]);
   }
@@ -244,7 +249,7 @@ export class ConnectionsService {
   async disconnect(tenantId: string, environment?: string): Promise<ConnectionResponse> {
     await this.tenants.require(tenantId);
     const env = this.resolveEnvironment(environment);
-    const row = await inTransaction(mainPool(this.db), async (tx) => {
+    const row = await this.db.transaction(async (tx) => {
       const [ended] = await this.state.disconnectLive(tx, tenantId, env);
       if (!ended) return null;
       await this.grants.delete(tx, ended.id);

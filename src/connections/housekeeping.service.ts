@@ -1,7 +1,5 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
-import { inTransaction, mainPool } from '../database/sql';
+import { Database } from '../database/database';
 import { ConnectionStateStore } from '../token-vault/connection-state.store';
 import { ConnectSessionStore } from './connect-session.store';
 import { PgStateStore } from './oauth-state.store';
@@ -29,7 +27,7 @@ export class HousekeepingService implements OnApplicationBootstrap, OnModuleDest
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly db: Database,
     private readonly sessions: ConnectSessionStore,
     private readonly states: PgStateStore,
     private readonly connections: ConnectionStateStore,
@@ -62,7 +60,7 @@ export class HousekeepingService implements OnApplicationBootstrap, OnModuleDest
     oauth_states: number;
     connection_events: number;
   } | null> {
-    return inTransaction(mainPool(this.db), async (tx) => {
+    return this.db.transaction(async (tx) => {
       const { rows } = await tx.query<{ locked: boolean }>(`SELECT pg_try_advisory_xact_lock($1) AS locked`, [
         LOCK_ID,
       ]);

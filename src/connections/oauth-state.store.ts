@@ -1,11 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
+import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../common/digest';
 import type { Request } from 'express';
-import type { DataSource } from 'typeorm';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { VaultKey } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
 import { VaultCipher } from '../token-vault/vault-cipher';
 
@@ -32,10 +31,10 @@ export class PgStateStore {
 
   /** One per process (a provider of the connections module), shared by every strategy and the callback. */
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
-    @Inject(APP_CONFIG) config: AppConfig,
+    private readonly db: Database,
+    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
   ) {
-    this.vault = new VaultCipher(config.vaultKeys);
+    this.vault = new VaultCipher(vaultKeys);
   }
 
   /** `vault:rotate`: re-encrypts the PKCE verifiers of pending states with the vault's first key. */
@@ -80,7 +79,7 @@ export class PgStateStore {
       cb(new Error('connect session missing on the authorization request'));
       return;
     }
-    this.db
+    this.db.main
       .query(
         `INSERT INTO oauth_states (state_hash, session_id, browser_hash, code_verifier_enc, expires_at)
          VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5::float8 / 1000))`,
@@ -122,20 +121,22 @@ export class PgStateStore {
     if (typeof providedState !== 'string' || providedState.length < 20 || providedState.length > 200)
       return { failure: 'state_missing' };
     const stateHash = sha256Hex(providedState);
-    const [rows] = (await this.db.query(
+    const { rows } = await this.db.main.query<{
+      session_id: string;
+      browser_hash: string;
+      code_verifier_enc: string | null;
+      expired: boolean;
+    }>(
       `UPDATE oauth_states SET consumed_at = now()
         WHERE state_hash = $1 AND consumed_at IS NULL
         RETURNING session_id, browser_hash, code_verifier_enc, expires_at < now() AS expired`,
       [stateHash],
-    )) as [
-      { session_id: string; browser_hash: string; code_verifier_enc: string | null; expired: boolean }[],
-      number,
-    ];
+    );
     const row = rows[0];
     if (!row) {
-      const seen = (await this.db.query(`SELECT session_id FROM oauth_states WHERE state_hash = $1`, [
-        stateHash,
-      ])) as { session_id: string }[];
+      const seen = (
+        await this.db.main.query(`SELECT session_id FROM oauth_states WHERE state_hash = $1`, [stateHash])
+      ).rows as { session_id: string }[];
       return seen.length
         ? { failure: 'state_replayed', sessionId: seen[0].session_id }
         : { failure: 'state_invalid' };
@@ -156,9 +157,11 @@ export class PgStateStore {
   /** The session a state belongs to, without consuming it (to pick the environment's strategy). */
   async peekSession(providedState: unknown): Promise<string | null> {
     if (typeof providedState !== 'string' || providedState.length > 200) return null;
-    const rows = (await this.db.query(`SELECT session_id FROM oauth_states WHERE state_hash = $1`, [
-      sha256Hex(providedState),
-    ])) as { session_id: string }[];
+    const rows = (
+      await this.db.main.query(`SELECT session_id FROM oauth_states WHERE state_hash = $1`, [
+        sha256Hex(providedState),
+      ])
+    ).rows as { session_id: string }[];
     return rows[0]?.session_id ?? null;
   }
 }

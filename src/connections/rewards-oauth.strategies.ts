@@ -1,8 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { Strategy } from 'passport-oauth2';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig, RewardsEnvironment, RewardsEnvironmentConfig } from '../config/app-config';
+import type { RewardsEnvironment, RewardsEnvironmentConfig } from '../config/app-config';
 import { PgStateStore } from './oauth-state.store';
 
 /** What the strategies hand to the callback: the raw token response (never logged). */
@@ -15,15 +14,15 @@ export interface OAuthResult {
 export const strategyName = (env: RewardsEnvironment) => `rewards-${env}`;
 
 /** The redirect URI, byte-identical on the authorization request and the token request. */
-export const callbackUrl = (config: AppConfig) => `${config.publicBaseUrl}/oauth/callback`;
+export const callbackUrl = (publicBaseUrl: string) => `${publicBaseUrl}/oauth/callback`;
 
-function options(config: AppConfig, env: RewardsEnvironmentConfig, store: PgStateStore) {
+function options(publicBaseUrl: string, env: RewardsEnvironmentConfig, store: PgStateStore) {
   return {
     authorizationURL: `${env.baseUrl}/oauth/authorize`,
     tokenURL: `${env.baseUrl}/oauth/token`,
     clientID: env.clientId,
     clientSecret: env.clientSecret,
-    callbackURL: callbackUrl(config),
+    callbackURL: callbackUrl(publicBaseUrl),
     scopeSeparator: ' ',
     pkce: env.pkce ? ('S256' as const) : false,
     store,
@@ -40,8 +39,8 @@ const verify = (accessToken: string, refreshToken: string, params: Record<string
 /** passport-oauth2 for the sandbox host; registered with passport under `rewards-sandbox`. */
 @Injectable()
 export class SandboxOAuthStrategy extends PassportStrategy(Strategy, strategyName('sandbox'), 5) {
-  constructor(@Inject(APP_CONFIG) config: AppConfig, states: PgStateStore) {
-    super(options(config, config.rewards.sandbox as RewardsEnvironmentConfig, states));
+  constructor(publicBaseUrl: string, env: RewardsEnvironmentConfig, states: PgStateStore) {
+    super(options(publicBaseUrl, env, states));
   }
   validate(accessToken: string, refreshToken: string, params: Record<string, unknown>): OAuthResult {
     return verify(accessToken, refreshToken, params);
@@ -51,8 +50,8 @@ export class SandboxOAuthStrategy extends PassportStrategy(Strategy, strategyNam
 /** passport-oauth2 for the production host; registered under `rewards-production` when it is configured. */
 @Injectable()
 export class ProductionOAuthStrategy extends PassportStrategy(Strategy, strategyName('production'), 5) {
-  constructor(@Inject(APP_CONFIG) config: AppConfig, states: PgStateStore) {
-    super(options(config, config.rewards.production as RewardsEnvironmentConfig, states));
+  constructor(publicBaseUrl: string, env: RewardsEnvironmentConfig, states: PgStateStore) {
+    super(options(publicBaseUrl, env, states));
   }
   validate(accessToken: string, refreshToken: string, params: Record<string, unknown>): OAuthResult {
     return verify(accessToken, refreshToken, params);

@@ -1,18 +1,7 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleDestroy,
-} from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { Client } from 'pg';
-import type { DataSource } from 'typeorm';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
-import { poolConfig } from './pg-pools';
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import type { Client } from 'pg';
+import { Database } from './database';
 import type { Sql } from './sql';
-import { mainPool } from './sql';
 
 /** What another instance must forget: a connection (disconnect, re-consent), an API key (revocation), a tenant. */
 export type Eviction =
@@ -38,17 +27,14 @@ export class NotificationsService implements OnApplicationBootstrap, OnModuleDes
   private stopped = false;
   private retryMs = 200;
 
-  constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
-  ) {}
+  constructor(private readonly db: Database) {}
 
   /** `handler(null)` means "forget everything" (the listener was down for a while). */
   onEviction(handler: (eviction: Eviction | null) => void): void {
     this.handlers.push(handler);
   }
 
-  async publish(eviction: Eviction, on: Sql = mainPool(this.db)): Promise<void> {
+  async publish(eviction: Eviction, on: Sql = this.db.main): Promise<void> {
     await on.query(`SELECT pg_notify($1, $2)`, [CHANNEL, JSON.stringify(eviction)]);
   }
 
@@ -63,11 +49,7 @@ export class NotificationsService implements OnApplicationBootstrap, OnModuleDes
 
   private async listen(): Promise<void> {
     if (this.stopped) return;
-    const settings = {
-      url: this.config.databaseUrl as string,
-      maxConnections: this.config.databaseMaxConnections,
-    };
-    const client = new Client(poolConfig(settings, 'listen'));
+    const client = this.db.listener();
     client.on('notification', (message) => {
       if (message.channel !== CHANNEL || !message.payload) return;
       try {

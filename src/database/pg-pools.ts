@@ -1,20 +1,15 @@
 import * as pg from 'pg';
-import type { PoolClient, PoolConfig } from 'pg';
+import type { ClientConfig, PoolClient, PoolConfig } from 'pg';
+import type { DatabaseConfig } from '../config/app-config';
 
 /**
- * The one way to Postgres. Every pool of a gateway process is built here from one configuration with the same
+ * The one way to Postgres. Every connection of a gateway process is built here from one configuration with the same
  * settings — statement timeout, idle-in-transaction timeout, TCP keep-alive, a bounded wait for a free connection,
  * `application_name` per pool — and the process stays within one connection budget (`DATABASE_MAX_CONNECTIONS`),
  * split between the pools below. A stock Postgres allows 100 connections for every instance together: size it as
  * instances × budget ≤ max_connections − reserve (admin tools, migrations, monitoring).
  */
 export type PoolRole = 'main' | 'lock' | 'relaxed' | 'listen';
-
-export interface PoolSettings {
-  url: string;
-  /** Connections this process may hold in all, every pool included. */
-  maxConnections: number;
-}
 
 /** A statement running longer than this is cancelled (a stuck query must not pin a connection). */
 export const STATEMENT_TIMEOUT_MS = 30_000;
@@ -27,8 +22,8 @@ export const CONNECT_RETRY_WINDOW_MS = 10_000;
 
 /**
  * The budget split: `listen` holds one connection for LISTEN/NOTIFY; `lock` serves the refresh lock (a row lock held
- * across a token call: session mode only); `relaxed` serves asynchronous-commit writes; `main` (TypeORM and the hot
- * path) takes the rest. Smallest budget: 5.
+ * across a token call: session mode only); `relaxed` serves asynchronous-commit writes; `main` takes the rest.
+ * Smallest budget: 5.
  */
 export function splitBudget(maxConnections: number): Record<PoolRole, number> {
   const total = Math.max(5, maxConnections);
@@ -48,12 +43,8 @@ function sessionOptions(role: PoolRole): string {
   return options.join(' ');
 }
 
-/** The pg configuration of one pool of the budget (TypeORM's main pool is built from this too). */
-export function poolConfig(
-  settings: PoolSettings,
-  role: PoolRole,
-  overrides: Partial<PoolConfig> = {},
-): PoolConfig {
+/** The pg configuration of one pool of the budget (for `listen`, of its one connection). */
+export function poolConfig(settings: DatabaseConfig, role: PoolRole): PoolConfig {
   return {
     connectionString: settings.url,
     max: splitBudget(settings.maxConnections)[role],
@@ -62,7 +53,19 @@ export function poolConfig(
     keepAlive: true,
     connectionTimeoutMillis: CONNECTION_WAIT_MS,
     idleTimeoutMillis: 30_000,
-    ...overrides,
+  };
+}
+
+/**
+ * A connection for admin work (migrations, the CLI), outside the process budget (the reserve of the sizing rule
+ * above): no statement timeout, since a migration may run long; the idle-in-transaction bound of every session.
+ */
+export function adminConnection(url: string): ClientConfig {
+  return {
+    connectionString: url,
+    application_name: 'rewards-gateway:admin',
+    options: `-c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
+    keepAlive: true,
   };
 }
 
@@ -81,8 +84,7 @@ type ConnectCallback = (
 
 /**
  * A pg Pool that treats a server refusing connections (`too_many_connections`, a server starting up) as a wait,
- * retried with backoff for `CONNECT_RETRY_WINDOW_MS`, not as a failed request. TypeORM builds its pool from this
- * class too (through the `driver` option), so every query of the process gets it.
+ * retried with backoff for `CONNECT_RETRY_WINDOW_MS`, not as a failed request.
  */
 export class BudgetPool extends pg.Pool {
   // pg's typings overload connect(): both forms (promise and callback) are served.
@@ -133,14 +135,7 @@ function guarded(client: PoolClient): PoolClient {
   return client;
 }
 
-/** The `pg` module as TypeORM's `driver`, with BudgetPool as its Pool. */
-export const budgetDriver = { ...pg, Pool: BudgetPool };
-
 /** A pool of the process's budget. */
-export function createPool(
-  settings: PoolSettings,
-  role: Exclude<PoolRole, 'main' | 'listen'>,
-  overrides: Partial<PoolConfig> = {},
-): pg.Pool {
-  return new BudgetPool(poolConfig(settings, role, overrides));
+export function createPool(settings: DatabaseConfig, role: Exclude<PoolRole, 'listen'>): pg.Pool {
+  return new BudgetPool(poolConfig(settings, role));
 }

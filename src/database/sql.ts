@@ -1,6 +1,4 @@
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
-import type { DataSource } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 
 /** What a store runs its statements on: a pool, or a client inside a transaction (pg's own types). */
 export interface Sql {
@@ -10,23 +8,25 @@ export interface Sql {
   ): Promise<{ rows: R[]; rowCount: number | null }>;
 }
 
-/** TypeORM's own pg pool: the main pool of the connection budget (same connections as `DataSource.query`). */
-export function mainPool(db: DataSource): Pool {
-  return (db.driver as PostgresDriver).master as Pool;
-}
-
 /** Runs `work` in one transaction on a client of `pool`; rolls back on any error. */
 export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
-    const result = await work(client);
+    return await transaction(client, () => work(client));
+  } finally {
+    client.release();
+  }
+}
+
+/** Runs `work` in one transaction on a connection already held; rolls back on any error. */
+export async function transaction<T>(client: Sql, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    const result = await work();
     await client.query('COMMIT');
     return result;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
-  } finally {
-    client.release();
   }
 }

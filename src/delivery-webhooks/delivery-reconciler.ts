@@ -1,14 +1,8 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleDestroy,
-} from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { runEvery } from '../common/schedule';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import type { DispatchConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { DispatchStore } from '../reward-dispatch/dispatch.store';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
@@ -45,7 +39,7 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
   private nextPurgeAt = Date.now() + Math.random() * 60_000;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('dispatch') private readonly config: DispatchConfig,
     private readonly store: DispatchStore,
     private readonly rewardsApi: RewardsApi,
     private readonly registrar: WebhookRegistrar,
@@ -58,7 +52,7 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
     runEvery(
       this.scheduler,
       'delivery-reconciler',
-      this.config.dispatch.deliveryReconcilePollMs,
+      this.config.deliveryReconcilePollMs,
       () => void this.tick(),
     );
   }
@@ -94,7 +88,7 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
   }
 
   async reconcile(): Promise<number> {
-    const due = await this.store.claimDeliveryChecks(CHECKS_PER_PASS, this.config.dispatch.deliveryRecheckMs);
+    const due = await this.store.claimDeliveryChecks(CHECKS_PER_PASS, this.config.deliveryRecheckMs);
     for (const reward of due) {
       if (this.stopped) break;
       this.metrics.deliveryReconciliations.inc({ outcome: await this.check(reward) });

@@ -1,8 +1,8 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { RequestHandler } from 'express';
 import { CommonError } from '../common/app-error';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig, RewardsEnvironment } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { DispatchStore } from '../reward-dispatch/dispatch.store';
 import { WebhookKey, WebhookKeyStore } from '../token-vault/webhook-key.store';
@@ -73,7 +73,7 @@ export class DeliveryWebhookIntake {
   private readonly logged = new Set<string>();
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('rewards') private readonly environments: RewardsConfig,
     private readonly keys: WebhookKeyStore,
     private readonly events: WebhookEventStore,
     private readonly dispatches: DispatchStore,
@@ -82,7 +82,7 @@ export class DeliveryWebhookIntake {
 
   /** The route's body reader (app.factory mounts it on `/webhooks/rewards` only). */
   bodyReader(): RequestHandler {
-    return deliveryWebhookBody(this.config, () =>
+    return deliveryWebhookBody(this.environments, () =>
       this.metrics.deliveryWebhooks.inc({ outcome: 'bad_signature' }),
     );
   }
@@ -94,7 +94,7 @@ export class DeliveryWebhookIntake {
     raw: Buffer | undefined,
   ): Promise<{ received: true; outcome: WebhookOutcome }> {
     const env = environment as RewardsEnvironment;
-    if (!this.config.rewards[env] || (env !== 'sandbox' && env !== 'production'))
+    if (!this.environments[env] || (env !== 'sandbox' && env !== 'production'))
       throw new CommonError(404, 'not_found', 'No rewards environment of that name sends webhooks here.');
     const provided = parseSignature(signature);
     if (!provided) return this.badSignature();

@@ -2,7 +2,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { CommonError } from '../common/app-error';
 import { closeAfterAnswer } from '../common/close-after-answer';
 import { readCapped } from '../common/json-body';
-import type { AppConfig, RewardsEnvironment } from '../config/app-config';
+import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { REWARDS_ENVIRONMENTS } from '../config/app-config';
 import { WebhookSignatureInvalidError } from './delivery-webhooks.errors';
 import { SIGNATURE_HEADER, parseSignature } from './webhook-signature';
@@ -23,7 +23,7 @@ export interface WebhookRequest extends Request {
  * `application/json` → 415; a declared length over 64 KiB → 413 (each with `Connection: close`). Then the body is
  * read as raw bytes, and reading stops at 64 KiB (413). The signature itself is checked by the controller.
  */
-export function deliveryWebhookBody(config: AppConfig, onBadSignature: () => void): RequestHandler {
+export function deliveryWebhookBody(environments: RewardsConfig, onBadSignature: () => void): RequestHandler {
   return (req: Request, res: Response, next: NextFunction): void => {
     if (req.method !== 'POST') return next();
     const refuse = (error: Error) => {
@@ -34,7 +34,7 @@ export function deliveryWebhookBody(config: AppConfig, onBadSignature: () => voi
     if (
       !environment ||
       !REWARDS_ENVIRONMENTS.includes(environment as RewardsEnvironment) ||
-      !config.rewards[environment as RewardsEnvironment]
+      !environments[environment as RewardsEnvironment]
     ) {
       return refuse(
         new CommonError(404, 'not_found', 'No rewards environment of that name sends webhooks here.'),

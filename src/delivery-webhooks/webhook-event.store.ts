@@ -1,9 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { Pool } from 'pg';
-import type { DataSource } from 'typeorm';
-import { RelaxedPool } from '../database/relaxed-pool';
-import { mainPool } from '../database/sql';
+import { Database } from '../database/database';
 
 /**
  * Every statement that writes `webhook_events`: the `uuid` of each delivery webhook handled. A uuid is recorded only
@@ -14,18 +10,11 @@ import { mainPool } from '../database/sql';
  */
 @Injectable()
 export class WebhookEventStore {
-  constructor(
-    @InjectDataSource() private readonly db: DataSource,
-    private readonly relaxed: RelaxedPool,
-  ) {}
-
-  private get pool(): Pool {
-    return mainPool(this.db);
-  }
+  constructor(private readonly db: Database) {}
 
   /** True when this event was handled already. */
   async seen(uuid: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query({
+    const { rowCount } = await this.db.main.query({
       name: 'rg_webhook_event_seen',
       text: `SELECT 1 FROM webhook_events WHERE uuid = $1`,
       values: [uuid],
@@ -35,7 +24,7 @@ export class WebhookEventStore {
 
   /** Records a handled event; false when it was recorded already (a concurrent duplicate). */
   async record(uuid: string, connectionId: string | null, event: string): Promise<boolean> {
-    const { rowCount } = await this.relaxed.pool.query({
+    const { rowCount } = await this.db.relaxed.query({
       name: 'rg_webhook_event_record',
       text: `INSERT INTO webhook_events (uuid, connection_id, event) VALUES ($1, $2, $3) ON CONFLICT (uuid) DO NOTHING`,
       values: [uuid, connectionId, event],
@@ -45,7 +34,7 @@ export class WebhookEventStore {
 
   /** Deletes up to `batch` events received more than `days` days ago; returns how many. */
   async purgeOlderThan(days: number, batch: number): Promise<number> {
-    const { rowCount } = await this.pool.query(
+    const { rowCount } = await this.db.main.query(
       `DELETE FROM webhook_events WHERE uuid IN (
          SELECT uuid FROM webhook_events WHERE received_at < now() - make_interval(days => $1)
           ORDER BY received_at LIMIT $2)`,

@@ -1,7 +1,7 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppError } from '../common/app-error';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig, RewardsEnvironment } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import type { DispatchConfig, RewardsEnvironment } from '../config/app-config';
 import type { ActivatedConnection } from '../connections/connection-activation';
 import { ConnectionActivationHooks } from '../connections/connection-activation';
 import { MetricsService } from '../metrics/metrics.service';
@@ -38,7 +38,8 @@ export class WebhookRegistrar implements OnModuleInit {
   private lastAdopt = Date.now();
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('dispatch') private readonly config: DispatchConfig,
+    @InjectConfig('publicBaseUrl') private readonly publicBaseUrl: string,
     private readonly keys: WebhookKeyStore,
     private readonly rewardsApi: RewardsApi,
     private readonly activation: ConnectionActivationHooks,
@@ -46,7 +47,7 @@ export class WebhookRegistrar implements OnModuleInit {
   ) {}
 
   get enabled(): boolean {
-    return this.config.dispatch.deliveryWebhooksRegister;
+    return this.config.deliveryWebhooksRegister;
   }
 
   onModuleInit(): void {
@@ -89,7 +90,7 @@ export class WebhookRegistrar implements OnModuleInit {
 
   /** The URL the service posts the account's events to. */
   urlFor(environment: RewardsEnvironment, registrationId: string): string {
-    return `${this.config.publicBaseUrl}/webhooks/rewards/${environment}?account=${registrationId}`;
+    return `${this.publicBaseUrl}/webhooks/rewards/${environment}?account=${registrationId}`;
   }
 
   private async attempt(
@@ -130,8 +131,8 @@ export class WebhookRegistrar implements OnModuleInit {
 }
 
 /** DELIVERY_WEBHOOK_RETRY_MS doubling per attempt, at most 1 h, with ±20 % jitter. */
-function retryDelayMs(config: AppConfig, attempts: number): number {
-  const base = Math.min(RETRY_MAX_MS, config.dispatch.deliveryWebhookRetryMs * 2 ** Math.min(attempts, 20));
+function retryDelayMs(config: DispatchConfig, attempts: number): number {
+  const base = Math.min(RETRY_MAX_MS, config.deliveryWebhookRetryMs * 2 ** Math.min(attempts, 20));
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 

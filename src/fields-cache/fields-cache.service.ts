@@ -1,11 +1,8 @@
-import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
+import { HttpStatus, Injectable, Logger } from '@nestjs/common';
 import { NotificationsService } from '../database/notifications.service';
 import { MetricsService } from '../metrics/metrics.service';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import { Database } from '../database/database';
 import { FieldsError } from './fields-cache.errors';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
 import type { UpstreamField } from '../rewards-api/connection-client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { RewardsApi } from '../token-vault/rewards-api.service';
@@ -69,8 +66,7 @@ export class FieldsCacheService {
   private readonly loading = new Map<string, Promise<FieldsSnapshot>>();
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly db: Database,
     private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
     notifications: NotificationsService,
@@ -93,12 +89,12 @@ export class FieldsCacheService {
 
   /** One reload from the upstream, unless another caller (any instance) did one within the last 30 s. */
   async forceReload(connectionId: string): Promise<FieldsSnapshot> {
-    const [rows] = (await this.db.query(
+    const { rows } = await this.db.main.query(
       `UPDATE fields_cache SET forced_reload_at = now()
         WHERE connection_id = $1 AND (forced_reload_at IS NULL OR forced_reload_at < now() - make_interval(secs => $2::float8 / 1000))
         RETURNING connection_id`,
       [connectionId, FORCED_RELOAD_INTERVAL_MS],
-    )) as [unknown[], number];
+    );
     if (rows.length === 0) return this.get(connectionId);
     this.metrics.fieldsCache.inc({ event: 'reload' });
     this.memory.delete(connectionId);
@@ -112,7 +108,7 @@ export class FieldsCacheService {
 
   async purge(connectionId: string): Promise<void> {
     this.memory.delete(connectionId);
-    await this.db.query(`DELETE FROM fields_cache WHERE connection_id = $1`, [connectionId]);
+    await this.db.main.query(`DELETE FROM fields_cache WHERE connection_id = $1`, [connectionId]);
   }
 
   private singleFlight(connectionId: string, work: () => Promise<FieldsSnapshot>): Promise<FieldsSnapshot> {
@@ -124,10 +120,11 @@ export class FieldsCacheService {
   }
 
   private async load(connectionId: string, skipShared: boolean): Promise<FieldsSnapshot> {
-    const rows = (await this.db.query(
-      `SELECT fields, fetched_at FROM fields_cache WHERE connection_id = $1`,
-      [connectionId],
-    )) as {
+    const rows = (
+      await this.db.main.query(`SELECT fields, fetched_at FROM fields_cache WHERE connection_id = $1`, [
+        connectionId,
+      ])
+    ).rows as {
       fields: Field[];
       fetched_at: Date;
     }[];
@@ -137,7 +134,7 @@ export class FieldsCacheService {
     try {
       const fields = await this.fetchUpstream(connectionId);
       const fetchedAt = new Date();
-      await this.db.query(
+      await this.db.main.query(
         `INSERT INTO fields_cache (connection_id, fields, fetched_at) VALUES ($1, $2, $3)
          ON CONFLICT (connection_id) DO UPDATE SET fields = EXCLUDED.fields, fetched_at = EXCLUDED.fetched_at`,
         [connectionId, JSON.stringify(fields), fetchedAt],

@@ -1,10 +1,8 @@
 import { createHmac } from 'node:crypto';
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
-import { inTransaction, mainPool } from '../database/sql';
+import { Injectable, Logger } from '@nestjs/common';
+import type { OpsConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import { Database } from '../database/database';
 import { AppCredentialsStore } from '../token-vault/app-credentials.store';
 import { ConnectionStateStore } from '../token-vault/connection-state.store';
 
@@ -29,8 +27,8 @@ export class AlertsService {
   private readonly logger = new Logger(AlertsService.name);
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
+    @InjectConfig('ops') private readonly config: OpsConfig,
+    private readonly db: Database,
     private readonly connectionState: ConnectionStateStore,
     private readonly appCredentials: AppCredentialsStore,
   ) {}
@@ -41,7 +39,7 @@ export class AlertsService {
    * written beside them — a crash in between loses nothing. Returns how many.
    */
   async detectTransitions(): Promise<number> {
-    const alerts = await inTransaction(mainPool(this.db), async (tx) => {
+    const alerts = await this.db.transaction(async (tx) => {
       const connections = await this.connectionState.claimAlertTransitions(tx);
       const environments = await this.appCredentials.claimAlertTransitions(tx);
       const rows = [
@@ -88,15 +86,19 @@ export class AlertsService {
 
   /** Delivers due alerts (one instance each, SKIP LOCKED); returns how many were delivered. */
   async deliverDue(): Promise<number> {
-    const { webhookUrl, webhookSecret } = this.config.ops;
+    const { webhookUrl, webhookSecret } = this.config;
     if (!webhookUrl || !webhookSecret) return 0;
-    const [due] = (await this.db.query(
+    const { rows: due } = await this.db.main.query<{
+      id: string;
+      payload: Record<string, unknown>;
+      attempts: number;
+    }>(
       `UPDATE ops_alerts a SET attempts = a.attempts + 1, next_attempt_at = now() + interval '30 seconds'
          FROM (SELECT id FROM ops_alerts WHERE delivered_at IS NULL AND attempts < $1 AND next_attempt_at <= now()
                 ORDER BY id LIMIT 20 FOR UPDATE SKIP LOCKED) d
         WHERE a.id = d.id RETURNING a.id, a.payload, a.attempts`,
       [MAX_ATTEMPTS],
-    )) as [{ id: string; payload: Record<string, unknown>; attempts: number }[], number];
+    );
     let delivered = 0;
     for (const alert of due) {
       const body = JSON.stringify({ id: String(alert.id), ...alert.payload });
@@ -118,13 +120,14 @@ export class AlertsService {
         if (res.status >= 300 && res.status < 400)
           throw new Error(`receiver answered ${res.status} (a redirect; redirects are not followed)`);
         if (!res.ok) throw new Error(`receiver answered ${res.status}`);
-        await this.db.query(`UPDATE ops_alerts SET delivered_at = now(), last_error = NULL WHERE id = $1`, [
-          alert.id,
-        ]);
+        await this.db.main.query(
+          `UPDATE ops_alerts SET delivered_at = now(), last_error = NULL WHERE id = $1`,
+          [alert.id],
+        );
         delivered += 1;
       } catch (error) {
         const delay = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (alert.attempts - 1));
-        await this.db.query(
+        await this.db.main.query(
           `UPDATE ops_alerts SET last_error = $2, next_attempt_at = now() + make_interval(secs => $3::float8 / 1000) WHERE id = $1`,
           [alert.id, error instanceof Error ? error.message : String(error), delay],
         );

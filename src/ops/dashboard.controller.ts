@@ -3,7 +3,6 @@ import {
   Controller,
   Get,
   HttpStatus,
-  Inject,
   Param,
   ParseUUIDPipe,
   Post,
@@ -12,14 +11,13 @@ import {
   Res,
 } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Request, Response } from 'express';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { DataSource } from 'typeorm';
+import { Database } from '../database/database';
 import { CommonError } from '../common/app-error';
 import { OpsError } from './ops.errors';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { OpsConfig, VaultKey } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { OperatorPage } from '../tenants/auth/auth.decorators';
 import { TenantWebhooksService } from '../tenant-webhooks/tenant-webhooks.service';
 import { activityLastHour, connectionSummary } from './dashboard.data';
@@ -66,11 +64,14 @@ export class DashboardController {
 
   constructor(
     private readonly ops: OpsService,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly db: Database,
     private readonly webhooks: TenantWebhooksService,
+    @InjectConfig('ops') private readonly config: OpsConfig,
+    @InjectConfig('publicBaseUrl') private readonly publicBaseUrl: string,
+    @InjectConfig('operatorApiKey') operatorApiKey: string,
+    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
   ) {
-    this.csrf = createHmac('sha256', `${config.operatorApiKey ?? ''}/${config.vaultKeys[0]?.id ?? ''}`)
+    this.csrf = createHmac('sha256', `${operatorApiKey}/${vaultKeys[0].id}`)
       .update('ops-dashboard-csrf')
       .digest('hex');
   }
@@ -81,20 +82,22 @@ export class DashboardController {
     // Each part is one bounded read-only statement, run side by side (dashboard.data.ts, running-batches.ts).
     const [{ connections, next_offset }, batches, summary, activity, failingEndpoints] = await Promise.all([
       this.ops.list({ ...query, limit: PAGE, offset: query.offset ?? 0 }),
-      runningBatches(this.db),
-      connectionSummary(this.db, this.config.ops.idleAfterMs),
-      activityLastHour(this.db),
+      runningBatches(this.db.main),
+      connectionSummary(this.db.main, this.config.idleAfterMs),
+      activityLastHour(this.db.main),
       this.webhooks.failingEndpoints(FAILING_ENDPOINTS_SHOWN),
     ]);
     // Each row's last 8 events, read from the index on (connection_id, at DESC): never a connection's whole history.
-    const events = (await this.db.query(
-      `SELECT ids.id AS connection_id, e.type, e.detail, e.at
+    const events = (
+      await this.db.main.query(
+        `SELECT ids.id AS connection_id, e.type, e.detail, e.at
          FROM unnest($1::uuid[]) AS ids(id)
          CROSS JOIN LATERAL (SELECT type, detail, at, id FROM connection_events
                               WHERE connection_id = ids.id ORDER BY at DESC, id DESC LIMIT 8) e
         ORDER BY e.at DESC, e.id DESC`,
-      [connections.map((c) => c.id)],
-    )) as DashboardEvent[];
+        [connections.map((c) => c.id)],
+      )
+    ).rows as DashboardEvent[];
     const { done: _done, connection: _connection, offset, ...filters } = query;
     const done =
       query.done && query.connection ? await this.outcome(query.done, query.connection) : undefined;
@@ -151,7 +154,7 @@ export class DashboardController {
     // `Origin: null` (a sandboxed frame, a data: URL, some redirects) is no origin of ours: refused like any other.
     if (
       origin !== undefined &&
-      (origin === 'null' || (origin !== new URL(this.config.publicBaseUrl).origin && !sameHost(origin, req)))
+      (origin === 'null' || (origin !== new URL(this.publicBaseUrl).origin && !sameHost(origin, req)))
     ) {
       throw new OpsError(HttpStatus.FORBIDDEN, 'csrf_failed', 'Cross-origin form posts are refused.');
     }

@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { Sql } from '../database/sql';
 import { HEALTH_SQL } from './ops.service';
 
 /** The connection statuses and healths the dashboard's summary counts, in the order shown. */
@@ -19,12 +19,11 @@ export interface ConnectionSummary {
 export const CONNECTION_SUMMARY_SQL = `
   SELECT c.status, ${HEALTH_SQL} AS health, count(*)::int AS n FROM connections c GROUP BY 1, 2`;
 
-export async function connectionSummary(db: DataSource, idleAfterMs: number): Promise<ConnectionSummary> {
-  const rows = (await db.query(CONNECTION_SUMMARY_SQL, [idleAfterMs])) as {
-    status: string;
-    health: string | null;
-    n: number;
-  }[];
+export async function connectionSummary(db: Sql, idleAfterMs: number): Promise<ConnectionSummary> {
+  const { rows } = await db.query<{ status: string; health: string | null; n: number }>(
+    CONNECTION_SUMMARY_SQL,
+    [idleAfterMs],
+  );
   const summary: ConnectionSummary = {
     status: Object.fromEntries(CONNECTION_STATUSES.map((s) => [s, 0])) as ConnectionSummary['status'],
     health: Object.fromEntries(CONNECTION_HEALTHS.map((h) => [h, 0])) as ConnectionSummary['health'],
@@ -74,7 +73,7 @@ export const ACTIVITY_SQL = `
     LEFT JOIN failed f ON f.minute = m.minute
    ORDER BY m.minute`;
 
-export async function activityLastHour(db: DataSource): Promise<ActivityMinute[]> {
-  const rows = (await db.query(ACTIVITY_SQL)) as { minute: Date; sent: number; failed: number }[];
+export async function activityLastHour(db: Sql): Promise<ActivityMinute[]> {
+  const { rows } = await db.query<{ minute: Date; sent: number; failed: number }>(ACTIVITY_SQL);
   return rows.map((r) => ({ minute: r.minute, sent: Number(r.sent), failed: Number(r.failed) }));
 }

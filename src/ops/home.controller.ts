@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
+import { Controller, Get, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { RewardsConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { Public } from '../tenants/auth/auth.decorators';
 import { homeLinks, homePage } from './home.page';
 
@@ -17,8 +17,16 @@ import { homeLinks, homePage } from './home.page';
 export class HomeController {
   private readonly page: string;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
-    this.page = homePage(config.publicBaseUrl, demoOperatorKeyFile(config));
+  constructor(
+    @InjectConfig('publicBaseUrl') private readonly publicBaseUrl: string,
+    @InjectConfig('mountSandbox') mountSandbox: boolean,
+    @InjectConfig('rewards') rewards: RewardsConfig,
+    @InjectConfig('dataDir') dataDir: string,
+    @InjectConfig('operatorApiKey') operatorApiKey: string,
+  ) {
+    // Only on a local demo gateway (the built-in sandbox, no production environment): the start page is public.
+    const demo = mountSandbox && !rewards.production;
+    this.page = homePage(publicBaseUrl, demo ? generatedKeyFile(dataDir, operatorApiKey) : undefined);
   }
 
   @Get()
@@ -26,22 +34,18 @@ export class HomeController {
   home(@Req() req: Request, @Res() res: Response): void {
     res.vary('Accept');
     if (req.accepts(['html', 'json']) === 'json') {
-      res.json(homeLinks(this.config.publicBaseUrl));
+      res.json(homeLinks(this.publicBaseUrl));
       return;
     }
     res.type('html').send(this.page);
   }
 }
 
-/**
- * Where the operator key is kept, as the start-up banner shows it — only on a local demo gateway (the built-in sandbox,
- * no production environment) whose key was generated into DATA_DIR: the start page is public.
- */
-function demoOperatorKeyFile(config: AppConfig): string | undefined {
-  if (!config.mountSandbox || config.rewards.production) return undefined;
-  const file = path.join(config.dataDir, 'operator-api-key');
+/** Where the operator key is kept, as the start-up banner shows it, when it was generated into DATA_DIR. */
+function generatedKeyFile(dataDir: string, operatorApiKey: string): string | undefined {
+  const file = path.join(dataDir, 'operator-api-key');
   try {
-    return readFileSync(file, 'utf8').trim() === config.operatorApiKey ? file : undefined;
+    return readFileSync(file, 'utf8').trim() === operatorApiKey ? file : undefined;
   } catch {
     return undefined;
   }

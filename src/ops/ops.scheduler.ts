@@ -1,13 +1,7 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleDestroy,
-} from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { OpsConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { AlertsService } from './alerts.service';
 import { OpsService } from './ops.service';
 import { runEvery } from '../common/schedule';
@@ -24,7 +18,7 @@ export class OpsScheduler implements OnApplicationBootstrap, OnModuleDestroy {
   private busy = false;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('ops') private readonly config: OpsConfig,
     private readonly ops: OpsService,
     private readonly alerts: AlertsService,
     private readonly scheduler: SchedulerRegistry,
@@ -33,13 +27,13 @@ export class OpsScheduler implements OnApplicationBootstrap, OnModuleDestroy {
   onApplicationBootstrap(): void {
     this.ops.gauges.start(this.scheduler);
     runEvery(this.scheduler, 'ops-alerts', ALERT_INTERVAL_MS, () => void this.runAlerts());
-    if (this.config.ops.probeIntervalMs > 0) {
+    if (this.config.probeIntervalMs > 0) {
       // Spread instances out: each starts at a random offset within the interval.
       const start = setTimeout(() => {
-        runEvery(this.scheduler, 'ops-probes', this.config.ops.probeIntervalMs, () => {
+        runEvery(this.scheduler, 'ops-probes', this.config.probeIntervalMs, () => {
           void this.ops.probeIdle().catch((e: unknown) => this.logger.warn(`probe pass: ${String(e)}`));
         });
-      }, Math.random() * this.config.ops.probeIntervalMs);
+      }, Math.random() * this.config.probeIntervalMs);
       start.unref();
       this.scheduler.addTimeout('ops-probes-start', start);
     }

@@ -1,14 +1,12 @@
-import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import { HttpStatus, Injectable, Logger } from '@nestjs/common';
 import { AppError, ValidationFailedError } from '../common/app-error';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { OpsConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { VaultError } from '../token-vault/token-vault.errors';
 import { ConnectionStateStore } from '../token-vault/connection-state.store';
-import { mainPool } from '../database/sql';
+import { Database } from '../database/database';
 import { MetricsService } from '../metrics/metrics.service';
 import { toConnectionResponse } from '../connections/connections.service';
 import { type GaugeCounts, OpsMetricsService } from './ops-metrics.service';
@@ -131,8 +129,8 @@ export class OpsService {
   private snapshot?: OpsMetricsService;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
+    @InjectConfig('ops') private readonly config: OpsConfig,
+    private readonly db: Database,
     private readonly tokens: AccessTokenProvider,
     private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
@@ -154,8 +152,9 @@ export class OpsService {
    * environments' app-credential state. Runs in the background, at most every 15 s per instance — never on a scrape.
    */
   async readGaugeCounts(): Promise<GaugeCounts> {
-    const rows = (await this.db.query(
-      `SELECT 'connections' AS metric, c.status AS label, coalesce(${HEALTH_SQL}, 'none') AS health, count(*)::int AS n
+    const rows = (
+      await this.db.main.query(
+        `SELECT 'connections' AS metric, c.status AS label, coalesce(${HEALTH_SQL}, 'none') AS health, count(*)::int AS n
          FROM connections c GROUP BY 2, 3
        UNION ALL
        SELECT 'dispatches', status, NULL, count(*)::int FROM reward_dispatches GROUP BY status
@@ -163,8 +162,9 @@ export class OpsService {
        SELECT 'pending_approval', NULL, NULL, count(*)::int FROM dispatch_rewards WHERE status = 'pending_approval'
        UNION ALL
        SELECT 'app_credentials_invalid', name, NULL, (app_credentials_invalid_at IS NOT NULL)::int FROM rewards_environments`,
-      [this.config.ops.idleAfterMs],
-    )) as { metric: string; label: string | null; health: string | null; n: number }[];
+        [this.config.idleAfterMs],
+      )
+    ).rows as { metric: string; label: string | null; health: string | null; n: number }[];
     const counts: GaugeCounts = { connections: [], dispatches: [], pendingApproval: 0, appCredentials: [] };
     for (const r of rows) {
       if (r.metric === 'connections')
@@ -190,7 +190,7 @@ export class OpsService {
       );
     }
     const offset = after ? 0 : (query.offset ?? 0);
-    const params: unknown[] = [this.config.ops.idleAfterMs];
+    const params: unknown[] = [this.config.idleAfterMs];
     const param = (value: unknown) => `$${params.push(value)}`;
     // Conditions only for the filters given, and on the index's leading key (the rank) where they can be, so the scan
     // starts and stops inside the index.
@@ -208,8 +208,9 @@ export class OpsService {
     // One statement, one round trip: the page from the index, then — for its rows only — the tenant names (by primary
     // key: an offset skips index entries, not joins) and the dispatch counts (one grouped scan of
     // reward_dispatches_connection_idx for the page's ids).
-    const rows = (await this.db.query(
-      `WITH page AS MATERIALIZED (
+    const rows = (
+      await this.db.main.query(
+        `WITH page AS MATERIALIZED (
          SELECT ${LIST_COLUMNS_SQL}, ${URGENCY_SQL} AS order_rank, ${ERROR_KEY_SQL}::text AS order_error_key
            FROM connections c
           WHERE ${where.join(' AND ')}
@@ -225,8 +226,9 @@ export class OpsService {
               d.sent AS dispatches_sent, d.failed AS dispatches_failed, d.queued AS dispatches_queued
          FROM page c LEFT JOIN counts d ON d.connection_id = c.id
         ORDER BY ${ORDER_KEYS_SQL}`,
-      params,
-    )) as Record<string, unknown>[];
+        params,
+      )
+    ).rows as Record<string, unknown>[];
     const page = rows.slice(0, limit);
     const more = rows.length > limit;
     const position = (after?.position ?? offset) + page.length;
@@ -255,16 +257,20 @@ export class OpsService {
   }
 
   async detail(id: string) {
-    const rows = (await this.db.query(
-      `SELECT c.*, t.name AS tenant_name, ${HEALTH_SQL} AS health FROM connections c JOIN tenants t ON t.id = c.tenant_id WHERE c.id = $2`,
-      [this.config.ops.idleAfterMs, id],
-    )) as Record<string, unknown>[];
+    const rows = (
+      await this.db.main.query(
+        `SELECT c.*, t.name AS tenant_name, ${HEALTH_SQL} AS health FROM connections c JOIN tenants t ON t.id = c.tenant_id WHERE c.id = $2`,
+        [this.config.idleAfterMs, id],
+      )
+    ).rows as Record<string, unknown>[];
     if (!rows[0]) throw new VaultError(HttpStatus.NOT_FOUND, 'connection_not_found', `No connection ${id}.`);
     // Newest first, read from the index on (connection_id, at DESC): a long history is never sorted whole.
-    const events = (await this.db.query(
-      `SELECT type, detail, at FROM connection_events WHERE connection_id = $1 ORDER BY at DESC, id DESC LIMIT 50`,
-      [id],
-    )) as {
+    const events = (
+      await this.db.main.query(
+        `SELECT type, detail, at FROM connection_events WHERE connection_id = $1 ORDER BY at DESC, id DESC LIMIT 50`,
+        [id],
+      )
+    ).rows as {
       type: string;
       detail: unknown;
       at: Date;
@@ -287,7 +293,7 @@ export class OpsService {
     } catch (e) {
       error = e instanceof AppError ? e.code : e instanceof Error ? e.message : String(e);
     }
-    await this.connectionState.recordProbe(mainPool(this.db), id, ok, error);
+    await this.connectionState.recordProbe(this.db.main, id, ok, error);
     return this.detail(id);
   }
 
@@ -305,11 +311,7 @@ export class OpsService {
 
   /** Background probe: claims up to `batch` idle connections (one instance each, SKIP LOCKED) and probes them. */
   async probeIdle(batch = 10): Promise<number> {
-    const ids = await this.connectionState.claimIdleForProbe(
-      mainPool(this.db),
-      batch,
-      this.config.ops.idleAfterMs,
-    );
+    const ids = await this.connectionState.claimIdleForProbe(this.db.main, batch, this.config.idleAfterMs);
     const rows = ids.map((id) => ({ id }));
     for (const { id } of rows)
       await this.check(id).catch((e: unknown) => this.logger.warn(`probe of ${id} failed: ${String(e)}`));
@@ -317,7 +319,7 @@ export class OpsService {
   }
 
   private async requireLive(id: string): Promise<void> {
-    const rows = (await this.db.query(`SELECT status FROM connections WHERE id = $1`, [id])) as {
+    const rows = (await this.db.main.query(`SELECT status FROM connections WHERE id = $1`, [id])).rows as {
       status: string;
     }[];
     if (!rows[0]) throw new VaultError(HttpStatus.NOT_FOUND, 'connection_not_found', `No connection ${id}.`);
@@ -329,11 +331,13 @@ export class OpsService {
   private async dispatchCounts(ids: string[]): Promise<Map<string, Record<string, number>>> {
     const map = new Map<string, Record<string, number>>();
     if (ids.length === 0) return map;
-    const rows = (await this.db.query(
-      `SELECT connection_id, status, count(*)::int AS n FROM reward_dispatches
+    const rows = (
+      await this.db.main.query(
+        `SELECT connection_id, status, count(*)::int AS n FROM reward_dispatches
         WHERE connection_id = ANY($1::uuid[]) AND created_at > now() - interval '24 hours' GROUP BY 1, 2`,
-      [ids],
-    )) as { connection_id: string; status: string; n: number }[];
+        [ids],
+      )
+    ).rows as { connection_id: string; status: string; n: number }[];
     for (const r of rows) {
       const entry = map.get(r.connection_id) ?? {};
       entry[r.status] = r.n;

@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { Sql } from '../database/sql';
 import { REWARD_STATUSES, type RewardStatus } from '../reward-dispatch/dispatch.view';
 
 /** A batch still being sent, with how far it got: for the dashboard. */
@@ -49,8 +49,8 @@ export const RUNNING_BATCHES_SQL = `
 
 type Row = Omit<RunningBatch, 'counts' | 'done' | 'total'> & Record<RewardStatus, number>;
 
-export async function runningBatches(db: DataSource, limit = RUNNING_BATCHES_SHOWN): Promise<RunningBatch[]> {
-  const rows = (await db.query(RUNNING_BATCHES_SQL, [limit])) as Row[];
+export async function runningBatches(db: Sql, limit = RUNNING_BATCHES_SHOWN): Promise<RunningBatch[]> {
+  const { rows } = await db.query<Row>(RUNNING_BATCHES_SQL, [limit]);
   return rows.map((row) => {
     const counts = Object.fromEntries(REWARD_STATUSES.map((s) => [s, Number(row[s])])) as Record<
       RewardStatus,

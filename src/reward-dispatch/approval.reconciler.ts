@@ -1,13 +1,7 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleDestroy,
-} from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { DispatchConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { MetricsService } from '../metrics/metrics.service';
 import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.errors';
 import { orderOutcome } from '../rewards-api/rewards-api.types';
@@ -34,7 +28,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
   private stopped = false;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('dispatch') private readonly config: DispatchConfig,
     private readonly store: DispatchStore,
     private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
@@ -42,10 +36,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
   ) {}
 
   onApplicationBootstrap(): void {
-    const every = Math.max(
-      50,
-      Math.min(this.config.dispatch.approvalCheckMs, this.config.dispatch.pollMs * 5),
-    );
+    const every = Math.max(50, Math.min(this.config.approvalCheckMs, this.config.pollMs * 5));
     runEvery(this.scheduler, 'approval-reconciler', every, () => void this.tick());
   }
 
@@ -89,7 +80,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
     position: number,
     attempts: number,
   ): Promise<RewardUpdate> {
-    const later = (ms = this.config.dispatch.approvalCheckMs): RewardUpdate => ({
+    const later = (ms = this.config.approvalCheckMs): RewardUpdate => ({
       position,
       status: 'pending_approval',
       last_error: null,
@@ -135,9 +126,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
         { orderId, err: error instanceof Error ? error.message : String(error) },
         'could not check an order held for approval',
       );
-      return later(
-        transient ? backoffMs(this.config.dispatch.approvalCheckMs, Math.min(attempts, 6)) : 60 * 60_000,
-      );
+      return later(transient ? backoffMs(this.config.approvalCheckMs, Math.min(attempts, 6)) : 60 * 60_000);
     }
   }
 }

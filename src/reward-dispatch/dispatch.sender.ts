@@ -1,7 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { AppError } from '../common/app-error';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { DispatchConfig, VaultKey } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { MetricsService } from '../metrics/metrics.service';
 import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.errors';
 import { type OrderRequest, type UpstreamOrder, orderOutcome } from '../rewards-api/rewards-api.types';
@@ -73,12 +73,13 @@ export class DispatchSender {
   private readonly vault: VaultCipher;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('dispatch') private readonly config: DispatchConfig,
+    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
     private readonly store: DispatchStore,
     private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
   ) {
-    this.vault = new VaultCipher(config.vaultKeys);
+    this.vault = new VaultCipher(vaultKeys);
   }
 
   /**
@@ -130,7 +131,7 @@ export class DispatchSender {
       }
     };
     await Promise.all(Array.from({ length: Math.min(LANES, units.length) }, lane));
-    if (run.interruption && row.attempts >= this.config.dispatch.maxAttempts) {
+    if (run.interruption && row.attempts >= this.config.maxAttempts) {
       // Give up: what never reached a settled state fails (an unknown outcome is said so in the reason).
       const reason = run.interruption.error;
       const gaveUp: RewardError = {
@@ -224,7 +225,7 @@ export class DispatchSender {
       if (!client) throw new ConnectionNotFoundError();
       const { status, order } = await client.createOrder(
         this.orderFor(row, unit),
-        this.config.dispatch.upstreamTimeoutMs,
+        this.config.upstreamTimeoutMs,
       );
       if (status === 201)
         this.logger.log(
@@ -282,11 +283,7 @@ export class DispatchSender {
       const delay = run.interruption
         ? Math.max(
             run.interruption.retryAfterMs,
-            backoffMs(
-              this.config.dispatch.retryBaseMs,
-              run.progressed ? 1 : row.attempts,
-              this.config.dispatch.retryMaxMs,
-            ),
+            backoffMs(this.config.retryBaseMs, run.progressed ? 1 : row.attempts, this.config.retryMaxMs),
           )
         : 0;
       await this.store.write(row.id, run.carry, {
@@ -318,11 +315,7 @@ export class DispatchSender {
     if (!derived) {
       const delay = Math.max(
         interruption?.retryAfterMs ?? 0,
-        backoffMs(
-          this.config.dispatch.retryBaseMs,
-          progressed ? 1 : row.attempts,
-          this.config.dispatch.retryMaxMs,
-        ),
+        backoffMs(this.config.retryBaseMs, progressed ? 1 : row.attempts, this.config.retryMaxMs),
       );
       const nextAttemptAt = new Date(now.getTime() + delay);
       update = {
@@ -405,7 +398,7 @@ export class DispatchSender {
           ...base,
           status: 'pending_approval',
           last_error: null,
-          next_check_at: new Date(now.getTime() + this.config.dispatch.approvalCheckMs),
+          next_check_at: new Date(now.getTime() + this.config.approvalCheckMs),
         };
       return {
         ...base,

@@ -1,14 +1,11 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { MetricsService } from '../metrics/metrics.service';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Pool } from 'pg';
+import { Database } from '../database/database';
 import { GroupCommit } from '../database/group-commit';
-import { RelaxedPool } from '../database/relaxed-pool';
 import { VaultCipher } from '../token-vault/vault-cipher';
-import { mainPool } from '../database/sql';
-import type { DataSource } from 'typeorm';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { DispatchConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import {
   type DispatchRow,
   type DispatchStatus,
@@ -271,14 +268,13 @@ const REWARD_COLUMNS = `dispatch_id, position, external_id, status, upstream_pay
  */
 @Injectable()
 export class DispatchStore {
-  private readonly relaxed: Pool;
   /** Interactive inserts of concurrent requests share one statement and one commit (see GroupCommit). */
   /** Reward outcomes and dispatch progress, grouped per pool: asynchronous commit, or durable for failures. */
   private readonly relaxedWrites = new GroupCommit<WriteItem, WriteResult>((items) =>
-    this.writeAll(this.relaxed, false, items),
+    this.writeAll(this.db.relaxed, false, items),
   );
   private readonly durableWrites = new GroupCommit<WriteItem, WriteResult>((items) =>
-    this.writeAll(mainPool(this.db), true, items),
+    this.writeAll(this.db.main, true, items),
   );
   private readonly inserts = new GroupCommit<
     InsertItem,
@@ -286,13 +282,10 @@ export class DispatchStore {
   >((items) => this.insertAll(items));
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
-    relaxed: RelaxedPool,
+    @InjectConfig('dispatch') private readonly config: DispatchConfig,
+    private readonly db: Database,
     @Optional() private readonly metrics?: MetricsService,
-  ) {
-    this.relaxed = relaxed.pool;
-  }
+  ) {}
 
   /**
    * The dispatch and its rewards in one statement (one round-trip), keyed by tenant + Idempotency-Key. Returns null
@@ -337,7 +330,7 @@ export class DispatchStore {
     // One dispatch of one reward (every interactive send when nothing queues): its values as parameters, read by the
     // same statement — cheaper than a JSON array taken apart.
     const one = items.length === 1 && items[0].rewards.length === 1;
-    const values: unknown[] = [this.config.dispatch.leaseMs];
+    const values: unknown[] = [this.config.leaseMs];
     if (one) {
       const [i] = items;
       const [r] = i.rewards;
@@ -346,7 +339,7 @@ export class DispatchStore {
       values.push(i.priority, r.position, r.external_id, r.status, JSON.stringify(r.payload), r.attempts);
     } else values.push(JSON.stringify(items));
     // Times come back as epoch milliseconds (a float8 is parsed as a number, cheaper than pg's timestamp parsing).
-    const { rows } = await mainPool(this.db).query<{
+    const { rows } = await this.db.main.query<{
       id: string;
       created_ms: number;
       lease_ms: number | null;
@@ -399,7 +392,7 @@ export class DispatchStore {
     // The dispatches again as keys ($3), so that every plan reaches them by primary key. Joined to the items alone, whose
     // 100-row estimate (jsonb_to_recordset) is all a plan knows, a plan made while the tables were small hash-joins a
     // scan of them and keeps doing so, which grows with the tables.
-    const values: unknown[] = [this.config.dispatch.leaseMs, this.config.dispatch.deliveryReconcileAfterMs];
+    const values: unknown[] = [this.config.leaseMs, this.config.deliveryReconcileAfterMs];
     // One dispatch with at most one reward (every interactive send's last write when nothing queues): its values as
     // parameters, `= $3` (a plan Postgres keeps, the same for every value): cheaper than the same write as a JSON
     // array taken apart.
@@ -438,7 +431,7 @@ export class DispatchStore {
    * A dispatch that still has open rewards (none should) is queued again, due now.
    */
   async settle(dispatchId: string, giveUp: RewardError | null = null): Promise<void> {
-    const pool = mainPool(this.db);
+    const pool = this.db.main;
     if (giveUp) {
       await pool.query(
         `UPDATE dispatch_rewards SET status = 'failed', updated_at = now(),
@@ -492,7 +485,7 @@ export class DispatchStore {
    * sender, which sees the request at its next write and stops. Returns false when the dispatch was already settled.
    */
   async cancel(tenantId: string, dispatchId: string): Promise<boolean> {
-    const { rows } = await mainPool(this.db).query<{ id: string }>(
+    const { rows } = await this.db.main.query<{ id: string }>(
       `WITH d AS (
          UPDATE reward_dispatches SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
           WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'sending')
@@ -507,7 +500,7 @@ export class DispatchStore {
     );
     if (!rows.length) return false;
     // Not held by a live sender (queued, or its holder died): settle now if nothing is on its way.
-    const { rows: idle } = await mainPool(this.db).query<{ open: number }>(
+    const { rows: idle } = await this.db.main.query<{ open: number }>(
       `SELECT count(*) FILTER (WHERE r.status IN ('pending', 'sending'))::int AS open
          FROM reward_dispatches d JOIN dispatch_rewards r ON r.dispatch_id = d.id
         WHERE d.id = $1 AND (d.status = 'queued' OR d.lease_until < now())`,
@@ -519,20 +512,24 @@ export class DispatchStore {
 
   /** Up to `limit` rewards of a dispatch not settled yet, after `afterPosition`, in position order: one slice. */
   async openRewards(dispatchId: string, afterPosition: number, limit = REWARD_PAGE): Promise<RewardRow[]> {
-    return (await this.db.query(
-      `SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
+    return (
+      await this.db.main.query(
+        `SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
         WHERE dispatch_id = $1 AND position > $2 AND status IN ('pending', 'sending') ORDER BY position LIMIT $3`,
-      [dispatchId, afterPosition, limit],
-    )) as RewardRow[];
+        [dispatchId, afterPosition, limit],
+      )
+    ).rows as RewardRow[];
   }
 
   /** Counts per reward status of the given dispatches (stored counts, whatever their size). */
   async countsOf(dispatchIds: string[]): Promise<Map<string, Record<RewardStatus, number>>> {
-    const rows = (await this.db.query(
-      `SELECT dispatch_id, status, count(*)::int AS n FROM dispatch_rewards WHERE dispatch_id = ANY($1::uuid[])
+    const rows = (
+      await this.db.main.query(
+        `SELECT dispatch_id, status, count(*)::int AS n FROM dispatch_rewards WHERE dispatch_id = ANY($1::uuid[])
         GROUP BY dispatch_id, status`,
-      [dispatchIds],
-    )) as { dispatch_id: string; status: RewardStatus; n: number }[];
+        [dispatchIds],
+      )
+    ).rows as { dispatch_id: string; status: RewardStatus; n: number }[];
     const counts = new Map<string, Record<RewardStatus, number>>(
       dispatchIds.map((id) => [
         id,
@@ -551,25 +548,29 @@ export class DispatchStore {
    * may retry the same Idempotency-Key later. Only while this process still holds it.
    */
   async discard(dispatchId: string): Promise<void> {
-    await mainPool(this.db).query(
+    await this.db.main.query(
       `DELETE FROM reward_dispatches WHERE id = $1 AND status = 'sending' AND attempts = 1`,
       [dispatchId],
     );
   }
 
   async findByKey(tenantId: string, key: string): Promise<DispatchRow | null> {
-    const rows = (await this.db.query(
-      `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND idempotency_key = $2`,
-      [tenantId, key],
-    )) as DispatchRow[];
+    const rows = (
+      await this.db.main.query(
+        `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND idempotency_key = $2`,
+        [tenantId, key],
+      )
+    ).rows as DispatchRow[];
     return rows[0] ?? null;
   }
 
   async find(tenantId: string, id: string): Promise<DispatchRow | null> {
-    const rows = (await this.db.query(`SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND id = $2`, [
-      tenantId,
-      id,
-    ])) as DispatchRow[];
+    const rows = (
+      await this.db.main.query(`SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND id = $2`, [
+        tenantId,
+        id,
+      ])
+    ).rows as DispatchRow[];
     return rows[0] ?? null;
   }
 
@@ -579,21 +580,25 @@ export class DispatchStore {
     limit: number,
     offset: number,
   ): Promise<DispatchRow[]> {
-    return (await this.db.query(
-      `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)
+    return (
+      await this.db.main.query(
+        `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)
         ORDER BY created_at DESC, id LIMIT $3 OFFSET $4`,
-      [tenantId, status ?? null, limit, offset],
-    )) as DispatchRow[];
+        [tenantId, status ?? null, limit, offset],
+      )
+    ).rows as DispatchRow[];
   }
 
   /** The rewards of the given dispatches, by dispatch, in position order: at most `limit` each from `offset`. */
   async rewardsOf(dispatchIds: string[], limit = REWARD_PAGE, offset = 0): Promise<Map<string, RewardRow[]>> {
-    const rows = (await this.db.query(
-      `SELECT r.* FROM unnest($1::uuid[]) AS d(id),
+    const rows = (
+      await this.db.main.query(
+        `SELECT r.* FROM unnest($1::uuid[]) AS d(id),
               LATERAL (SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
                         WHERE dispatch_id = d.id AND position >= $3 ORDER BY position LIMIT $2) r`,
-      [dispatchIds, limit, offset],
-    )) as RewardRow[];
+        [dispatchIds, limit, offset],
+      )
+    ).rows as RewardRow[];
     const byDispatch = new Map<string, RewardRow[]>(dispatchIds.map((id) => [id, []]));
     for (const r of rows) byDispatch.get(r.dispatch_id)?.push(r);
     return byDispatch;
@@ -612,7 +617,7 @@ export class DispatchStore {
     busyInteractive: string[] = [],
     busyBulk: string[] = [],
   ): Promise<DispatchRow[]> {
-    const { rows } = await mainPool(this.db).query<DispatchRow>({
+    const { rows } = await this.db.main.query<DispatchRow>({
       name: 'rg_dispatch_claim_v2',
       text: `WITH ready AS (
          SELECT d.id, d.priority, coalesce(d.next_attempt_at, d.lease_until) AS due,
@@ -647,7 +652,7 @@ export class DispatchStore {
          FROM due
         WHERE d.id = due.id AND NOT due.gone
         RETURNING d.*`,
-      values: [this.config.dispatch.leaseMs, limit, busyInteractive, busyBulk],
+      values: [this.config.leaseMs, limit, busyInteractive, busyBulk],
     });
     return rows;
   }
@@ -668,7 +673,7 @@ export class DispatchStore {
       eventAt: Date;
     },
   ): Promise<{ dispatch_id: string; position: number; tenant_id: string } | null> {
-    const { rows } = await mainPool(this.db).query<{
+    const { rows } = await this.db.main.query<{
       dispatch_id: string;
       position: number;
       tenant_id: string;
@@ -706,7 +711,7 @@ export class DispatchStore {
     limit: number,
     nextCheckMs: number,
   ): Promise<{ dispatch_id: string; position: number; upstream_reward_id: string; connection_id: string }[]> {
-    const { rows } = await mainPool(this.db).query<{
+    const { rows } = await this.db.main.query<{
       dispatch_id: string;
       position: number;
       upstream_reward_id: string;
@@ -726,7 +731,7 @@ export class DispatchStore {
 
   /** Stops polling a reward (its connection is gone, or the service does not know it). */
   async stopDeliveryCheck(dispatchId: string, position: number): Promise<void> {
-    await mainPool(this.db).query(
+    await this.db.main.query(
       `UPDATE dispatch_rewards SET delivery_check_at = NULL WHERE dispatch_id = $1 AND position = $2`,
       [dispatchId, position],
     );
@@ -737,7 +742,7 @@ export class DispatchStore {
    * check out by the lease, so a crashed checker's row comes back later on its own.
    */
   async claimApprovalCheck(): Promise<(RewardRow & { connection_id: string | null }) | null> {
-    const [rows] = (await this.db.query(
+    const { rows } = await this.db.main.query<RewardRow & { connection_id: string | null }>(
       `UPDATE dispatch_rewards r SET next_check_at = now() + make_interval(secs => $1::float8 / 1000)
          FROM (SELECT dispatch_id, position FROM dispatch_rewards
                 WHERE status = 'pending_approval' AND next_check_at <= now()
@@ -746,14 +751,14 @@ export class DispatchStore {
         RETURNING ${REWARD_COLUMNS.split(',')
           .map((c) => `r.${c.trim()}`)
           .join(', ')}, d.connection_id`,
-      [this.config.dispatch.leaseMs],
-    )) as [(RewardRow & { connection_id: string | null })[], number];
+      [this.config.leaseMs],
+    );
     return rows[0] ?? null;
   }
 
   /** Settles (or re-schedules) a reward held for approval and re-derives its dispatch's status, in one transaction. */
   async settleApproval(dispatchId: string, update: RewardUpdate): Promise<void> {
-    await this.db.query(
+    await this.db.main.query(
       `WITH r AS (
          UPDATE dispatch_rewards t
             SET status = x.status, upstream_order_status = coalesce(x.upstream_order_status, t.upstream_order_status),
@@ -785,7 +790,7 @@ export class DispatchStore {
         JSON.stringify(update),
         update.position,
         update.status,
-        this.config.dispatch.deliveryReconcileAfterMs,
+        this.config.deliveryReconcileAfterMs,
       ],
     );
   }

@@ -1,7 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { DispatchConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { DispatchSender } from './dispatch.sender';
 import { DispatchStore, REWARD_PAGE } from './dispatch.store';
 import type { DispatchRow } from './dispatch.view';
@@ -33,12 +33,12 @@ export class DispatchWorker extends LoopWorker {
   private readonly busy = [new InFlightCounts(), new InFlightCounts()];
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('dispatch') config: DispatchConfig,
     private readonly store: DispatchStore,
     private readonly sender: DispatchSender,
     scheduler: SchedulerRegistry,
   ) {
-    super(scheduler, 'reward-dispatch-worker', config.dispatch.pollMs);
+    super(scheduler, 'reward-dispatch-worker', config.pollMs);
   }
 
   /** One claim: at most one dispatch per account; again while any was claimed (the next accounts' turn). */

@@ -1,10 +1,10 @@
-import { HttpStatus, Inject, Injectable } from '@nestjs/common';
+import { HttpStatus, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { sha256Hex } from '../common/digest';
 import { type ErrorDetail, ValidationFailedError } from '../common/app-error';
 import { canonicalJson } from '../common/canonical-json';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig, RewardsEnvironmentConfig } from '../config/app-config';
+import type { DispatchConfig, RewardsConfig, RewardsEnvironmentConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { ConnectionsService } from '../connections/connections.service';
 import {
   customFieldsError,
@@ -46,7 +46,8 @@ export const DEFAULT_FUNDING_SOURCE = 'BALANCE';
 @Injectable()
 export class RewardDispatchService {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('dispatch') private readonly config: DispatchConfig,
+    @InjectConfig('rewards') private readonly environments: RewardsConfig,
     private readonly store: DispatchStore,
     private readonly sender: DispatchSender,
     private readonly tenants: TenantsService,
@@ -77,7 +78,7 @@ export class RewardDispatchService {
     const id = randomUUID();
     const shape = prepared.environment.orderShape;
     // A batch is stored and answered at once; the workers send it at the account's pace, behind interactive sends.
-    const batch = dto.rewards.length > this.config.dispatch.inlineMaxRewards;
+    const batch = dto.rewards.length > this.config.inlineMaxRewards;
     const answerNow = batch || respondAsync;
     // The first order's rewards are marked `sending` by the insert itself: the call follows at once.
     const first = answerNow ? 0 : shape === 'array' ? prepared.rewards.length : 1;
@@ -178,22 +179,22 @@ export class RewardDispatchService {
 
   /** The account's pace for estimates: the configured spacing (null when pacing is off). */
   private msPerReward(row: DispatchRow): number | null {
-    const pacing = this.config.rewards[row.environment]?.pacing;
+    const pacing = this.environments[row.environment]?.pacing;
     return pacing && pacing.rps > 0 ? spacingMs(pacing) : null;
   }
 
   /** Everything resolved before the first write: connection, funding source, custom fields (all from caches). */
   private async prepare(tenantId: string, dto: SendRewardsDto) {
-    if (dto.rewards.length > this.config.dispatch.maxRewards)
+    if (dto.rewards.length > this.config.maxRewards)
       throw new ValidationFailedError([
         {
           field: 'rewards',
-          reason: `at most ${this.config.dispatch.maxRewards} rewards per dispatch on this gateway (DISPATCH_MAX_REWARDS); got ${dto.rewards.length}`,
+          reason: `at most ${this.config.maxRewards} rewards per dispatch on this gateway (DISPATCH_MAX_REWARDS); got ${dto.rewards.length}`,
         },
       ]);
     checkRecipients(dto.rewards);
     const connection = await this.connections.liveConnection(tenantId, dto.environment);
-    const environment = this.config.rewards[connection.environment] as RewardsEnvironmentConfig;
+    const environment = this.environments[connection.environment] as RewardsEnvironmentConfig;
     await this.checkAppCredentials(connection.id);
     const fundingSourceId =
       dto.funding_source_id ??

@@ -1,11 +1,8 @@
 import { Injectable, Optional } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DataSource } from 'typeorm';
 import type { PacingConfig } from '../config/app-config';
-import { RelaxedPool } from '../database/relaxed-pool';
-import { mainPool } from '../database/sql';
+import { Database } from '../database/database';
 import { MetricsService } from '../metrics/metrics.service';
 
 /** Interactive sends (answered inline) go ahead of bulk work (batches, probes, approval checks). */
@@ -52,8 +49,7 @@ export function spacingMs(pacing: PacingConfig): number {
 @Injectable()
 export class AccountPacer {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
-    private readonly relaxed: RelaxedPool,
+    private readonly db: Database,
     @Optional() private readonly metrics?: MetricsService,
   ) {}
 
@@ -88,7 +84,7 @@ export class AccountPacer {
 
   /** A 429 came back anyway: slow the account down and keep its next request past `retryAfterMs`. */
   async throttled(account: string, retryAfterMs: number): Promise<void> {
-    await mainPool(this.db).query({
+    await this.db.main.query({
       name: 'rg_pace_throttled',
       text: `UPDATE account_pace
                 SET factor = greatest($2::float8, factor / 2), throttled_429 = throttled_429 + 1,
@@ -101,7 +97,7 @@ export class AccountPacer {
 
   /** The account's current state, for progress estimates and the dashboard. */
   async state(account: string): Promise<{ factor: number; throttled429: number } | null> {
-    const { rows } = await mainPool(this.db).query<{ factor: number; throttled_429: string }>(
+    const { rows } = await this.db.main.query<{ factor: number; throttled_429: string }>(
       `SELECT factor, throttled_429 FROM account_pace WHERE account_key = $1`,
       [account],
     );
@@ -120,7 +116,7 @@ export class AccountPacer {
     priority: Priority,
     base: number,
   ): Promise<{ asked: number; waitMs: number } | null> {
-    const client = await this.relaxed.pool.connect();
+    const client = await this.db.relaxed.connect();
     const asked = performance.now();
     const { rows } = await client
       .query<{ wait_ms: number }>({

@@ -1,4 +1,4 @@
-import type { AppConfig, RewardsEnvironment, RewardsEnvironmentConfig } from '../config/app-config';
+import type { RewardsConfig, RewardsEnvironment, RewardsEnvironmentConfig } from '../config/app-config';
 import { API_CALL_TIMEOUT_MS, type ApiResponse, type RewardsApiClient } from './rewards-api.client';
 import type { AccountPacer, Priority } from './account-pacer';
 import { RewardsApiError } from './rewards-api.errors';
@@ -44,7 +44,7 @@ export class ConnectionClient {
   constructor(
     private readonly http: RewardsApiClient,
     private readonly tokens: TokenSource,
-    private readonly environments: AppConfig['rewards'],
+    private readonly environments: RewardsConfig,
     readonly connectionId: string,
     private readonly pacer: AccountPacer | null = null,
     readonly priority: Priority = 'interactive',

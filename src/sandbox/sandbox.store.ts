@@ -1,7 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
-import { mainPool } from '../database/sql';
 import type { SandboxPersistence } from './sandbox.persistence';
 
 /**
@@ -13,7 +12,7 @@ export class SandboxStore implements SandboxPersistence {
 
   /** On the gateway's main pool. */
   static forApp(app: INestApplicationContext): SandboxStore {
-    return new SandboxStore(mainPool(app.get(DataSource)));
+    return new SandboxStore(app.get(Database).main);
   }
 
   async load(): Promise<unknown> {

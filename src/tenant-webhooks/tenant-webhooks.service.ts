@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { HttpStatus, Inject, Injectable } from '@nestjs/common';
+import { HttpStatus, Injectable } from '@nestjs/common';
 import { ValidationFailedError } from '../common/app-error';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { TenantWebhooksConfig, VaultKey } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { VaultCipher } from '../token-vault/vault-cipher';
 import { TenantWebhookError } from './tenant-webhooks.errors';
 import type { CreateWebhookDto } from './dto/webhook.dto';
@@ -65,11 +65,12 @@ export class TenantWebhooksService {
   private readonly vault: VaultCipher;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('webhooks') private readonly config: TenantWebhooksConfig,
+    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
     private readonly store: WebhookStore,
     private readonly worker: WebhookWorker,
   ) {
-    this.vault = new VaultCipher(config.vaultKeys);
+    this.vault = new VaultCipher(vaultKeys);
   }
 
   async create(tenantId: string, dto: CreateWebhookDto) {
@@ -165,7 +166,7 @@ export class TenantWebhooksService {
    * refused, naming `url`. A name that does not resolve now is accepted: every delivery resolves and checks again.
    */
   private async checkTarget(url: string): Promise<void> {
-    const allowPrivate = this.config.webhooks.allowPrivateTargets;
+    const allowPrivate = this.config.allowPrivateTargets;
     if (allowPrivate) return;
     let timer: NodeJS.Timeout | undefined;
     try {

@@ -1,9 +1,9 @@
 import { isIP } from 'node:net';
-import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { TenantWebhooksConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { hostOf, isForbiddenTargetError, pinnedLookup, resolveChecked } from './target-guard';
 
 /** The most of a receiver's answer that is read (and then ignored). */
@@ -34,13 +34,12 @@ export function bodyOf(payload: { type: string; timestamp: string; data: unknown
 export class WebhookSender implements OnModuleDestroy {
   private readonly agent: Agent;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
-    const timeout = config.webhooks.timeoutMs;
+  constructor(@InjectConfig('webhooks') private readonly config: TenantWebhooksConfig) {
+    const timeout = config.timeoutMs;
     this.agent = new Agent({
       connect: {
         timeout,
-        // Read at every connection: the flag is configuration, and tests flip it.
-        lookup: pinnedLookup(() => this.config.webhooks.allowPrivateTargets) as never,
+        lookup: pinnedLookup(() => config.allowPrivateTargets) as never,
       },
       headersTimeout: timeout,
       bodyTimeout: timeout,
@@ -65,7 +64,7 @@ export class WebhookSender implements OnModuleDestroy {
       const target = new URL(url);
       // IP literals never reach a lookup: check them here (names are checked in the pinned lookup).
       const host = hostOf(target);
-      if (isIP(host)) await resolveChecked(host, this.config.webhooks.allowPrivateTargets);
+      if (isIP(host)) await resolveChecked(host, this.config.allowPrivateTargets);
       const res = await request(target, {
         method: 'POST',
         dispatcher: this.agent,
@@ -77,7 +76,7 @@ export class WebhookSender implements OnModuleDestroy {
           'webhook-signature': signature,
         },
         body,
-        signal: AbortSignal.timeout(this.config.webhooks.timeoutMs),
+        signal: AbortSignal.timeout(this.config.timeoutMs),
       });
       await drain(res.body);
       if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, statusCode: res.statusCode };
@@ -106,7 +105,7 @@ export class WebhookSender implements OnModuleDestroy {
           ok: false,
           statusCode: null,
           kind: 'timeout',
-          error: `no answer within ${this.config.webhooks.timeoutMs} ms`,
+          error: `no answer within ${this.config.timeoutMs} ms`,
         };
       }
       return { ok: false, statusCode: null, kind: 'network_error', error: messageOf(error) };

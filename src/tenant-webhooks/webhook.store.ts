@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Pool } from 'pg';
-import type { DataSource } from 'typeorm';
 import type { InFlightCounts } from '../common/claim-loop';
-import { inTransaction, mainPool } from '../database/sql';
+import { Database } from '../database/database';
 import { VaultCipher } from '../token-vault/vault-cipher';
 
 export interface EndpointRow {
@@ -101,11 +99,7 @@ export async function reencryptWebhookSecrets(pool: Pool, vault: VaultCipher): P
  */
 @Injectable()
 export class WebhookStore {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
-
-  private get pool(): Pool {
-    return mainPool(this.db);
-  }
+  constructor(private readonly db: Database) {}
 
   // --- endpoints (the API) ---
 
@@ -117,7 +111,7 @@ export class WebhookStore {
     row: { id: string; tenant_id: string; url: string; events: string[]; secret_enc: string },
     max: number,
   ): Promise<EndpointRow | null> {
-    return inTransaction(this.pool, async (tx) => {
+    return this.db.transaction(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(hashtext('rg_webhook_endpoints'), hashtext($1))`, [
         row.tenant_id,
       ]);
@@ -133,7 +127,7 @@ export class WebhookStore {
   }
 
   async listEndpoints(tenantId: string): Promise<EndpointRow[]> {
-    const { rows } = await this.pool.query<EndpointRow>(
+    const { rows } = await this.db.main.query<EndpointRow>(
       `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY created_at, id`,
       [tenantId],
     );
@@ -141,7 +135,7 @@ export class WebhookStore {
   }
 
   async findEndpoint(tenantId: string, id: string): Promise<EndpointRow | null> {
-    const { rows } = await this.pool.query<EndpointRow>(
+    const { rows } = await this.db.main.query<EndpointRow>(
       `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`,
       [tenantId, id],
     );
@@ -150,7 +144,7 @@ export class WebhookStore {
 
   /** Deletes the endpoint and its outbox rows (pending ones are not delivered any more). */
   async deleteEndpoint(tenantId: string, id: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
+    const { rowCount } = await this.db.main.query(
       `DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`,
       [tenantId, id],
     );
@@ -159,7 +153,7 @@ export class WebhookStore {
 
   /** Enables a disabled endpoint again, its failure record cleared. Returns the row, or null when unknown. */
   async enableEndpoint(tenantId: string, id: string): Promise<EndpointRow | null> {
-    const { rows } = await this.pool.query<EndpointRow>(
+    const { rows } = await this.db.main.query<EndpointRow>(
       `UPDATE webhook_endpoints
           SET disabled_at = NULL, disabled_reason = NULL, consecutive_failures = 0, failing_since = NULL
         WHERE tenant_id = $1 AND id = $2
@@ -171,7 +165,7 @@ export class WebhookStore {
 
   /** An endpoint's most recent outbox rows, newest first. */
   async listDeliveries(endpointId: string, limit: number, status?: DeliveryStatus): Promise<DeliveryRow[]> {
-    const { rows } = await this.pool.query<DeliveryRow>(
+    const { rows } = await this.db.main.query<DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_outbox
         WHERE endpoint_id = $1 AND ($3::text IS NULL OR status = $3)
         ORDER BY created_at DESC, id LIMIT $2`,
@@ -185,7 +179,7 @@ export class WebhookStore {
    * its give-up window starts again. Null when the endpoint has no such event.
    */
   async replay(endpointId: string, eventId: string): Promise<DeliveryRow | null> {
-    const { rows } = await this.pool.query<DeliveryRow>(
+    const { rows } = await this.db.main.query<DeliveryRow>(
       `UPDATE webhook_outbox SET status = 'pending', next_attempt_at = now(), queued_at = now(), delivered_at = NULL
         WHERE endpoint_id = $1 AND id = $2
         RETURNING ${DELIVERY_COLUMNS}`,
@@ -209,7 +203,7 @@ export class WebhookStore {
   ): Promise<ClaimedDelivery[]> {
     const busyIds = [...busy.keys()];
     const full = busy.keysAtLeast(perEndpoint);
-    const { rows } = await this.pool.query<ClaimedDelivery>({
+    const { rows } = await this.db.main.query<ClaimedDelivery>({
       name: 'rg_webhook_claim_v1',
       text: `WITH candidates AS (
                SELECT o.id, o.endpoint_id, o.next_attempt_at FROM webhook_outbox o
@@ -250,7 +244,7 @@ export class WebhookStore {
    * record is cleared.
    */
   async recordSuccess(row: ClaimedDelivery, statusCode: number): Promise<void> {
-    await this.pool.query({
+    await this.db.main.query({
       name: 'rg_webhook_success_v1',
       text: `WITH o AS (
                UPDATE webhook_outbox SET status = 'delivered', delivered_at = now(), last_status_code = $2, last_error = NULL
@@ -274,7 +268,7 @@ export class WebhookStore {
     outcome: { statusCode: number | null; error: string },
     policy: { delayMs: number; giveUpAfterMs: number; disableAfterMs: number },
   ): Promise<{ gaveUp: boolean; disabled: boolean }> {
-    const { rows } = await this.pool.query<{ status: string | null; just_disabled: boolean | null }>({
+    const { rows } = await this.db.main.query<{ status: string | null; just_disabled: boolean | null }>({
       name: 'rg_webhook_failure_v2',
       text: `WITH ep AS (
                SELECT w.id, (w.disabled_at IS NULL AND w.failing_since <= now() - make_interval(secs => $7::float8 / 1000)) AS disable
@@ -323,7 +317,7 @@ export class WebhookStore {
 
   /** Endpoints failing now or disabled, disabled first, then the longest failing (ops dashboard). */
   async failingEndpoints(limit: number): Promise<FailingEndpoint[]> {
-    const { rows } = await this.pool.query<FailingEndpoint>(
+    const { rows } = await this.db.main.query<FailingEndpoint>(
       `SELECT id AS endpoint_id, tenant_id, url, failing_since, consecutive_failures, last_error,
               disabled_at IS NOT NULL AS disabled, disabled_at, disabled_reason
          FROM webhook_endpoints
@@ -337,7 +331,7 @@ export class WebhookStore {
 
   /** Rows waiting for delivery (every endpoint): the outbox depth gauge. */
   async pendingCount(): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>(
+    const { rows } = await this.db.main.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM webhook_outbox WHERE status = 'pending'`,
     );
     return rows[0]?.n ?? 0;
@@ -345,7 +339,7 @@ export class WebhookStore {
 
   /** Housekeeping: deletes up to `batch` delivered or failed rows older than `maxAgeDays`; returns how many. */
   async purgeOld(maxAgeDays: number, batch: number): Promise<number> {
-    const { rowCount } = await this.pool.query(
+    const { rowCount } = await this.db.main.query(
       `DELETE FROM webhook_outbox WHERE id IN (
          SELECT o.id FROM webhook_endpoints e,
                 LATERAL (SELECT id FROM webhook_outbox

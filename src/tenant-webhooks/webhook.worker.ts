@@ -1,7 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import type { TenantWebhooksConfig, VaultKey } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { type Claimed, ClaimLoop, InFlightCounts, LoopWorker } from '../common/claim-loop';
 import { MetricsService } from '../metrics/metrics.service';
 import { VaultCipher } from '../token-vault/vault-cipher';
@@ -40,18 +40,19 @@ export class WebhookWorker extends LoopWorker {
   private lastGauge = 0;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('webhooks') private readonly config: TenantWebhooksConfig,
+    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
     private readonly store: WebhookStore,
     private readonly sender: WebhookSender,
     private readonly metrics: MetricsService,
     scheduler: SchedulerRegistry,
   ) {
-    super(scheduler, 'tenant-webhooks-worker', config.webhooks.pollMs);
-    this.vault = new VaultCipher(config.vaultKeys);
+    super(scheduler, 'tenant-webhooks-worker', config.pollMs);
+    this.vault = new VaultCipher(vaultKeys);
     this.loop = new ClaimLoop(
       this.logger,
       'webhook worker',
-      config.webhooks.concurrency,
+      config.concurrency,
       (free) => this.claim(free),
       () => this.housekeeping(),
     );
@@ -71,7 +72,7 @@ export class WebhookWorker extends LoopWorker {
       free,
       this.busy,
       PER_ENDPOINT_IN_FLIGHT,
-      this.config.webhooks.timeoutMs + LEASE_MARGIN_MS,
+      this.config.timeoutMs + LEASE_MARGIN_MS,
     );
     for (const row of claimed) this.start(row);
     return { started: claimed.length, more: claimed.length === free };
@@ -105,7 +106,7 @@ export class WebhookWorker extends LoopWorker {
       return;
     }
     this.metrics.webhookDeliveries.inc({ outcome: outcome.kind });
-    const { webhooks } = this.config;
+    const webhooks = this.config;
     const result = await this.store.recordFailure(
       row,
       { statusCode: outcome.statusCode, error: outcome.error },

@@ -1,14 +1,11 @@
-import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
+import { HttpStatus, Injectable, Logger } from '@nestjs/common';
+import { Database } from '../database/database';
 import { NotificationsService } from '../database/notifications.service';
-import { inTransaction, mainPool } from '../database/sql';
-import { InjectRepository } from '@nestjs/typeorm';
+import type { Sql } from '../database/sql';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { sha256Hex } from '../common/digest';
-import { IsNull, Repository } from 'typeorm';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { TenantsError } from './tenants.errors';
-import { ApiKeyEntity } from './entities/api-key.entity';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from './dto/tenant.dto';
 import type { Principal } from './auth/principal';
 
@@ -27,8 +24,39 @@ export function hashApiKey(key: string): string {
   return sha256Hex(key);
 }
 
+/** An API key's row; only its SHA-256 hash is stored. `tenant_id` null: an operator key. */
+interface ApiKeyRow {
+  id: string;
+  tenant_id: string | null;
+  name: string;
+  /** The first characters of the key, to recognise it in listings. */
+  prefix: string;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
 /**
- * API keys: created with 256 bits of randomness, stored as SHA-256 hashes, shown once.
+ * Creates a key with 256 bits of randomness (`rgk_` for a tenant, `rgo_` for an operator) and stores its hash.
+ * The plaintext is returned here only. Also the CLI's `operator-key:create`.
+ */
+export async function createApiKey(
+  db: Sql,
+  tenantId: string | null,
+  name: string,
+): Promise<{ row: ApiKeyRow; key: string }> {
+  const key = `${tenantId ? 'rgk' : 'rgo'}_${randomBytes(32).toString('base64url')}`;
+  const { rows } = await db.query<ApiKeyRow>(
+    `INSERT INTO api_keys (tenant_id, name, key_hash, prefix) VALUES ($1, $2, $3, $4)
+     RETURNING id, tenant_id, name, prefix, created_at, last_used_at, revoked_at`,
+    [tenantId, name, hashApiKey(key), key.slice(0, 8)],
+  );
+  return { row: rows[0], key };
+}
+
+/**
+ * API keys (every statement that writes `api_keys`): created with 256 bits of randomness, stored as SHA-256 hashes,
+ * shown once.
  * Authentication results are cached in memory for 10 s, an accelerator only: a revocation is published through
  * Postgres NOTIFY in its own transaction, and every instance drops the key from its cache when it commits.
  */
@@ -39,17 +67,15 @@ export class ApiKeysService {
     string,
     { principal: Principal; expiresAt: number; lastUsedWrite: number }
   >();
-  private readonly operatorKeyHash: Buffer | null;
+  private readonly operatorKeyHash: Buffer;
   private readonly unknownPrefixes = new Map<string, number>();
 
   constructor(
-    @InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>,
-    @Inject(APP_CONFIG) config: AppConfig,
+    private readonly db: Database,
+    @InjectConfig('operatorApiKey') operatorApiKey: string,
     private readonly notifications: NotificationsService,
   ) {
-    this.operatorKeyHash = config.operatorApiKey
-      ? Buffer.from(hashApiKey(config.operatorApiKey), 'hex')
-      : null;
+    this.operatorKeyHash = Buffer.from(hashApiKey(operatorApiKey), 'hex');
     notifications.onEviction((eviction) => {
       if (eviction === null) this.cache.clear();
       else if (eviction.kind === 'api_key') this.cache.delete(eviction.hash);
@@ -58,24 +84,25 @@ export class ApiKeysService {
   }
 
   async create(tenantId: string | null, name: string): Promise<CreatedApiKeyResponse> {
-    const key = `${tenantId ? 'rgk' : 'rgo'}_${randomBytes(32).toString('base64url')}`;
-    const entity = await this.keys.save(
-      this.keys.create({ tenantId, name, keyHash: hashApiKey(key), prefix: key.slice(0, 8) }),
-    );
+    const { row, key } = await createApiKey(this.db.main, tenantId, name);
     // An instance that saw this prefix unknown must stop remembering that.
-    this.unknownPrefixes.delete(entity.prefix);
-    await this.notifications.publish({ kind: 'api_key_prefix', prefix: entity.prefix });
-    return { ...toResponse(entity), key };
+    this.unknownPrefixes.delete(row.prefix);
+    await this.notifications.publish({ kind: 'api_key_prefix', prefix: row.prefix });
+    return { ...toResponse(row), key };
   }
 
   async list(tenantId: string): Promise<ApiKeyResponse[]> {
-    const rows = await this.keys.find({ where: { tenantId }, order: { createdAt: 'ASC' } });
+    const { rows } = await this.db.main.query<ApiKeyRow>(
+      `SELECT id, tenant_id, name, prefix, created_at, last_used_at, revoked_at FROM api_keys
+        WHERE tenant_id = $1 ORDER BY created_at`,
+      [tenantId],
+    );
     return rows.map(toResponse);
   }
 
   async revoke(tenantId: string | null, keyId: string): Promise<void> {
     // The revocation and its eviction message commit together: every instance forgets the key at once.
-    const rows = await inTransaction(mainPool(this.keys.manager.connection), async (tx) => {
+    const rows = await this.db.transaction(async (tx) => {
       const { rows: revoked } = await tx.query<{ key_hash: string }>(
         `UPDATE api_keys SET revoked_at = now()
           WHERE id = $1 AND revoked_at IS NULL AND tenant_id IS NOT DISTINCT FROM $2
@@ -99,7 +126,7 @@ export class ApiKeysService {
   async authenticate(presented: string): Promise<Principal | null> {
     if (presented.length < 16 || presented.length > 200) return null;
     const hash = hashApiKey(presented);
-    if (this.operatorKeyHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.operatorKeyHash)) {
+    if (timingSafeEqual(Buffer.from(hash, 'hex'), this.operatorKeyHash)) {
       return { kind: 'operator', keyId: null };
     }
     const now = Date.now();
@@ -110,19 +137,23 @@ export class ApiKeysService {
     }
     const prefix = keyPrefix(presented);
     if (prefix && (this.unknownPrefixes.get(prefix) ?? 0) > now) return null;
-    const row = await this.keys.findOne({ where: { keyHash: hash, revokedAt: IsNull() } });
+    const { rows } = await this.db.main.query<{ id: string; tenant_id: string | null }>(
+      `SELECT id, tenant_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+      [hash],
+    );
+    const row = rows[0];
     if (!row) {
       this.cache.delete(hash);
-      if (prefix && !(await this.keys.exists({ where: { prefix, revokedAt: IsNull() } }))) {
+      if (prefix && !(await this.prefixInUse(prefix))) {
         if (this.unknownPrefixes.size >= CACHE_MAX_ENTRIES) this.unknownPrefixes.clear();
         this.unknownPrefixes.set(prefix, now + UNKNOWN_PREFIX_TTL_MS);
       }
       return null;
     }
     const principal: Principal =
-      row.tenantId === null
+      row.tenant_id === null
         ? { kind: 'operator', keyId: row.id }
-        : { kind: 'tenant', tenantId: row.tenantId, keyId: row.id };
+        : { kind: 'tenant', tenantId: row.tenant_id, keyId: row.id };
     if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
     const entry = { principal, expiresAt: now + CACHE_TTL_MS, lastUsedWrite: cached?.lastUsedWrite ?? 0 };
     this.cache.set(hash, entry);
@@ -135,19 +166,27 @@ export class ApiKeysService {
     const now = Date.now();
     if (now - entry.lastUsedWrite < LAST_USED_WRITE_INTERVAL_MS) return;
     entry.lastUsedWrite = now;
-    this.keys
-      .update({ keyHash: hash }, { lastUsedAt: new Date(now) })
+    this.db.main
+      .query(`UPDATE api_keys SET last_used_at = $2 WHERE key_hash = $1`, [hash, new Date(now)])
       .catch((error: unknown) => this.logger.warn(`could not record API key use: ${String(error)}`));
+  }
+
+  private async prefixInUse(prefix: string): Promise<boolean> {
+    const { rows } = await this.db.main.query(
+      `SELECT 1 FROM api_keys WHERE prefix = $1 AND revoked_at IS NULL LIMIT 1`,
+      [prefix],
+    );
+    return rows.length > 0;
   }
 }
 
-function toResponse(entity: ApiKeyEntity): ApiKeyResponse {
+function toResponse(row: ApiKeyRow): ApiKeyResponse {
   return {
-    id: entity.id,
-    name: entity.name,
-    prefix: entity.prefix,
-    created_at: entity.createdAt.toISOString(),
-    last_used_at: entity.lastUsedAt?.toISOString() ?? null,
-    revoked_at: entity.revokedAt?.toISOString() ?? null,
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    created_at: row.created_at.toISOString(),
+    last_used_at: row.last_used_at?.toISOString() ?? null,
+    revoked_at: row.revoked_at?.toISOString() ?? null,
   };
 }

@@ -1,16 +1,12 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { ApiKeysService } from './api-keys.service';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { AuthThrottle } from './auth/auth-throttle';
-import { ApiKeyEntity } from './entities/api-key.entity';
-import { TenantEntity } from './entities/tenant.entity';
 import { TenantsController } from './tenants.controller';
 import { TenantsService } from './tenants.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([TenantEntity, ApiKeyEntity])],
   controllers: [TenantsController],
   providers: [
     TenantsService,

@@ -1,21 +1,33 @@
 import { HttpStatus, Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { Database } from '../database/database';
 import { NotificationsService } from '../database/notifications.service';
 import { TenantNotFoundError, TenantsError } from './tenants.errors';
-import { TenantEntity } from './entities/tenant.entity';
 import type { CreateTenantDto, TenantResponse, UpdateTenantDto } from './dto/tenant.dto';
 
 export { TenantNotFoundError } from './tenants.errors';
 
 const CACHE_TTL_MS = 5_000;
 
+export interface Tenant {
+  /** A slug chosen by the platform, e.g. `acme-corp`. */
+  id: string;
+  name: string;
+  /** Allow-list for connect-session `return_url`s. */
+  returnUrls: string[];
+  defaultFundingSourceId: string | null;
+  createdAt: Date;
+}
+
+const TENANT_COLUMNS = `id, name, return_urls AS "returnUrls", default_funding_source_id AS "defaultFundingSourceId",
+  created_at AS "createdAt"`;
+
+/** Every statement that writes `tenants`. */
 @Injectable()
 export class TenantsService {
-  private readonly cache = new Map<string, { tenant: TenantEntity; expiresAt: number }>();
+  private readonly cache = new Map<string, { tenant: Tenant; expiresAt: number }>();
 
   constructor(
-    @InjectRepository(TenantEntity) private readonly tenants: Repository<TenantEntity>,
+    private readonly db: Database,
     private readonly notifications: NotificationsService,
   ) {
     notifications.onEviction((eviction) => {
@@ -25,7 +37,7 @@ export class TenantsService {
   }
 
   /** The tenant, from a 5-second memory cache (hot path; settings changes reach other instances within 5 s). */
-  async cached(id: string): Promise<TenantEntity> {
+  async cached(id: string): Promise<Tenant> {
     const hit = this.cache.get(id);
     if (hit && hit.expiresAt > Date.now()) return hit.tenant;
     const tenant = await this.require(id);
@@ -35,19 +47,12 @@ export class TenantsService {
   }
 
   async create(dto: CreateTenantDto): Promise<TenantResponse> {
-    const inserted = await this.tenants
-      .createQueryBuilder()
-      .insert()
-      .values({
-        id: dto.id,
-        name: dto.name,
-        returnUrls: dto.return_urls ?? [],
-        defaultFundingSourceId: dto.default_funding_source_id ?? null,
-      })
-      .orIgnore()
-      .returning('*')
-      .execute();
-    if ((inserted.raw as unknown[]).length === 0) {
+    const { rows } = await this.db.main.query<Tenant>(
+      `INSERT INTO tenants (id, name, return_urls, default_funding_source_id) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (id) DO NOTHING RETURNING ${TENANT_COLUMNS}`,
+      [dto.id, dto.name, dto.return_urls ?? [], dto.default_funding_source_id ?? null],
+    );
+    if (!rows[0]) {
       throw new TenantsError(
         HttpStatus.CONFLICT,
         'tenant_exists',
@@ -55,33 +60,43 @@ export class TenantsService {
         [{ field: 'id', reason: 'already taken' }],
       );
     }
-    return this.get(dto.id);
+    return toResponse(rows[0]);
   }
 
   async get(id: string): Promise<TenantResponse> {
     return toResponse(await this.require(id));
   }
 
+  /** An absent field is left as it is; `default_funding_source_id: null` clears it. */
   async update(id: string, dto: UpdateTenantDto): Promise<TenantResponse> {
-    const tenant = await this.require(id);
-    if (dto.name !== undefined) tenant.name = dto.name;
-    if (dto.return_urls !== undefined) tenant.returnUrls = dto.return_urls;
-    if (dto.default_funding_source_id !== undefined)
-      tenant.defaultFundingSourceId = dto.default_funding_source_id;
+    const { rows } = await this.db.main.query<Tenant>(
+      `UPDATE tenants SET name = coalesce($2, name), return_urls = coalesce($3, return_urls),
+              default_funding_source_id = CASE WHEN $4 THEN $5 ELSE default_funding_source_id END
+        WHERE id = $1 RETURNING ${TENANT_COLUMNS}`,
+      [
+        id,
+        dto.name ?? null,
+        dto.return_urls ?? null,
+        dto.default_funding_source_id !== undefined,
+        dto.default_funding_source_id ?? null,
+      ],
+    );
+    if (!rows[0]) throw new TenantNotFoundError(id);
     this.cache.delete(id);
-    const saved = await this.tenants.save(tenant);
     await this.notifications.publish({ kind: 'tenant', id });
-    return toResponse(saved);
+    return toResponse(rows[0]);
   }
 
-  async require(id: string): Promise<TenantEntity> {
-    const tenant = await this.tenants.findOne({ where: { id } });
-    if (!tenant) throw new TenantNotFoundError(id);
-    return tenant;
+  async require(id: string): Promise<Tenant> {
+    const { rows } = await this.db.main.query<Tenant>(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE id = $1`, [
+      id,
+    ]);
+    if (!rows[0]) throw new TenantNotFoundError(id);
+    return rows[0];
   }
 }
 
-function toResponse(t: TenantEntity): TenantResponse {
+function toResponse(t: Tenant): TenantResponse {
   return {
     id: t.id,
     name: t.name,

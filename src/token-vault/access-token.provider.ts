@@ -1,10 +1,10 @@
-import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { MetricsService } from '../metrics/metrics.service';
 import type { Pool, PoolClient } from 'pg';
 import { NotificationsService } from '../database/notifications.service';
-import { createPool } from '../database/pg-pools';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig, RewardsEnvironment } from '../config/app-config';
+import { Database } from '../database/database';
+import { InjectConfig } from '../config/config.module';
+import type { RewardsConfig, RewardsEnvironment, VaultKey } from '../config/app-config';
 import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewards-api/rewards-api.client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { VaultCipher } from './vault-cipher';
@@ -72,7 +72,7 @@ export function usableUntil(issuedAt: number, expiresAt: number): number {
  * token call, and the rotated pair stored in the same transaction with a compare-and-set on the generation.
  */
 @Injectable()
-export class AccessTokenProvider implements OnModuleDestroy {
+export class AccessTokenProvider {
   private readonly logger = new Logger(AccessTokenProvider.name);
   private readonly cache = new Map<string, AccessToken>();
   private readonly inFlight = new Map<string, Promise<AccessToken>>();
@@ -84,7 +84,9 @@ export class AccessTokenProvider implements OnModuleDestroy {
   private readonly appCredentialsRefusedUntil = new Map<RewardsEnvironment, number>();
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('rewards') private readonly environments: RewardsConfig,
+    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
+    db: Database,
     private readonly api: RewardsApiClient,
     private readonly connections: ConnectionStateStore,
     private readonly grants: GrantStore,
@@ -96,19 +98,10 @@ export class AccessTokenProvider implements OnModuleDestroy {
       if (eviction === null) this.cache.clear();
       else if (eviction.kind === 'connection') this.cache.delete(eviction.id);
     });
-    this.vault = new VaultCipher(config.vaultKeys);
+    this.vault = new VaultCipher(vaultKeys);
     // Lock transactions get their own share of the connection budget, so refreshes cannot starve other queries.
-    this.pool = createPool(
-      { url: config.databaseUrl as string, maxConnections: config.databaseMaxConnections },
-      'lock',
-      { connectionTimeoutMillis: LOCK_TIMEOUT_MS },
-    );
-    this.pool.on('error', (error) => this.logger.warn(`refresh pool: ${error.message}`));
+    this.pool = db.lock;
     this.appCredentials = new AppCredentialsStore();
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await this.pool.end();
   }
 
   /** A valid access token for the connection; refreshes (once, cluster-wide) when needed. */
@@ -282,7 +275,7 @@ export class AccessTokenProvider implements OnModuleDestroy {
           return token;
         }
       }
-      const env = this.config.rewards[row.environment];
+      const env = this.environments[row.environment];
       if (!env)
         throw new ConnectionNotActiveError(
           `configured for ${row.environment}, which this gateway no longer has`,

@@ -1,6 +1,6 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
+import { Injectable } from '@nestjs/common';
+import type { RewardsConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { AccountPacer, type Priority } from '../rewards-api/account-pacer';
 import { ConnectionClient } from '../rewards-api/connection-client';
 import { RewardsApiClient } from '../rewards-api/rewards-api.client';
@@ -13,7 +13,7 @@ import { AccessTokenProvider } from './access-token.provider';
 @Injectable()
 export class RewardsApi {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectConfig('rewards') private readonly environments: RewardsConfig,
     private readonly http: RewardsApiClient,
     private readonly tokens: AccessTokenProvider,
     private readonly pacer: AccountPacer,
@@ -27,7 +27,7 @@ export class RewardsApi {
     return new ConnectionClient(
       this.http,
       this.tokens,
-      this.config.rewards,
+      this.environments,
       connectionId,
       this.pacer,
       priority,

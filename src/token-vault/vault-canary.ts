@@ -1,11 +1,10 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { Pool } from 'pg';
-import type { DataSource } from 'typeorm';
+import { withTimeout } from '../common/schedule';
 import type { VaultKey } from '../config/app-config';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig } from '../config/app-config';
-import { inTransaction, mainPool, type Sql } from '../database/sql';
+import { InjectConfig } from '../config/config.module';
+import { Database } from '../database/database';
+import { inTransaction, type Sql } from '../database/sql';
 import { VaultCipher, VaultDecryptionError } from './vault-cipher';
 
 /** The known value and its additional data. Knowing them does not help an attacker: AES-GCM resists known plaintext. */
@@ -30,7 +29,7 @@ export type CanaryState =
 export type ReadableCanary = Extract<CanaryState, { state: 'current' | 'rotation_pending' }>;
 
 /** The configured keys, by id only (never key material): `"k2", "k1"`. */
-export function describeKeyIds(keys: VaultKey[]): string {
+export function describeKeyIds(keys: readonly VaultKey[]): string {
   return keys.map((k) => `"${k.id}"`).join(', ');
 }
 
@@ -43,7 +42,7 @@ export class VaultKeyMismatchError extends Error {
 }
 
 /** Judges a stored canary against the configured keys (no database access). */
-export function judgeCanary(ciphertext: string, keys: VaultKey[]): CanaryState {
+export function judgeCanary(ciphertext: string, keys: readonly VaultKey[]): CanaryState {
   const keyId = VaultCipher.keyIdOf(ciphertext) ?? '?';
   const configured = describeKeyIds(keys);
   const vault = new VaultCipher(keys);
@@ -69,7 +68,7 @@ export function judgeCanary(ciphertext: string, keys: VaultKey[]): CanaryState {
 }
 
 /** Reads and judges the canary; writes nothing (readiness). */
-export async function readVaultCanary(q: Sql, keys: VaultKey[]): Promise<CanaryState> {
+export async function readVaultCanary(q: Sql, keys: readonly VaultKey[]): Promise<CanaryState> {
   const { rows } = await q.query<{ ciphertext: string }>(`SELECT ciphertext FROM vault_canary WHERE id = 1`);
   return rows[0] ? judgeCanary(rows[0].ciphertext, keys) : { state: 'missing' };
 }
@@ -82,7 +81,7 @@ export async function readVaultCanary(q: Sql, keys: VaultKey[]): Promise<CanaryS
  */
 export async function ensureVaultCanary(
   pool: Pool,
-  keys: VaultKey[],
+  keys: readonly VaultKey[],
 ): Promise<ReadableCanary & { written: boolean }> {
   let state = await readVaultCanary(pool, keys);
   let written = false;
@@ -101,7 +100,7 @@ export async function ensureVaultCanary(
   return { ...state, written };
 }
 
-async function checkExistingGrant(q: Sql, keys: VaultKey[]): Promise<void> {
+async function checkExistingGrant(q: Sql, keys: readonly VaultKey[]): Promise<void> {
   const { rows } = await q.query<{ connection_id: string; access_token_enc: string }>(
     `SELECT connection_id, access_token_enc FROM grants ORDER BY updated_at DESC LIMIT 1`,
   );
@@ -125,7 +124,7 @@ async function checkExistingGrant(q: Sql, keys: VaultKey[]): Promise<void> {
 export async function reencryptVaultCanary(
   pool: Pool,
   vault: VaultCipher,
-  keys: VaultKey[],
+  keys: readonly VaultKey[],
 ): Promise<'rewritten' | 'current' | 'written'> {
   return inTransaction(pool, async (tx) => {
     const { rows } = await tx.query<{ ciphertext: string }>(
@@ -158,12 +157,12 @@ export class VaultCanary implements OnModuleInit {
   private readonly logger = new Logger('VaultCanary');
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
+    @InjectConfig('vaultKeys') private readonly keys: readonly VaultKey[],
+    private readonly db: Database,
   ) {}
 
   async onModuleInit(): Promise<void> {
-    const state = await ensureVaultCanary(mainPool(this.db), this.config.vaultKeys);
+    const state = await ensureVaultCanary(this.db.main, this.keys);
     if (state.written)
       this.logger.log({ keyId: state.keyId }, `vault canary written with key "${state.keyId}"`);
     if (state.state === 'rotation_pending') {
@@ -177,17 +176,10 @@ export class VaultCanary implements OnModuleInit {
 
   /** For readiness: the canary read now (within `timeoutMs`). */
   async check(timeoutMs = 1_500): Promise<CanaryState> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`the vault canary was not read within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-    });
-    try {
-      return await Promise.race([readVaultCanary(mainPool(this.db), this.config.vaultKeys), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return withTimeout(
+      readVaultCanary(this.db.main, this.keys),
+      timeoutMs,
+      `the vault canary was not read within ${timeoutMs} ms`,
+    );
   }
 }

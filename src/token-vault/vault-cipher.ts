@@ -23,7 +23,7 @@ export class VaultCipher {
   private readonly keys: Map<string, Buffer>;
   private readonly current: VaultKey;
 
-  constructor(keys: VaultKey[]) {
+  constructor(keys: readonly VaultKey[]) {
     if (keys.length === 0) throw new Error('the vault needs at least one key (VAULT_KEYS)');
     for (const k of keys) if (k.key.length !== 32) throw new Error(`vault key ${k.id} must be 32 bytes`);
     this.keys = new Map(keys.map((k) => [k.id, k.key]));

@@ -1,5 +1,5 @@
-import type { DataSource } from 'typeorm';
-import { inTransaction, mainPool } from '../database/sql';
+import type { Pool } from 'pg';
+import { inTransaction } from '../database/sql';
 import { GrantStore } from './grant.store';
 import type { VaultKey } from '../config/app-config';
 import { VaultCipher } from './vault-cipher';
@@ -10,11 +10,10 @@ import { reencryptVaultCanary } from './vault-canary';
  * live gateways: a refresh in flight simply waits for the row. Returns how many values were rewritten.
  */
 export async function reencryptGrants(
-  db: DataSource,
+  pool: Pool,
   vault: VaultCipher,
   grants = new GrantStore(),
 ): Promise<{ grants: number; rewritten: number }> {
-  const pool = mainPool(db);
   const { rows: ids } = await pool.query<{ connection_id: string }>(
     `SELECT connection_id FROM grants ORDER BY connection_id`,
   );
@@ -47,8 +46,8 @@ export async function reencryptGrants(
  * "canary current" means the whole rotation finished (a failure half-way leaves it, and the start-up warning, as is).
  */
 export async function reencryptVault(
-  db: DataSource,
-  keys: VaultKey[],
+  pool: Pool,
+  keys: readonly VaultKey[],
   /** Other modules' encrypted values (LINK redemption links, PKCE verifiers): each returns how many it rewrote. */
   others: ((vault: VaultCipher) => Promise<number>)[] = [],
 ): Promise<{
@@ -59,10 +58,10 @@ export async function reencryptVault(
   keyId: string;
 }> {
   const vault = new VaultCipher(keys);
-  const grants = await reencryptGrants(db, vault);
+  const grants = await reencryptGrants(pool, vault);
   let rewrittenOthers = 0;
   for (const reencrypt of others) rewrittenOthers += await reencrypt(vault);
   // The canary goes last: "current" then means every value was re-encrypted.
-  const canary = await reencryptVaultCanary(mainPool(db), vault, keys);
+  const canary = await reencryptVaultCanary(pool, vault, keys);
   return { ...grants, others: rewrittenOthers, canary, keyId: vault.currentKeyId };
 }

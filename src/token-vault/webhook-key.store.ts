@@ -1,11 +1,9 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
+import { Injectable, Logger } from '@nestjs/common';
 import { createHmac } from 'node:crypto';
 import type { Pool } from 'pg';
-import type { DataSource } from 'typeorm';
-import { APP_CONFIG } from '../config/config.module';
-import type { AppConfig, RewardsEnvironment } from '../config/app-config';
-import { mainPool } from '../database/sql';
+import type { RewardsEnvironment, VaultKey } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import { Database } from '../database/database';
 import { VaultCipher, VaultDecryptionError } from './vault-cipher';
 
 /** The additional authenticated data of a webhook key: bound to its connection (a copied value does not decrypt). */
@@ -65,14 +63,10 @@ export class WebhookKeyStore {
   private readonly vault: VaultCipher;
 
   constructor(
-    @Inject(APP_CONFIG) config: AppConfig,
-    @InjectDataSource() private readonly db: DataSource,
+    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
+    private readonly db: Database,
   ) {
-    this.vault = new VaultCipher(config.vaultKeys);
-  }
-
-  private get pool(): Pool {
-    return mainPool(this.db);
+    this.vault = new VaultCipher(vaultKeys);
   }
 
   /**
@@ -84,7 +78,7 @@ export class WebhookKeyStore {
     environment: RewardsEnvironment,
     retryAt: Date,
   ): Promise<{ id: string; status: string }> {
-    const { rows } = await this.pool.query<{ id: string; status: string }>(
+    const { rows } = await this.db.main.query<{ id: string; status: string }>(
       `INSERT INTO webhook_keys (connection_id, environment, status, next_attempt_at) VALUES ($1, $2, 'pending', $3)
        ON CONFLICT (connection_id) DO UPDATE
          SET next_attempt_at = CASE WHEN webhook_keys.status = 'registered' THEN NULL ELSE excluded.next_attempt_at END,
@@ -102,7 +96,7 @@ export class WebhookKeyStore {
     webhookId: string,
     privateKey: string,
   ): Promise<void> {
-    await this.pool.query(
+    await this.db.main.query(
       `UPDATE webhook_keys SET status = 'registered', webhook_id = $3, private_key_enc = $4, attempts = attempts + 1,
               next_attempt_at = NULL, last_error = NULL, registered_at = now(), updated_at = now()
         WHERE id = $1 AND connection_id = $2`,
@@ -112,7 +106,7 @@ export class WebhookKeyStore {
 
   /** An attempt failed: `error` says why (a code, never a key); tried again at `retryAt`, or never when null. */
   async markFailed(id: string, error: string, retryAt: Date | null): Promise<void> {
-    await this.pool.query(
+    await this.db.main.query(
       `UPDATE webhook_keys SET status = 'failed', attempts = attempts + 1, last_error = $2, next_attempt_at = $3,
               updated_at = now()
         WHERE id = $1 AND status <> 'registered'`,
@@ -125,7 +119,7 @@ export class WebhookKeyStore {
    * `leaseMs` so a crashed attempt comes back on its own.
    */
   async claimDue(limit: number, leaseMs: number): Promise<DueRegistration[]> {
-    const { rows } = await this.pool.query<DueRegistration>(
+    const { rows } = await this.db.main.query<DueRegistration>(
       `UPDATE webhook_keys k SET next_attempt_at = now() + make_interval(secs => $2::float8 / 1000), updated_at = now()
          FROM (SELECT id FROM webhook_keys WHERE next_attempt_at <= now() AND status <> 'registered'
                 ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
@@ -143,7 +137,7 @@ export class WebhookKeyStore {
    * connect flow's): a pending registration, due now, for up to `limit` of them. Returns how many.
    */
   async adoptUnregistered(limit: number, graceMs: number): Promise<number> {
-    const { rowCount } = await this.pool.query(
+    const { rowCount } = await this.db.main.query(
       `INSERT INTO webhook_keys (connection_id, environment, status, next_attempt_at)
        SELECT c.id, c.environment, 'pending', now() FROM connections c
         WHERE c.status IN ('active', 'error')
@@ -165,7 +159,7 @@ export class WebhookKeyStore {
     id: string,
     environment: RewardsEnvironment,
   ): Promise<WebhookKey | 'unregistered' | null> {
-    const { rows } = await this.pool.query<KeyRow & { status: string }>(
+    const { rows } = await this.db.main.query<KeyRow & { status: string }>(
       `SELECT id, connection_id, environment, status, webhook_id, private_key_enc FROM webhook_keys
         WHERE id = $1 AND environment = $2`,
       [id, environment],
@@ -181,7 +175,7 @@ export class WebhookKeyStore {
    * theirs), at most `limit`: the fallback for an event whose URL names no usable registration.
    */
   async environmentKeys(environment: RewardsEnvironment, limit: number): Promise<WebhookKey[]> {
-    const { rows } = await this.pool.query<KeyRow>(
+    const { rows } = await this.db.main.query<KeyRow>(
       `SELECT * FROM (
          SELECT DISTINCT ON (k.webhook_id) k.id, k.connection_id, k.environment, k.webhook_id, k.private_key_enc,
                 k.registered_at
@@ -196,7 +190,7 @@ export class WebhookKeyStore {
 
   /** Every connection registered with webhook `webhookId` (the same upstream account), disconnected ones included. */
   async connectionsOfWebhook(environment: RewardsEnvironment, webhookId: string): Promise<string[]> {
-    const { rows } = await this.pool.query<{ connection_id: string }>(
+    const { rows } = await this.db.main.query<{ connection_id: string }>(
       `SELECT connection_id FROM webhook_keys WHERE environment = $1 AND webhook_id = $2 AND status = 'registered'`,
       [environment, webhookId],
     );

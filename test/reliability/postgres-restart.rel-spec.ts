@@ -4,7 +4,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import { createApp } from '../../src/app.factory';
 import { parseConfig } from '../../src/config/app-config';
-import { runMigrations } from '../../src/database/data-source';
+import { runMigrations } from '../../src/database/migrator';
 import type { TestApp } from '../support/app';
 import { freePort, testEnv } from '../support/app';
 import { connectTenant, control, createTenant, op } from '../support/connect';

@@ -2,7 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { Client } from 'pg';
-import { runMigrations } from '../../src/database/data-source';
+import { runMigrations } from '../../src/database/migrator';
 import { freePort } from '../support/app';
 import { startGatewayProcess, waitUntilGone } from '../support/gateway-process';
 import { connectAutoApproved } from '../support/connect';

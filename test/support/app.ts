@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { closeApp, createApp } from '../../src/app.factory';
 import type { AppConfig } from '../../src/config/app-config';
 import { parseConfig } from '../../src/config/app-config';
-import { runMigrations } from '../../src/database/data-source';
+import { runMigrations } from '../../src/database/migrator';
 import { createTestDatabase } from './database';
 
 export const OPERATOR_KEY = `rgo_test_${'x'.repeat(40)}`;

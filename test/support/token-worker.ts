@@ -1,11 +1,12 @@
 /**
  * A separate OS process standing in for one gateway instance: its own AccessTokenProvider (own memory cache,
- * own single-flight, own pool) on the shared Postgres. The parent sends rounds; each round fires N concurrent
+ * own single-flight, own pools) on the shared Postgres. The parent sends rounds; each round fires N concurrent
  * callers that need a token and use it on the sandbox API, retrying once through the vault on a 401.
  */
 import 'reflect-metadata';
 import { createHash } from 'node:crypto';
 import { parseConfig } from '../../src/config/app-config';
+import { Database } from '../../src/database/database';
 import { RewardsApiClient } from '../../src/rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../../src/token-vault/access-token.provider';
 import { ConnectionStateStore } from '../../src/token-vault/connection-state.store';
@@ -13,8 +14,11 @@ import { GrantStore } from '../../src/token-vault/grant.store';
 import { terminate } from '../../src/common/terminate';
 
 const config = parseConfig(JSON.parse(process.env.WORKER_ENV as string) as Record<string, string>);
+const db = new Database(config.database);
 const provider = new AccessTokenProvider(
-  config,
+  config.rewards,
+  config.vaultKeys,
+  db,
   new RewardsApiClient(),
   new ConnectionStateStore(),
   new GrantStore(),
@@ -49,7 +53,7 @@ async function oneCall(
 
 process.on('message', (msg: { connectionId: string; calls: number } | 'exit') => {
   if (msg === 'exit') {
-    void provider.onModuleDestroy().then(() => terminate(0));
+    void db.close().then(() => terminate(0));
     return;
   }
   void Promise.all(Array.from({ length: msg.calls }, () => oneCall(msg.connectionId))).then((results) =>

@@ -1,7 +1,7 @@
-import { Inject, Injectable, type PipeTransform } from '@nestjs/common';
+import { Injectable, type PipeTransform } from '@nestjs/common';
 import { ValidationFailedError } from '../../common/app-error';
-import { APP_CONFIG } from '../../config/config.module';
-import type { AppConfig } from '../../config/app-config';
+import type { DispatchConfig } from '../../config/app-config';
+import { InjectConfig } from '../../config/config.module';
 import type { SendRewardsDto } from './send-rewards.dto';
 import { validateSendBody } from './send-rewards.schema';
 
@@ -13,10 +13,10 @@ import { validateSendBody } from './send-rewards.schema';
  */
 @Injectable()
 export class SendBodyPipe implements PipeTransform<unknown, SendRewardsDto> {
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(@InjectConfig('dispatch') private readonly config: DispatchConfig) {}
 
   transform(body: unknown): SendRewardsDto {
-    const details = validateSendBody(body, this.config.dispatch.maxRewards);
+    const details = validateSendBody(body, this.config.maxRewards);
     if (details.length) throw new ValidationFailedError(details);
     return (body ?? {}) as SendRewardsDto;
   }

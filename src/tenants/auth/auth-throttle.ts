@@ -1,8 +1,6 @@
 import { HttpStatus, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
-import type { DataSource } from 'typeorm';
-import { mainPool } from '../../database/sql';
+import { Database } from '../../database/database';
 import { TenantsError } from '../tenants.errors';
 
 /** Failed authentications allowed per client address, and per key prefix, in a window; then 429 for the block. */
@@ -22,9 +20,9 @@ export class AuthThrottle {
   private readonly limiter: RateLimiterPostgres;
   private readonly blockedUntil = new Map<string, number>();
 
-  constructor(@InjectDataSource() db: DataSource) {
+  constructor(db: Database) {
     this.limiter = new RateLimiterPostgres({
-      storeClient: mainPool(db),
+      storeClient: db.main,
       storeType: 'pool',
       tableName: 'auth_failures',
       tableCreated: true,

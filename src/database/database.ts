@@ -1,0 +1,62 @@
+import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Client, type Pool, type PoolClient } from 'pg';
+import type { DatabaseConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import { createPool, poolConfig } from './pg-pools';
+import { inTransaction } from './sql';
+
+/**
+ * The process's connections to Postgres, each built by pg-pools within the one connection budget. Every store and
+ * service takes this by injection and runs its statements on one of the pools:
+ * - `main`: everything by default;
+ * - `relaxed`: sessions that commit asynchronously (no wait for the WAL flush), for writes whose loss in a crash is
+ *   harmless — a reward's progress that a retry re-learns from the rewards service, an account's pacing slot —
+ *   where the flush wait would only add latency and jitter;
+ * - `lock`: the refresh lock's transactions (a row lock held across a token call), so that refreshes cannot starve
+ *   the other queries;
+ * - `listener()`: the one connection that LISTENs for cross-instance evictions.
+ * The pools close when the app shuts down, after every module's own shutdown work.
+ */
+@Injectable()
+export class Database implements OnApplicationShutdown {
+  private readonly logger = new Logger(Database.name);
+  readonly main: Pool;
+  readonly relaxed: Pool;
+  readonly lock: Pool;
+  private closing?: Promise<void>;
+
+  constructor(@InjectConfig('database') private readonly config: DatabaseConfig) {
+    this.main = this.pool('main');
+    this.relaxed = this.pool('relaxed');
+    this.lock = this.pool('lock');
+  }
+
+  /** Runs `work` in one transaction on the main pool; rolls back on any error. */
+  transaction<T>(work: (tx: PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.main, work);
+  }
+
+  /** A new, unconnected client for LISTEN: the `listen` share of the budget. */
+  listener(): Client {
+    return new Client(poolConfig(this.config, 'listen'));
+  }
+
+  /** Ends every pool (once; waits for checked-out clients to be released). */
+  close(): Promise<void> {
+    this.closing ??= Promise.all([this.main.end(), this.relaxed.end(), this.lock.end()]).then(
+      () => undefined,
+    );
+    return this.closing;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.close();
+  }
+
+  private pool(role: 'main' | 'relaxed' | 'lock'): Pool {
+    const pool = createPool(this.config, role);
+    // An idle client whose server went away: pg drops it; without a listener the event would end the process.
+    pool.on('error', (error) => this.logger.warn(`${role} pool: ${error.message}`));
+    return pool;
+  }
+}
