@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import request from 'supertest';
 import { createApp } from '../src/app.factory';
-import { parseConfig } from '../src/config/app-config';
+import { parseConfig, parseVaultKeys } from '../src/config/app-config';
 import { CANARY_CONTEXT, CANARY_PLAINTEXT, VaultKeyMismatchError } from '../src/token-vault/vault-canary';
 import { VaultCipher } from '../src/token-vault/vault-cipher';
 import type { TestApp } from './support/app';
@@ -164,7 +164,7 @@ describe('security: the vault canary', () => {
     const [row] = await sql(`SELECT key_id, ciphertext, rotated_at FROM vault_canary`);
     expect(row.key_id).toBe('beta');
     expect(row.rotated_at).not.toBeNull();
-    const betaOnly = parseConfig({ VAULT_KEYS: BETA }).vaultKeys;
+    const betaOnly = parseVaultKeys(BETA);
     expect(new VaultCipher(betaOnly).decrypt(row.ciphertext, CANARY_CONTEXT)).toBe(CANARY_PLAINTEXT);
     const [grant] = await sql(`SELECT access_token_enc FROM grants WHERE connection_id = $1`, [connectionId]);
     expect(grant.access_token_enc).toMatch(/^v1:beta:/);
