@@ -113,12 +113,10 @@ export class ConnectionsService {
   /** The session behind a connect link, or why it cannot be used. */
   async sessionByToken(token: string): Promise<ConnectSession | 'unknown' | 'expired' | 'used'> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return 'unknown';
-    const rows = (
-      await this.db.main.query(
-        `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.token_hash = $1`,
-        [sha256Hex(token)],
-      )
-    ).rows as ConnectSession[];
+    const { rows } = await this.db.main.query<ConnectSession>(
+      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.token_hash = $1`,
+      [sha256Hex(token)],
+    );
     const session = rows[0];
     if (!session) return 'unknown';
     if (session.consumed_at) return 'used';
@@ -127,12 +125,10 @@ export class ConnectionsService {
   }
 
   async sessionById(id: string): Promise<ConnectSession | null> {
-    const rows = (
-      await this.db.main.query(
-        `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.id = $1`,
-        [id],
-      )
-    ).rows as ConnectSession[];
+    const { rows } = await this.db.main.query<ConnectSession>(
+      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.id = $1`,
+      [id],
+    );
     return rows[0] ?? null;
   }
 

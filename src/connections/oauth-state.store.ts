@@ -134,9 +134,10 @@ export class PgStateStore {
     );
     const row = rows[0];
     if (!row) {
-      const seen = (
-        await this.db.main.query(`SELECT session_id FROM oauth_states WHERE state_hash = $1`, [stateHash])
-      ).rows as { session_id: string }[];
+      const { rows: seen } = await this.db.main.query<{ session_id: string }>(
+        `SELECT session_id FROM oauth_states WHERE state_hash = $1`,
+        [stateHash],
+      );
       return seen.length
         ? { failure: 'state_replayed', sessionId: seen[0].session_id }
         : { failure: 'state_invalid' };
@@ -157,11 +158,10 @@ export class PgStateStore {
   /** The session a state belongs to, without consuming it (to pick the environment's strategy). */
   async peekSession(providedState: unknown): Promise<string | null> {
     if (typeof providedState !== 'string' || providedState.length > 200) return null;
-    const rows = (
-      await this.db.main.query(`SELECT session_id FROM oauth_states WHERE state_hash = $1`, [
-        sha256Hex(providedState),
-      ])
-    ).rows as { session_id: string }[];
+    const { rows } = await this.db.main.query<{ session_id: string }>(
+      `SELECT session_id FROM oauth_states WHERE state_hash = $1`,
+      [sha256Hex(providedState)],
+    );
     return rows[0]?.session_id ?? null;
   }
 }

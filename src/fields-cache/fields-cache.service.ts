@@ -120,14 +120,10 @@ export class FieldsCacheService {
   }
 
   private async load(connectionId: string, skipShared: boolean): Promise<FieldsSnapshot> {
-    const rows = (
-      await this.db.main.query(`SELECT fields, fetched_at FROM fields_cache WHERE connection_id = $1`, [
-        connectionId,
-      ])
-    ).rows as {
+    const { rows } = await this.db.main.query<{
       fields: Field[];
       fetched_at: Date;
-    }[];
+    }>(`SELECT fields, fetched_at FROM fields_cache WHERE connection_id = $1`, [connectionId]);
     const shared = rows[0] ? { fields: rows[0].fields, fetchedAt: rows[0].fetched_at, stale: false } : null;
     if (shared && !skipShared && shared.fetchedAt.getTime() + SHARED_TTL_MS > Date.now())
       return this.remember(connectionId, shared);

@@ -88,16 +88,14 @@ export class DashboardController {
       this.webhooks.failingEndpoints(FAILING_ENDPOINTS_SHOWN),
     ]);
     // Each row's last 8 events, read from the index on (connection_id, at DESC): never a connection's whole history.
-    const events = (
-      await this.db.main.query(
-        `SELECT ids.id AS connection_id, e.type, e.detail, e.at
+    const { rows: events } = await this.db.main.query<DashboardEvent>(
+      `SELECT ids.id AS connection_id, e.type, e.detail, e.at
          FROM unnest($1::uuid[]) AS ids(id)
          CROSS JOIN LATERAL (SELECT type, detail, at, id FROM connection_events
                               WHERE connection_id = ids.id ORDER BY at DESC, id DESC LIMIT 8) e
         ORDER BY e.at DESC, e.id DESC`,
-        [connections.map((c) => c.id)],
-      )
-    ).rows as DashboardEvent[];
+      [connections.map((c) => c.id)],
+    );
     const { done: _done, connection: _connection, offset, ...filters } = query;
     const done =
       query.done && query.connection ? await this.outcome(query.done, query.connection) : undefined;

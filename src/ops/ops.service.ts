@@ -152,9 +152,13 @@ export class OpsService {
    * environments' app-credential state. Runs in the background, at most every 15 s per instance — never on a scrape.
    */
   async readGaugeCounts(): Promise<GaugeCounts> {
-    const rows = (
-      await this.db.main.query(
-        `SELECT 'connections' AS metric, c.status AS label, coalesce(${HEALTH_SQL}, 'none') AS health, count(*)::int AS n
+    const { rows } = await this.db.main.query<{
+      metric: string;
+      label: string | null;
+      health: string | null;
+      n: number;
+    }>(
+      `SELECT 'connections' AS metric, c.status AS label, coalesce(${HEALTH_SQL}, 'none') AS health, count(*)::int AS n
          FROM connections c GROUP BY 2, 3
        UNION ALL
        SELECT 'dispatches', status, NULL, count(*)::int FROM reward_dispatches GROUP BY status
@@ -162,9 +166,8 @@ export class OpsService {
        SELECT 'pending_approval', NULL, NULL, count(*)::int FROM dispatch_rewards WHERE status = 'pending_approval'
        UNION ALL
        SELECT 'app_credentials_invalid', name, NULL, (app_credentials_invalid_at IS NOT NULL)::int FROM rewards_environments`,
-        [this.config.idleAfterMs],
-      )
-    ).rows as { metric: string; label: string | null; health: string | null; n: number }[];
+      [this.config.idleAfterMs],
+    );
     const counts: GaugeCounts = { connections: [], dispatches: [], pendingApproval: 0, appCredentials: [] };
     for (const r of rows) {
       if (r.metric === 'connections')
@@ -208,9 +211,8 @@ export class OpsService {
     // One statement, one round trip: the page from the index, then — for its rows only — the tenant names (by primary
     // key: an offset skips index entries, not joins) and the dispatch counts (one grouped scan of
     // reward_dispatches_connection_idx for the page's ids).
-    const rows = (
-      await this.db.main.query(
-        `WITH page AS MATERIALIZED (
+    const { rows } = await this.db.main.query<Record<string, unknown>>(
+      `WITH page AS MATERIALIZED (
          SELECT ${LIST_COLUMNS_SQL}, ${URGENCY_SQL} AS order_rank, ${ERROR_KEY_SQL}::text AS order_error_key
            FROM connections c
           WHERE ${where.join(' AND ')}
@@ -226,9 +228,8 @@ export class OpsService {
               d.sent AS dispatches_sent, d.failed AS dispatches_failed, d.queued AS dispatches_queued
          FROM page c LEFT JOIN counts d ON d.connection_id = c.id
         ORDER BY ${ORDER_KEYS_SQL}`,
-        params,
-      )
-    ).rows as Record<string, unknown>[];
+      params,
+    );
     const page = rows.slice(0, limit);
     const more = rows.length > limit;
     const position = (after?.position ?? offset) + page.length;
@@ -257,24 +258,20 @@ export class OpsService {
   }
 
   async detail(id: string) {
-    const rows = (
-      await this.db.main.query(
-        `SELECT c.*, t.name AS tenant_name, ${HEALTH_SQL} AS health FROM connections c JOIN tenants t ON t.id = c.tenant_id WHERE c.id = $2`,
-        [this.config.idleAfterMs, id],
-      )
-    ).rows as Record<string, unknown>[];
+    const { rows } = await this.db.main.query<Record<string, unknown>>(
+      `SELECT c.*, t.name AS tenant_name, ${HEALTH_SQL} AS health FROM connections c JOIN tenants t ON t.id = c.tenant_id WHERE c.id = $2`,
+      [this.config.idleAfterMs, id],
+    );
     if (!rows[0]) throw new VaultError(HttpStatus.NOT_FOUND, 'connection_not_found', `No connection ${id}.`);
     // Newest first, read from the index on (connection_id, at DESC): a long history is never sorted whole.
-    const events = (
-      await this.db.main.query(
-        `SELECT type, detail, at FROM connection_events WHERE connection_id = $1 ORDER BY at DESC, id DESC LIMIT 50`,
-        [id],
-      )
-    ).rows as {
+    const { rows: events } = await this.db.main.query<{
       type: string;
       detail: unknown;
       at: Date;
-    }[];
+    }>(
+      `SELECT type, detail, at FROM connection_events WHERE connection_id = $1 ORDER BY at DESC, id DESC LIMIT 50`,
+      [id],
+    );
     const counts = await this.dispatchCounts([id]);
     return {
       ...view(rows[0], counts.get(id)),
@@ -319,9 +316,9 @@ export class OpsService {
   }
 
   private async requireLive(id: string): Promise<void> {
-    const rows = (await this.db.main.query(`SELECT status FROM connections WHERE id = $1`, [id])).rows as {
+    const { rows } = await this.db.main.query<{
       status: string;
-    }[];
+    }>(`SELECT status FROM connections WHERE id = $1`, [id]);
     if (!rows[0]) throw new VaultError(HttpStatus.NOT_FOUND, 'connection_not_found', `No connection ${id}.`);
     if (rows[0].status === 'disconnected')
       throw new VaultError(HttpStatus.CONFLICT, 'connection_not_active', 'The connection is disconnected.');
@@ -331,13 +328,11 @@ export class OpsService {
   private async dispatchCounts(ids: string[]): Promise<Map<string, Record<string, number>>> {
     const map = new Map<string, Record<string, number>>();
     if (ids.length === 0) return map;
-    const rows = (
-      await this.db.main.query(
-        `SELECT connection_id, status, count(*)::int AS n FROM reward_dispatches
+    const { rows } = await this.db.main.query<{ connection_id: string; status: string; n: number }>(
+      `SELECT connection_id, status, count(*)::int AS n FROM reward_dispatches
         WHERE connection_id = ANY($1::uuid[]) AND created_at > now() - interval '24 hours' GROUP BY 1, 2`,
-        [ids],
-      )
-    ).rows as { connection_id: string; status: string; n: number }[];
+      [ids],
+    );
     for (const r of rows) {
       const entry = map.get(r.connection_id) ?? {};
       entry[r.status] = r.n;

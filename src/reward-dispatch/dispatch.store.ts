@@ -513,23 +513,21 @@ export class DispatchStore {
   /** Up to `limit` rewards of a dispatch not settled yet, after `afterPosition`, in position order: one slice. */
   async openRewards(dispatchId: string, afterPosition: number, limit = REWARD_PAGE): Promise<RewardRow[]> {
     return (
-      await this.db.main.query(
+      await this.db.main.query<RewardRow>(
         `SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
         WHERE dispatch_id = $1 AND position > $2 AND status IN ('pending', 'sending') ORDER BY position LIMIT $3`,
         [dispatchId, afterPosition, limit],
       )
-    ).rows as RewardRow[];
+    ).rows;
   }
 
   /** Counts per reward status of the given dispatches (stored counts, whatever their size). */
   async countsOf(dispatchIds: string[]): Promise<Map<string, Record<RewardStatus, number>>> {
-    const rows = (
-      await this.db.main.query(
-        `SELECT dispatch_id, status, count(*)::int AS n FROM dispatch_rewards WHERE dispatch_id = ANY($1::uuid[])
+    const { rows } = await this.db.main.query<{ dispatch_id: string; status: RewardStatus; n: number }>(
+      `SELECT dispatch_id, status, count(*)::int AS n FROM dispatch_rewards WHERE dispatch_id = ANY($1::uuid[])
         GROUP BY dispatch_id, status`,
-        [dispatchIds],
-      )
-    ).rows as { dispatch_id: string; status: RewardStatus; n: number }[];
+      [dispatchIds],
+    );
     const counts = new Map<string, Record<RewardStatus, number>>(
       dispatchIds.map((id) => [
         id,
@@ -555,22 +553,18 @@ export class DispatchStore {
   }
 
   async findByKey(tenantId: string, key: string): Promise<DispatchRow | null> {
-    const rows = (
-      await this.db.main.query(
-        `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND idempotency_key = $2`,
-        [tenantId, key],
-      )
-    ).rows as DispatchRow[];
+    const { rows } = await this.db.main.query<DispatchRow>(
+      `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND idempotency_key = $2`,
+      [tenantId, key],
+    );
     return rows[0] ?? null;
   }
 
   async find(tenantId: string, id: string): Promise<DispatchRow | null> {
-    const rows = (
-      await this.db.main.query(`SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND id = $2`, [
-        tenantId,
-        id,
-      ])
-    ).rows as DispatchRow[];
+    const { rows } = await this.db.main.query<DispatchRow>(
+      `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND id = $2`,
+      [tenantId, id],
+    );
     return rows[0] ?? null;
   }
 
@@ -581,24 +575,22 @@ export class DispatchStore {
     offset: number,
   ): Promise<DispatchRow[]> {
     return (
-      await this.db.main.query(
+      await this.db.main.query<DispatchRow>(
         `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)
         ORDER BY created_at DESC, id LIMIT $3 OFFSET $4`,
         [tenantId, status ?? null, limit, offset],
       )
-    ).rows as DispatchRow[];
+    ).rows;
   }
 
   /** The rewards of the given dispatches, by dispatch, in position order: at most `limit` each from `offset`. */
   async rewardsOf(dispatchIds: string[], limit = REWARD_PAGE, offset = 0): Promise<Map<string, RewardRow[]>> {
-    const rows = (
-      await this.db.main.query(
-        `SELECT r.* FROM unnest($1::uuid[]) AS d(id),
+    const { rows } = await this.db.main.query<RewardRow>(
+      `SELECT r.* FROM unnest($1::uuid[]) AS d(id),
               LATERAL (SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
                         WHERE dispatch_id = d.id AND position >= $3 ORDER BY position LIMIT $2) r`,
-        [dispatchIds, limit, offset],
-      )
-    ).rows as RewardRow[];
+      [dispatchIds, limit, offset],
+    );
     const byDispatch = new Map<string, RewardRow[]>(dispatchIds.map((id) => [id, []]));
     for (const r of rows) byDispatch.get(r.dispatch_id)?.push(r);
     return byDispatch;
