@@ -156,7 +156,7 @@ describe('the two web pages in a real browser (headless Chromium)', () => {
     await request(t.baseUrl).post(`/v1/ops/connections/${connection.id}/refresh`).set(op).expect(201);
 
     const context = await browser.newContext({
-      httpCredentials: { username: 'ops', password: t.config.operatorApiKey as string },
+      httpCredentials: { username: 'ops', password: t.config.operatorApiKey },
     });
     const page = await context.newPage();
     await page.setViewportSize({ width: 1440, height: 900 });

@@ -31,7 +31,7 @@ interface Doc {
 describe('the ops dashboard in a real browser (headless Chromium)', () => {
   let t: TestApp;
   let browser: Browser;
-  const operator = () => t.config.operatorApiKey as string;
+  const operator = () => t.config.operatorApiKey;
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });

@@ -17,7 +17,7 @@ type RewardStatus = 'pending' | 'sending' | 'sent' | 'pending_approval' | 'faile
 describe('ops dashboard: Basic login and running batches', () => {
   let t: TestApp;
   const sql = (text: string, params: unknown[] = []) => sqlOn(t.databaseUrl, text, params);
-  const operator = () => t.config.operatorApiKey as string;
+  const operator = () => t.config.operatorApiKey;
   const dashboard = () => request(t.baseUrl).get('/ops').auth('anyone', operator()).expect(200);
 
   /** A dispatch with its rewards, created `secondsAgo` ago; never due for the workers (retry and lease far away). */

@@ -32,7 +32,7 @@ const attr = (html: string, name: string) => new RegExp(`${name}="([^"]*)"`).exe
 describe('ops dashboard: summary, last hour, failing webhook endpoints, local times', () => {
   let t: TestApp;
   const sql = (text: string, params: unknown[] = []) => sqlOn(t.databaseUrl, text, params);
-  const operator = () => t.config.operatorApiKey as string;
+  const operator = () => t.config.operatorApiKey;
   const dashboard = async () =>
     (await request(t.baseUrl).get('/ops').auth('ops', operator()).expect(200)).text;
   const svgOf = (html: string) => html.slice(html.indexOf('<svg class="plot"'), html.indexOf('</svg>') + 6);

@@ -118,10 +118,7 @@ describe('ops: connection health, probes, alerts, metrics', () => {
     expect(res.body.error.code).toBe('operator_key_required');
     await request(t.baseUrl).get('/ops').expect(401).expect('WWW-Authenticate', /Basic/);
     await request(t.baseUrl).get('/ops').auth('ops', key).expect(403);
-    await request(t.baseUrl)
-      .get('/ops')
-      .auth('ops', t.config.operatorApiKey as string)
-      .expect(200);
+    await request(t.baseUrl).get('/ops').auth('ops', t.config.operatorApiKey).expect(200);
   });
 
   it('probes a connection (check) and records success and failure; refresh goes through the lock', async () => {
@@ -256,21 +253,18 @@ describe('ops: connection health, probes, alerts, metrics', () => {
     );
     const first = await request(t.baseUrl)
       .get('/ops?environment=sandbox')
-      .auth('ops', t.config.operatorApiKey as string)
+      .auth('ops', t.config.operatorApiKey)
       .expect(200);
     expect(first.text).toContain('rel="next" href="/ops?environment=sandbox&amp;offset=100"');
     expect((first.text.match(/<tr class="health-/g) ?? []).length).toBe(100);
     const second = await request(t.baseUrl)
       .get('/ops?environment=sandbox&offset=100')
-      .auth('ops', t.config.operatorApiKey as string)
+      .auth('ops', t.config.operatorApiKey)
       .expect(200);
     expect(second.text).toContain('rows 101–');
     expect(second.text).toContain('rel="prev"');
     expect(second.text).not.toContain('rel="next"');
-    await request(t.baseUrl)
-      .get('/ops?offset=-5')
-      .auth('ops', t.config.operatorApiKey as string)
-      .expect(400);
+    await request(t.baseUrl).get('/ops?offset=-5').auth('ops', t.config.operatorApiKey).expect(400);
   });
 
   it('pages the API with a cursor: the same rows as offset paging, each once, most urgent first', async () => {

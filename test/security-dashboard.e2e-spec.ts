@@ -7,7 +7,7 @@ import { connectTenant, control, createTenant } from './support/connect';
 describe('security: the ops dashboard', () => {
   let t: TestApp;
   let id: string;
-  const operator = () => t.config.operatorApiKey as string;
+  const operator = () => t.config.operatorApiKey;
   const csrfOf = (html: string) => /name="csrf" value="([0-9a-f]+)"/.exec(html)?.[1] as string;
 
   beforeAll(async () => {

@@ -57,10 +57,7 @@ describe('security: headers on every answer, CSP per page, no-store', () => {
       request(t.baseUrl).get(new URL(session.body.connect_url).pathname).expect(200),
       request(t.baseUrl).get('/connect/not-a-token').expect(404),
       request(t.baseUrl).get('/oauth/callback?state=nope&code=x').expect(400),
-      request(t.baseUrl)
-        .get('/ops')
-        .auth('ops', t.config.operatorApiKey as string)
-        .expect(200),
+      request(t.baseUrl).get('/ops').auth('ops', t.config.operatorApiKey).expect(200),
       request(t.baseUrl).get(`${upstream.pathname}${upstream.search}`).expect(200),
       request(t.baseUrl).get('/sandbox/api/v2/organizations'),
       request(t.baseUrl).get('/docs').expect(200),
@@ -82,10 +79,7 @@ describe('security: headers on every answer, CSP per page, no-store', () => {
       .expect(201);
     const pages = [
       await request(t.baseUrl).get(new URL(session.body.connect_url).pathname).expect(200),
-      await request(t.baseUrl)
-        .get('/ops')
-        .auth('ops', t.config.operatorApiKey as string)
-        .expect(200),
+      await request(t.baseUrl).get('/ops').auth('ops', t.config.operatorApiKey).expect(200),
       await request(t.baseUrl).get('/oauth/callback?state=nope&code=x').expect(400),
     ];
     for (const page of pages) {
@@ -169,10 +163,7 @@ describe('security: headers on every answer, CSP per page, no-store', () => {
       await request(t.baseUrl).get('/v1/tenants/hdr/api-keys').set(op).expect(200),
       await request(t.baseUrl).get('/v1/tenants/nobody').set(op).expect(404),
       await request(t.baseUrl).get(new URL(session.body.connect_url).pathname).expect(200),
-      await request(t.baseUrl)
-        .get('/ops')
-        .auth('ops', t.config.operatorApiKey as string)
-        .expect(200),
+      await request(t.baseUrl).get('/ops').auth('ops', t.config.operatorApiKey).expect(200),
       await request(t.baseUrl).get('/oauth/callback?state=nope&code=x').expect(400),
       await request(t.baseUrl).get('/docs').expect(200),
       await request(t.baseUrl).get('/no/such/route').expect(404),
@@ -236,7 +227,7 @@ describe('security: the pages in Chromium under their CSP (no violation, everyth
     await page.close();
 
     const context = await browser.newContext({
-      httpCredentials: { username: 'ops', password: t.config.operatorApiKey as string },
+      httpCredentials: { username: 'ops', password: t.config.operatorApiKey },
     });
     const ops = await context.newPage();
     const opsViolations = watchViolations(ops);

@@ -203,9 +203,7 @@ describe('reliability: bad-input sweep over every endpoint', () => {
     ];
     for (const path of gets) {
       const res = path.startsWith('/ops')
-        ? await request(t.baseUrl)
-            .get(path)
-            .auth('ops', t.config.operatorApiKey as string)
+        ? await request(t.baseUrl).get(path).auth('ops', t.config.operatorApiKey)
         : await request(t.baseUrl).get(path).set(op);
       expectClientError(res, `GET ${path.slice(0, 80)}`);
     }
@@ -226,7 +224,7 @@ describe('reliability: bad-input sweep over every endpoint', () => {
     expectClientError(
       await request(t.baseUrl)
         .post(`/ops/connections/${connectionId}/check`)
-        .auth('ops', t.config.operatorApiKey as string)
+        .auth('ops', t.config.operatorApiKey)
         .type('form')
         .send('csrf=forged'),
       'dashboard without csrf',
