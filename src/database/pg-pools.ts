@@ -57,8 +57,8 @@ export function poolConfig(settings: DatabaseConfig, role: PoolRole): PoolConfig
 }
 
 /**
- * A connection for admin work (migrations, the CLI), outside the process budget (the reserve of the sizing rule
- * above): no statement timeout, since a migration may run long; the idle-in-transaction bound of every session.
+ * The connection migrations run on, outside the process budget (the reserve of the sizing rule above): no statement
+ * timeout, since a migration may run long; the idle-in-transaction bound of every session.
  */
 export function adminConnection(url: string): ClientConfig {
   return {
