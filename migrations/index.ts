@@ -13,6 +13,7 @@ import { DeliveryStatus1700000011000 } from './1700000011000-delivery-status';
 import { DeliveryWebhooks1700000012000 } from './1700000012000-delivery-webhooks';
 import { TenantWebhooks1700000013000 } from './1700000013000-tenant-webhooks';
 import { Dashboard1700000014000 } from './1700000014000-dashboard';
+import { DispatchOpenIndexes1700000015000 } from './1700000015000-dispatch-open-indexes';
 
 /** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   DeliveryWebhooks1700000012000,
   TenantWebhooks1700000013000,
   Dashboard1700000014000,
+  DispatchOpenIndexes1700000015000,
 ];

@@ -3,6 +3,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import type { Pool } from 'pg';
 import { Database } from '../database/database';
 import { GroupCommit } from '../database/group-commit';
+import type { Sql } from '../database/sql';
 import { VaultCipher } from '../token-vault/vault-cipher';
 import type { DispatchConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
@@ -13,6 +14,8 @@ import {
   type RewardRow,
   type RewardStatus,
   REWARD_STATUSES,
+  failureOf,
+  statusOf,
 } from './dispatch.view';
 
 /**
@@ -21,16 +24,18 @@ import {
  */
 export async function reencryptLinks(pool: Pool, vault: VaultCipher): Promise<number> {
   const { rows } = await pool.query<{ dispatch_id: string; position: number; link_enc: string }>(
-    `SELECT dispatch_id, position, link_enc FROM dispatch_rewards WHERE link_enc IS NOT NULL`,
+    DISPATCH_SQL.linksToRotate,
   );
   let rewritten = 0;
   for (const r of rows) {
     if (VaultCipher.keyIdOf(r.link_enc) === vault.currentKeyId) continue;
     const aad = `${r.dispatch_id}/${r.position}/link`;
-    await pool.query(
-      `UPDATE dispatch_rewards SET link_enc = $3 WHERE dispatch_id = $1 AND position = $2 AND link_enc = $4`,
-      [r.dispatch_id, r.position, vault.encrypt(vault.decrypt(r.link_enc, aad), aad), r.link_enc],
-    );
+    await pool.query(DISPATCH_SQL.rotateLink, [
+      r.dispatch_id,
+      r.position,
+      vault.encrypt(vault.decrypt(r.link_enc, aad), aad),
+      r.link_enc,
+    ]);
     rewritten += 1;
   }
   return rewritten;
@@ -63,33 +68,10 @@ export interface DispatchUpdate {
   resetAttempts?: boolean;
 }
 
-/** One write as the statements take it (exported for the tests that run both forms). */
-export function writeItemOf(
-  dispatchId: string,
-  rewards: RewardUpdate[],
-  dispatch: DispatchUpdate | null,
-): WriteItem {
-  return {
-    dispatch_id: dispatchId,
-    rewards,
-    status: dispatch?.status ?? null,
-    response_status: dispatch?.responseStatus ?? null,
-    last_error: dispatch?.lastError ?? null,
-    next_attempt_at: dispatch?.nextAttemptAt ?? null,
-    sent_at: dispatch?.sentAt ?? null,
-    reset_attempts: dispatch?.resetAttempts ?? false,
-  };
-}
-
-export interface WriteItem {
-  dispatch_id: string;
+interface WriteItem {
+  dispatchId: string;
   rewards: RewardUpdate[];
-  status: DispatchStatus | null;
-  response_status: number | null;
-  last_error: Record<string, unknown> | null;
-  next_attempt_at: Date | null;
-  sent_at: Date | null;
-  reset_attempts: boolean;
+  dispatch: DispatchUpdate | null;
 }
 
 export interface WriteResult {
@@ -97,8 +79,9 @@ export interface WriteResult {
   changed: Set<number>;
   /**
    * Read back only by a write that continues an attempt (no dispatch update), which is what a sender checks before
-   * its next call: the connection's status as of the statement (null: the dispatch has no connection any more), and
-   * whether a cancel was requested. A write that ends the attempt reads neither (null, false).
+   * its next call: the connection's status as of the statement (null: the dispatch has no connection any more, or is
+   * not held any more — settled meanwhile), and whether a cancel was requested. A write that ends the attempt reads
+   * neither (null, false).
    */
   connectionStatus: string | null;
   cancelRequested: boolean;
@@ -108,18 +91,9 @@ export interface WriteResult {
 const GROUP_COMMIT_MAX_REWARDS = 100;
 
 interface InsertItem {
-  id: string;
-  tenant_id: string;
-  connection_id: string | null;
-  environment: string;
-  order_shape: string;
-  idempotency_key: string;
-  request_hash: string;
-  request: unknown;
-  upstream_payload: unknown;
-  queued: boolean;
-  priority: number;
+  row: Omit<DispatchRow, 'created_at' | 'updated_at' | 'lease_until' | 'cancel_requested_at'>;
   rewards: NewReward[];
+  queued: boolean;
 }
 
 export interface NewReward {
@@ -136,16 +110,31 @@ export const REWARD_PAGE = 100;
 /** A sent reward whose delivery the service reports (a LINK is handed over: there is nothing to follow). */
 const TRACKED = `t.delivery_method IS DISTINCT FROM 'LINK'`;
 
-/** The status of a dispatch whose rewards are all settled, from counts `c` — the same rule as deriveStatus(). */
-const DERIVED_STATUS = `CASE WHEN c.out = 0 AND c.cancelled > 0 THEN 'cancelled' WHEN c.out = 0 THEN 'failed'
-  WHEN c.out < c.total THEN 'partially_failed' WHEN c.held > 0 THEN 'pending_approval' ELSE 'sent' END`;
+const REWARD_COLUMNS = `dispatch_id, position, external_id, status, upstream_payload, attempts, upstream_order_id, upstream_reward_id,
+  upstream_order_status, delivery_method, delivery_status, delivery_state, delivery_reason, link_enc, last_error, sent_at`;
 
 /**
- * The insert of dispatches and their rewards (see insertAll): `$1` the lease in ms; `dispatches` yields the rows to
- * insert (`i`), `rewards` the FROM clause of each inserted dispatch's rewards (`x`).
+ * Every statement of this store, one form each. Each reaches its rows by key, or through a partial index of the few
+ * rows it can concern, whatever the statistics and whether Postgres plans it for the parameters at hand or once for
+ * all (test/dispatch-plans.e2e-spec.ts EXPLAINs each: planned on a few rows and cached, on a large history without
+ * statistics, and analyzed; generic and custom plans):
+ * - a generic plan made while the tables are small is kept by the plan cache as they grow, until they are analyzed;
+ *   a join of a table to a list of keys alone then stays a scan of the table. So every keyed access has its own index
+ *   condition, `= $n` for one key and `= ANY(...)` for several, on an index that is cheaper than the table at any
+ *   size: the primary key for one key; for the rows a sender may still change, `dispatch_rewards_open_idx` (rewards
+ *   `pending` / `sending`) and `reward_dispatches_sending_idx` (dispatches held), which stay as small as the work in
+ *   flight — each statement spells out the condition that implies their predicate;
+ * - rows reached one at a time are reached in a subquery of their own (correlated, or LATERAL with its lock), or by
+ *   the ctid their lock just took.
+ * `linksToRotate` (key rotation, offline) reads every stored link: it alone scans.
  */
-const insertStatement = (dispatches: string, rewards: string) => `WITH i AS (${dispatches}
-  ), d AS (
+export const DISPATCH_SQL = {
+  /**
+   * Dispatches and their rewards in one statement: `$1` the lease in ms; `$2` the dispatches, `$3` their rewards, as
+   * JSON arrays of typed records (see `write`). A key already taken (or taken twice in the same statement) inserts
+   * nothing for that dispatch. Times come back as epoch milliseconds (parsed as numbers, not as timestamps).
+   */
+  insert: `WITH d AS (
     INSERT INTO reward_dispatches (id, tenant_id, connection_id, environment, order_shape, idempotency_key, request_hash, request,
                                    upstream_payload, status, attempts, lease_until, next_attempt_at, response_status,
                                    reward_count, priority, created_at, updated_at)
@@ -153,43 +142,51 @@ const insertStatement = (dispatches: string, rewards: string) => `WITH i AS (${d
            i.upstream_payload, CASE WHEN i.queued THEN 'queued' ELSE 'sending' END, CASE WHEN i.queued THEN 0 ELSE 1 END,
            CASE WHEN i.queued THEN NULL ELSE now() + make_interval(secs => $1::float8 / 1000) END,
            CASE WHEN i.queued THEN now() END, CASE WHEN i.queued THEN 202 END, i.reward_count, i.priority, now(), now()
-      FROM i
+      FROM jsonb_to_recordset($2::jsonb) AS i(id uuid, tenant_id text, connection_id uuid, environment text, order_shape text,
+                idempotency_key text, request_hash text, request jsonb, upstream_payload jsonb, queued boolean, priority int,
+                reward_count int)
     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
     RETURNING id, created_at, lease_until
   ), r AS (
     INSERT INTO dispatch_rewards (dispatch_id, position, external_id, status, upstream_payload, attempts, delivery_method)
-    SELECT d.id, x.position, x.external_id, x.status, x.payload, x.attempts, x.payload->'delivery'->>'method'
-      ${rewards}
+    SELECT x.dispatch_id, x.position, x.external_id, x.status, x.payload, x.attempts, x.payload->'delivery'->>'method'
+      FROM jsonb_to_recordset($3::jsonb)
+           AS x(dispatch_id uuid, position int, external_id text, status text, payload jsonb, attempts int)
+     WHERE x.dispatch_id IN (SELECT id FROM d)
   )
-  SELECT id, (extract(epoch FROM created_at) * 1000)::float8 AS created_ms, (extract(epoch FROM lease_until) * 1000)::float8 AS lease_ms
-    FROM d`;
+  SELECT id, (extract(epoch FROM created_at) * 1000)::float8 AS created_ms,
+         (extract(epoch FROM lease_until) * 1000)::float8 AS lease_ms
+    FROM d`,
 
-/** Any number of dispatches and rewards, as one JSON array ($2). */
-const INSERT_MANY = insertStatement(
-  `SELECT x.*, jsonb_array_length(x.rewards) AS reward_count
-     FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, tenant_id text, connection_id uuid, environment text, order_shape text,
-          idempotency_key text, request_hash text, request jsonb, upstream_payload jsonb, queued boolean, priority int, rewards jsonb)`,
-  `FROM d JOIN i ON i.id = d.id,
-        jsonb_to_recordset(i.rewards) AS x(position int, external_id text, status text, payload jsonb, attempts int)`,
-);
-
-/** One dispatch of one reward, as parameters $2–$17. */
-const INSERT_ONE = insertStatement(
-  `SELECT $2::uuid AS id, $3::text AS tenant_id, $4::uuid AS connection_id, $5::text AS environment, $6::text AS order_shape,
-          $7::text AS idempotency_key, $8::text AS request_hash, $9::jsonb AS request, $10::jsonb AS upstream_payload,
-          $11::boolean AS queued, $12::int AS priority, 1 AS reward_count`,
-  `FROM d, (SELECT $13::int AS position, $14::text AS external_id, $15::text AS status, $16::jsonb AS payload,
-                   $17::int AS attempts) AS x`,
-);
-
-/**
- * The write of reward outcomes and dispatch progress (see writeAll): `$1` the lease in ms, `$2` the delivery
- * reconciliation delay in ms, `$3` the dispatch key(s) (`target`); `items` yields one row per write (`w`: n,
- * dispatch_id, status, response_status, last_error, next_attempt_at, sent_at, reset_attempts), `rewards` one row per
- * reward update (`u`).
- */
-const writeStatement = (items: string, rewards: string, target: string) => `WITH w AS (${items}
-  ), u AS (${rewards}
+  /**
+   * Reward outcomes and dispatch progress of several dispatches (see writeAll): `$1` the lease in ms, `$2` the delivery
+   * reconciliation delay in ms; `$3` one record per dispatch (`w`: its end of attempt, or none to extend its lease),
+   * `$4` the reward updates (`x`), as JSON arrays of typed records. Their size is hidden from the planner, so one plan
+   * fits a write of one send and a group of sixty, and Postgres keeps its generic plan (a plan made for the sizes it
+   * was given would be made again at every execution); the keys are taken from them as arrays for the index
+   * conditions. Only rewards still open change, and only dispatches still held. The dispatches are written (locked)
+   * before their rewards (`r` waits for all of `d`): the order of every statement here that locks both, so that a
+   * write never deadlocks with a cancel or a claim. Returns per dispatch the positions changed and, read from the
+   * dispatch as written, its connection's status and whether a cancel was requested.
+   */
+  write: `WITH w AS (
+    SELECT * FROM jsonb_to_recordset($3::jsonb) AS w(dispatch_id uuid, status text, response_status int, last_error jsonb,
+                  next_attempt_at timestamptz, sent_at timestamptz, reset_attempts boolean)
+  ), x AS (
+    SELECT * FROM jsonb_to_recordset($4::jsonb) AS x(dispatch_id uuid, position int, status text, bump int,
+                  upstream_order_id text, upstream_reward_id text, upstream_order_status text, delivery_status text,
+                  link_enc text, last_error jsonb, sent_at timestamptz, next_check_at timestamptz)
+  ), d AS (
+    UPDATE reward_dispatches dd
+       SET status = coalesce(w.status, dd.status), response_status = coalesce(dd.response_status, w.response_status),
+           last_error = CASE WHEN w.status IS NULL THEN dd.last_error ELSE w.last_error END,
+           next_attempt_at = CASE WHEN w.status IS NULL THEN dd.next_attempt_at ELSE w.next_attempt_at END,
+           sent_at = coalesce(dd.sent_at, w.sent_at),
+           lease_until = CASE WHEN w.status IS NULL THEN now() + make_interval(secs => $1::float8 / 1000) END,
+           attempts = CASE WHEN w.reset_attempts THEN 0 ELSE dd.attempts END, updated_at = now()
+      FROM w
+     WHERE dd.id = ANY(ARRAY(SELECT dispatch_id FROM w)) AND dd.status = 'sending' AND dd.id = w.dispatch_id
+    RETURNING dd.id, dd.connection_id, dd.cancel_requested_at IS NOT NULL AS cancel_requested
   ), r AS (
     UPDATE dispatch_rewards t
        SET status = x.status, attempts = t.attempts + coalesce(x.bump, 0),
@@ -202,80 +199,226 @@ const writeStatement = (items: string, rewards: string, target: string) => `WITH
            delivery_state = CASE WHEN x.status = 'sent' AND ${TRACKED} THEN coalesce(t.delivery_state, 'pending') ELSE t.delivery_state END,
            delivery_check_at = CASE WHEN x.status = 'sent' AND ${TRACKED} AND t.delivery_state IS NULL
                                     THEN now() + make_interval(secs => $2::float8 / 1000) ELSE t.delivery_check_at END
-      FROM u AS x
-     WHERE t.dispatch_id ${target} AND t.dispatch_id = x.dispatch_id AND t.position = x.position AND t.status IN ('pending', 'sending')
+      FROM x
+     WHERE t.dispatch_id = ANY(ARRAY(SELECT dispatch_id FROM x)) AND t.position = ANY(ARRAY(SELECT position FROM x))
+       AND t.status IN ('pending', 'sending') AND t.dispatch_id = x.dispatch_id AND t.position = x.position
+       AND (SELECT count(*) FROM d) >= 0
     RETURNING t.dispatch_id, t.position
-  ), d AS (
-    UPDATE reward_dispatches dd
-       SET status = coalesce(w.status, dd.status), response_status = coalesce(dd.response_status, w.response_status),
-           last_error = CASE WHEN w.status IS NULL THEN dd.last_error ELSE w.last_error END,
-           next_attempt_at = CASE WHEN w.status IS NULL THEN dd.next_attempt_at ELSE w.next_attempt_at END,
-           sent_at = coalesce(dd.sent_at, w.sent_at),
-           lease_until = CASE WHEN w.status IS NULL THEN now() + make_interval(secs => $1::float8 / 1000) END,
-           attempts = CASE WHEN w.reset_attempts THEN 0 ELSE dd.attempts END, updated_at = now()
-      FROM (SELECT DISTINCT ON (dispatch_id) * FROM w ORDER BY dispatch_id, status NULLS LAST) w
-     WHERE dd.id ${target} AND dd.id = w.dispatch_id AND dd.status IN ('sending', 'queued')
   )
-  SELECT w.dispatch_id,
-         (SELECT array_agg(r.position) FROM r WHERE r.dispatch_id = w.dispatch_id) AS changed,
-         CASE WHEN w.status IS NULL THEN
-           (SELECT c.status FROM reward_dispatches x JOIN connections c ON c.id = x.connection_id WHERE x.id = w.dispatch_id)
-         END AS connection_status,
-         CASE WHEN w.status IS NULL THEN
-           (SELECT x.cancel_requested_at IS NOT NULL FROM reward_dispatches x WHERE x.id = w.dispatch_id)
-         END AS cancel_requested
-    FROM w ORDER BY w.n`;
+  SELECT w.dispatch_id, (SELECT array_agg(r.position) FROM r WHERE r.dispatch_id = w.dispatch_id) AS changed,
+         CASE WHEN w.status IS NULL THEN (SELECT c.status FROM connections c WHERE c.id = d.connection_id) END AS connection_status,
+         CASE WHEN w.status IS NULL THEN d.cancel_requested END AS cancel_requested
+    FROM w LEFT JOIN d ON d.id = w.dispatch_id`,
 
-/** Writes of any dispatches and rewards, as one JSON array ($4). */
-const writeOfJson = (target: string) =>
-  writeStatement(
-    `SELECT row_number() OVER () AS n, * FROM jsonb_to_recordset($4::jsonb) AS x(dispatch_id uuid, rewards jsonb, status text,
-            response_status int, last_error jsonb, next_attempt_at timestamptz, sent_at timestamptz, reset_attempts boolean)`,
-    `SELECT w.dispatch_id, y.* FROM w, jsonb_to_recordset(w.rewards) AS y(position int, status text, bump int, upstream_order_id text,
-            upstream_reward_id text, upstream_order_status text, delivery_status text, link_enc text, last_error jsonb,
-            sent_at timestamptz, next_check_at timestamptz)`,
-    target,
-  );
-/** Several dispatches. */
-const WRITE_MANY = writeOfJson('= ANY($3::uuid[])');
-/** Writes of one dispatch (lanes of one attempt), `= $3`: a plan Postgres keeps, the same for every value. */
-const WRITE_SAME = writeOfJson('= $3::uuid');
-/** One write of one dispatch with at most one reward update, as parameters $4–$20. */
-const WRITE_ONE = writeStatement(
-  `SELECT 1 AS n, $3::uuid AS dispatch_id, $4::text AS status, $5::int AS response_status, $6::jsonb AS last_error,
-          $7::timestamptz AS next_attempt_at, $8::timestamptz AS sent_at, $9::boolean AS reset_attempts`,
-  `SELECT $3::uuid AS dispatch_id, $10::int AS position, $11::text AS status, $12::int AS bump, $13::text AS upstream_order_id,
-          $14::text AS upstream_reward_id, $15::text AS upstream_order_status, $16::text AS delivery_status, $17::text AS link_enc,
-          $18::jsonb AS last_error, $19::timestamptz AS sent_at, $20::timestamptz AS next_check_at`,
-  '= $3::uuid',
-);
+  /** Takes a dispatch still being worked on for the settling transaction (none settles it twice at once). */
+  lockOpen: `SELECT 1 FROM reward_dispatches WHERE id = $1 AND status IN ('sending', 'queued') FOR NO KEY UPDATE`,
 
-/** A time as a parameter: ISO 8601 (cheaper than pg's own Date formatting). */
+  /** Takes a settled dispatch for the transaction that derives its status again (see settleApproval). */
+  lockSettled: `SELECT 1 FROM reward_dispatches WHERE id = $1 FOR NO KEY UPDATE`,
+
+  /** A give-up: every reward of the dispatch still open fails with `$2` (an unknown outcome is said so). */
+  giveUp: `UPDATE dispatch_rewards SET status = 'failed', updated_at = now(),
+                  last_error = $2::jsonb || jsonb_build_object('outcome_unknown', status = 'sending')
+            WHERE dispatch_id = $1 AND status IN ('pending', 'sending')`,
+
+  /** What a dispatch's status is derived from: its rewards per status, their failure codes, the last send. */
+  summary: `SELECT status, count(*)::int AS n, max(sent_at) AS sent_at,
+                   array_agg(DISTINCT last_error->>'code') FILTER (WHERE status IN ('failed', 'cancelled')) AS codes
+              FROM dispatch_rewards WHERE dispatch_id = $1 GROUP BY status`,
+
+  /** The end of a worker's attempt (see settle): `$2` the derived status (`queued` while rewards are open). */
+  settle: `UPDATE reward_dispatches
+              SET status = $2::text, lease_until = NULL, updated_at = now(),
+                  next_attempt_at = CASE WHEN $2::text = 'queued' THEN now() END,
+                  sent_at = coalesce(sent_at, $3::timestamptz), response_status = coalesce(response_status, $4::int),
+                  last_error = $5::jsonb
+            WHERE id = $1`,
+
+  /** Cancel: marks the request and cancels every reward not sent yet, while the dispatch is open. */
+  cancel: `WITH d AS (
+    UPDATE reward_dispatches SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
+     WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'sending')
+     RETURNING id
+  ), r AS (
+    UPDATE dispatch_rewards t SET status = 'cancelled', updated_at = now(),
+           last_error = '{"code": "dispatch_cancelled", "message": "The dispatch was cancelled before this reward was sent; it was not sent."}'
+     WHERE t.dispatch_id = $2 AND t.status = 'pending' AND EXISTS (SELECT 1 FROM d)
+  )
+  SELECT id FROM d`,
+
+  /** A dispatch no live sender holds (queued, or its holder's lease expired), with its rewards still open. */
+  idle: `SELECT (SELECT count(*)::int FROM dispatch_rewards WHERE dispatch_id = $1 AND status IN ('pending', 'sending')) AS open
+           FROM reward_dispatches WHERE id = $1 AND (status = 'queued' OR lease_until < now())`,
+
+  openRewards: `SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
+                 WHERE dispatch_id = $1 AND position > $2 AND status IN ('pending', 'sending') ORDER BY position LIMIT $3`,
+
+  countsOf: `SELECT d.id AS dispatch_id, c.status, c.n
+               FROM unnest($1::uuid[]) AS d(id),
+                    LATERAL (SELECT status, count(*)::int AS n FROM dispatch_rewards WHERE dispatch_id = d.id GROUP BY status) c`,
+
+  discard: `DELETE FROM reward_dispatches WHERE id = $1 AND status = 'sending' AND attempts = 1`,
+
+  findByKey: `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND idempotency_key = $2`,
+
+  find: `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND id = $2`,
+
+  list: `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)
+          ORDER BY created_at DESC, id LIMIT $3 OFFSET $4`,
+
+  rewardsOf: `SELECT r.* FROM unnest($1::uuid[]) AS d(id),
+                     LATERAL (SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
+                               WHERE dispatch_id = d.id AND position >= $3 ORDER BY position LIMIT $2) r`,
+
+  /**
+   * The worker's claim (see claimDue): the due dispatches from the two partial indexes (queued ones by due time, held
+   * ones whose lease expired), then each candidate locked by key (SKIP LOCKED) in a subquery of its own.
+   */
+  claimDue: `WITH ready AS (
+    SELECT d.id, d.priority, d.due, row_number() OVER (PARTITION BY d.connection_id ORDER BY d.priority, d.due) AS turn
+      FROM (SELECT id, connection_id, priority, coalesce(next_attempt_at, lease_until) AS due FROM reward_dispatches
+             WHERE status = 'queued' AND next_attempt_at <= now()
+            UNION ALL
+            SELECT id, connection_id, priority, coalesce(next_attempt_at, lease_until) FROM reward_dispatches
+             WHERE status = 'sending' AND lease_until < now()) d
+     WHERE NOT (d.priority = 0 AND d.connection_id = ANY($3::uuid[]))
+       AND NOT (d.priority = 1 AND d.connection_id = ANY($4::uuid[]))
+  ), candidates AS (
+    SELECT id FROM ready WHERE turn = 1 ORDER BY priority, due LIMIT $2
+  ), due AS (
+    SELECT d.id, (c.id IS NULL OR c.status = 'disconnected') AS gone
+      FROM candidates k,
+           LATERAL (SELECT id, connection_id FROM reward_dispatches
+                     WHERE id = k.id
+                       AND ((status = 'queued' AND next_attempt_at <= now()) OR (status = 'sending' AND lease_until < now()))
+                       FOR UPDATE SKIP LOCKED) d
+           LEFT JOIN connections c ON c.id = d.connection_id
+  ), cancelled_rewards AS (
+    UPDATE dispatch_rewards r SET status = 'cancelled', updated_at = now(),
+           last_error = '{"code": "dispatch_cancelled", "message": "The rewards connection was disconnected before this reward was sent; it was not sent."}'
+      FROM due WHERE due.gone AND r.dispatch_id = due.id AND r.status IN ('pending', 'sending')
+  ), cancelled AS (
+    UPDATE reward_dispatches d
+       SET status = CASE WHEN EXISTS (SELECT 1 FROM dispatch_rewards r WHERE r.dispatch_id = d.id AND r.status IN ('sent', 'pending_approval'))
+                         THEN 'partially_failed' ELSE 'cancelled' END,
+           response_status = coalesce(d.response_status, 409), lease_until = NULL, next_attempt_at = NULL, updated_at = now(),
+           last_error = '{"code": "dispatch_cancelled", "message": "The rewards connection was disconnected; what was not sent was cancelled."}'
+      FROM due WHERE due.gone AND d.id = due.id
+  )
+  UPDATE reward_dispatches d
+     SET status = 'sending', attempts = d.attempts + 1, updated_at = now(),
+         lease_until = now() + make_interval(secs => $1::float8 / 1000)
+    FROM due
+   WHERE d.id = due.id AND NOT due.gone
+   RETURNING d.*`,
+
+  recordDelivery: `UPDATE dispatch_rewards r
+                      SET delivery_state = $3, delivery_status = $4, delivery_reason = $5, delivery_event_at = $6,
+                          delivery_check_at = CASE WHEN $3 = 'pending' THEN r.delivery_check_at END, updated_at = now()
+                     FROM reward_dispatches d
+                    WHERE r.upstream_reward_id = $1 AND d.id = r.dispatch_id AND d.connection_id = ANY($2::uuid[])
+                      AND r.status IN ('sent', 'pending_approval')
+                      AND (r.delivery_event_at IS NULL OR r.delivery_event_at < $6
+                           OR (r.delivery_event_at = $6 AND r.delivery_state = 'pending'))
+                      AND NOT ($3 = 'pending' AND r.delivery_state IN ('delivered', 'delivery_failed'))
+                      AND (r.delivery_state IS DISTINCT FROM $3 OR r.delivery_status IS DISTINCT FROM $4)
+                    RETURNING r.dispatch_id, r.position, d.tenant_id`,
+
+  /**
+   * Due checks, locked (SKIP LOCKED), then updated through the very rows locked (`ctid`, stable while this statement
+   * holds their lock: a TID scan, whatever the estimates). The dispatch's connection is read per row, by key.
+   */
+  claimDeliveryChecks: `UPDATE dispatch_rewards r SET delivery_check_at = now() + make_interval(secs => $2::float8 / 1000)
+                          FROM (SELECT ctid AS row_id, (SELECT connection_id FROM reward_dispatches d WHERE d.id = dispatch_id)
+                                  FROM dispatch_rewards
+                                 WHERE delivery_check_at <= now() ORDER BY delivery_check_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+                         WHERE r.ctid = due.row_id AND r.upstream_reward_id IS NOT NULL AND due.connection_id IS NOT NULL
+                         RETURNING r.dispatch_id, r.position, r.upstream_reward_id, due.connection_id`,
+
+  stopDeliveryCheck: `UPDATE dispatch_rewards SET delivery_check_at = NULL WHERE dispatch_id = $1 AND position = $2`,
+
+  claimApprovalCheck: `UPDATE dispatch_rewards r SET next_check_at = now() + make_interval(secs => $1::float8 / 1000)
+                         FROM (SELECT dispatch_id, position FROM dispatch_rewards
+                                WHERE status = 'pending_approval' AND next_check_at <= now()
+                                ORDER BY next_check_at LIMIT 1 FOR UPDATE SKIP LOCKED) due, reward_dispatches d
+                        WHERE r.dispatch_id = due.dispatch_id AND r.position = due.position AND d.id = r.dispatch_id
+                        RETURNING ${REWARD_COLUMNS.split(',')
+                          .map((c) => `r.${c.trim()}`)
+                          .join(', ')}, d.connection_id`,
+
+  /** A reward held for approval takes its outcome (`$2`–`$8`), or its next check (still `pending_approval`). */
+  settleApproval: `UPDATE dispatch_rewards t
+                      SET status = x.status, upstream_order_status = coalesce(x.upstream_order_status, t.upstream_order_status),
+                          delivery_status = coalesce(x.delivery_status, t.delivery_status), last_error = x.last_error,
+                          sent_at = coalesce(x.sent_at, t.sent_at), next_check_at = x.next_check_at, updated_at = now(),
+                          delivery_state = CASE WHEN x.status = 'sent' AND ${TRACKED} THEN coalesce(t.delivery_state, 'pending')
+                                                ELSE t.delivery_state END,
+                          delivery_check_at = CASE WHEN x.status = 'sent' AND ${TRACKED} AND t.delivery_state IS NULL
+                                                   THEN now() + make_interval(secs => $9::float8 / 1000) ELSE t.delivery_check_at END
+                     FROM (SELECT $3::text AS status, $4::text AS upstream_order_status, $5::text AS delivery_status,
+                                  $6::jsonb AS last_error, $7::timestamptz AS sent_at, $8::timestamptz AS next_check_at) x
+                    WHERE t.dispatch_id = $1 AND t.position = $2 AND t.status = 'pending_approval'
+                    RETURNING t.position`,
+
+  /** The status derived once the approval outcome is in (`$3`: a reward was sent by it). */
+  approvalSettled: `UPDATE reward_dispatches
+                       SET status = $2, sent_at = CASE WHEN $3::boolean THEN coalesce(sent_at, now()) ELSE sent_at END, updated_at = now()
+                     WHERE id = $1 AND status IN ('pending_approval', 'partially_failed')`,
+
+  linksToRotate: `SELECT dispatch_id, position, link_enc FROM dispatch_rewards WHERE link_enc IS NOT NULL`,
+
+  rotateLink: `UPDATE dispatch_rewards SET link_enc = $3 WHERE dispatch_id = $1 AND position = $2 AND link_enc = $4`,
+} as const;
+
+/** A time as a parameter: ISO 8601 (cheaper than pg's own local-time formatting of a Date). */
 const iso = (value: Date | null | undefined) => (value ? value.toISOString() : null);
 
 /** A JSON value as a parameter (null stays SQL NULL). */
 const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 
-const REWARD_COLUMNS = `dispatch_id, position, external_id, status, upstream_payload, attempts, upstream_order_id, upstream_reward_id,
-  upstream_order_status, delivery_method, delivery_status, delivery_state, delivery_reason, link_enc, last_error, sent_at`;
+/** The rewards of a dispatch per status, the failure codes among them, and the last time one was sent. */
+interface Summary {
+  counts: Record<RewardStatus, number>;
+  codes: string[];
+  sentAt: Date | null;
+}
+
+async function summaryOf(sql: Sql, dispatchId: string): Promise<Summary> {
+  const { rows } = await sql.query<{
+    status: RewardStatus;
+    n: number;
+    sent_at: Date | null;
+    codes: (string | null)[] | null;
+  }>(DISPATCH_SQL.summary, [dispatchId]);
+  const counts = Object.fromEntries(REWARD_STATUSES.map((s) => [s, 0])) as Record<RewardStatus, number>;
+  const codes = new Set<string>();
+  let sentAt: Date | null = null;
+  for (const r of rows) {
+    counts[r.status] = r.n;
+    for (const code of r.codes ?? []) codes.add(code ?? 'upstream_rejected');
+    if (r.sent_at && (!sentAt || r.sent_at > sentAt)) sentAt = r.sent_at;
+  }
+  return { counts, codes: [...codes], sentAt };
+}
 
 /**
- * Every statement that reads or writes `reward_dispatches` and `dispatch_rewards`. The insert before the first upstream
- * call is synchronous (it is the record that the request was accepted). Writes whose loss is harmless use asynchronous
- * commit (no WAL flush wait): lost, a reward falls back to `sending`, its lease expires and it is re-sent with the same
- * external_id, which the rewards service answers with the original order. A write that fails a reward is always
- * synchronous: re-sent, a refused order might go through (funds added since) after the caller was told it failed.
+ * Every statement that reads or writes `reward_dispatches` and `dispatch_rewards` (DISPATCH_SQL). The insert before
+ * the first upstream call is synchronous (it is the record that the request was accepted). Writes whose loss is
+ * harmless use asynchronous commit (no WAL flush wait): lost, a reward falls back to `sending`, its lease expires and
+ * it is re-sent with the same external_id, which the rewards service answers with the original order. A write that
+ * fails a reward is always synchronous: re-sent, a refused order might go through (funds added since) after the
+ * caller was told it failed.
  */
 @Injectable()
 export class DispatchStore {
-  /** Interactive inserts of concurrent requests share one statement and one commit (see GroupCommit). */
   /** Reward outcomes and dispatch progress, grouped per pool: asynchronous commit, or durable for failures. */
   private readonly relaxedWrites = new GroupCommit<WriteItem, WriteResult>((items) =>
-    this.writeAll(this.db.relaxed, false, items),
+    this.writeAll(this.db.relaxed, items),
   );
   private readonly durableWrites = new GroupCommit<WriteItem, WriteResult>((items) =>
-    this.writeAll(this.db.main, true, items),
+    this.writeAll(this.db.main, items),
   );
+  /** Interactive inserts of concurrent requests share one statement and one commit (see GroupCommit). */
   private readonly inserts = new GroupCommit<
     InsertItem,
     { created_at: Date; lease_until: Date | null } | null
@@ -296,20 +439,7 @@ export class DispatchStore {
     rewards: NewReward[],
     queued = false,
   ): Promise<{ created_at: Date; lease_until: Date | null } | null> {
-    const item: InsertItem = {
-      id: row.id,
-      tenant_id: row.tenant_id,
-      connection_id: row.connection_id,
-      environment: row.environment,
-      order_shape: row.order_shape,
-      idempotency_key: row.idempotency_key,
-      request_hash: row.request_hash,
-      request: row.request,
-      upstream_payload: row.upstream_payload,
-      queued,
-      priority: row.priority,
-      rewards,
-    };
+    const item: InsertItem = { row, rewards, queued };
     // Interactive sends share commits (group commit); a batch's large insert goes alone, so it never holds them up.
     const [stamp] =
       rewards.length <= GROUP_COMMIT_MAX_REWARDS
@@ -327,31 +457,49 @@ export class DispatchStore {
   private async insertAll(
     items: InsertItem[],
   ): Promise<({ created_at: Date; lease_until: Date | null } | null)[]> {
-    // One dispatch of one reward (every interactive send when nothing queues): its values as parameters, read by the
-    // same statement — cheaper than a JSON array taken apart.
-    const one = items.length === 1 && items[0].rewards.length === 1;
-    const values: unknown[] = [this.config.leaseMs];
-    if (one) {
-      const [i] = items;
-      const [r] = i.rewards;
-      values.push(i.id, i.tenant_id, i.connection_id, i.environment, i.order_shape, i.idempotency_key);
-      values.push(i.request_hash, JSON.stringify(i.request), JSON.stringify(i.upstream_payload), i.queued);
-      values.push(i.priority, r.position, r.external_id, r.status, JSON.stringify(r.payload), r.attempts);
-    } else values.push(JSON.stringify(items));
-    // Times come back as epoch milliseconds (a float8 is parsed as a number, cheaper than pg's timestamp parsing).
     const { rows } = await this.db.main.query<{
       id: string;
       created_ms: number;
       lease_ms: number | null;
     }>({
-      name: one ? 'rg_dispatch_insert_one_v6' : 'rg_dispatch_insert_v6',
-      text: one ? INSERT_ONE : INSERT_MANY,
-      values,
+      name: 'rg_dispatch_insert',
+      text: DISPATCH_SQL.insert,
+      values: [
+        this.config.leaseMs,
+        JSON.stringify(
+          items.map(({ row, rewards, queued }) => ({
+            id: row.id,
+            tenant_id: row.tenant_id,
+            connection_id: row.connection_id,
+            environment: row.environment,
+            order_shape: row.order_shape,
+            idempotency_key: row.idempotency_key,
+            request_hash: row.request_hash,
+            request: row.request,
+            upstream_payload: row.upstream_payload,
+            queued,
+            priority: row.priority,
+            reward_count: rewards.length,
+          })),
+        ),
+        JSON.stringify(
+          items.flatMap(({ row, rewards }) =>
+            rewards.map((r) => ({
+              dispatch_id: row.id,
+              position: r.position,
+              external_id: r.external_id,
+              status: r.status,
+              payload: r.payload,
+              attempts: r.attempts,
+            })),
+          ),
+        ),
+      ],
     });
     this.metrics?.insertBatch.observe(items.length);
     const byId = new Map(rows.map((r) => [r.id, r]));
     return items.map((item) => {
-      const r = byId.get(item.id);
+      const r = byId.get(item.row.id);
       return r
         ? {
             created_at: new Date(r.created_ms),
@@ -376,9 +524,7 @@ export class DispatchStore {
       rewards.some((r) => r.status === 'failed' || r.status === 'cancelled') ||
       dispatch?.status === 'failed' ||
       dispatch?.status === 'cancelled';
-    return (durable ? this.durableWrites : this.relaxedWrites).submit(
-      writeItemOf(dispatchId, rewards, dispatch),
-    );
+    return (durable ? this.durableWrites : this.relaxedWrites).submit({ dispatchId, rewards, dispatch });
   }
 
   /**
@@ -387,95 +533,77 @@ export class DispatchStore {
    * it a lease extension. Two writes of one dispatch may share a statement only as lease extensions (lanes of one
    * attempt; their reward updates touch different positions), which is how the sender uses it.
    */
-  private async writeAll(pool: Pool, durable: boolean, items: WriteItem[]): Promise<WriteResult[]> {
-    const ids = [...new Set(items.map((i) => i.dispatch_id))];
-    // The dispatches again as keys ($3), so that every plan reaches them by primary key. Joined to the items alone, whose
-    // 100-row estimate (jsonb_to_recordset) is all a plan knows, a plan made while the tables were small hash-joins a
-    // scan of them and keeps doing so, which grows with the tables.
-    const values: unknown[] = [this.config.leaseMs, this.config.deliveryReconcileAfterMs];
-    // One dispatch with at most one reward (every interactive send's last write when nothing queues): its values as
-    // parameters, `= $3` (a plan Postgres keeps, the same for every value): cheaper than the same write as a JSON
-    // array taken apart.
-    const one = items.length === 1 && items[0].rewards.length <= 1;
-    if (one) {
-      const [w] = items;
-      const r: Partial<RewardUpdate> = w.rewards[0] ?? {};
-      values.push(w.dispatch_id, w.status, w.response_status, json(w.last_error), iso(w.next_attempt_at));
-      values.push(iso(w.sent_at), w.reset_attempts, r.position ?? null, r.status ?? null, r.bump ?? 0);
-      values.push(r.upstream_order_id ?? null, r.upstream_reward_id ?? null, r.upstream_order_status ?? null);
-      values.push(r.delivery_status ?? null, r.link_enc ?? null, json(r.last_error), iso(r.sent_at));
-      values.push(iso(r.next_check_at));
-    } else values.push(ids.length === 1 ? ids[0] : ids, JSON.stringify(items));
+  private async writeAll(pool: Pool, items: WriteItem[]): Promise<WriteResult[]> {
+    // One record per dispatch: the lanes of one attempt share it (at most one of them ends the attempt).
+    const byDispatch = new Map<string, DispatchUpdate | null>();
+    for (const i of items) byDispatch.set(i.dispatchId, byDispatch.get(i.dispatchId) ?? i.dispatch);
     const { rows } = await pool.query<{
       dispatch_id: string;
       changed: number[] | null;
       connection_status: string | null;
       cancel_requested: boolean | null;
     }>({
-      name: `rg_dispatch_write${durable ? '_sync' : ''}${one ? '_one' : ids.length === 1 ? '_same' : ''}_v9`,
-      text: one ? WRITE_ONE : ids.length === 1 ? WRITE_SAME : WRITE_MANY,
-      values,
+      name: 'rg_dispatch_write',
+      text: DISPATCH_SQL.write,
+      values: [
+        this.config.leaseMs,
+        this.config.deliveryReconcileAfterMs,
+        JSON.stringify(
+          [...byDispatch].map(([id, d]) => ({
+            dispatch_id: id,
+            status: d?.status,
+            response_status: d?.responseStatus,
+            last_error: d?.lastError,
+            next_attempt_at: d?.nextAttemptAt,
+            sent_at: d?.sentAt,
+            reset_attempts: d?.resetAttempts ?? false,
+          })),
+        ),
+        JSON.stringify(items.flatMap((i) => i.rewards.map((r) => ({ ...r, dispatch_id: i.dispatchId })))),
+      ],
     });
-    // Positions changed belong to their dispatch; two items of one dispatch each see every position changed for it,
-    // and each only looks at its own.
-    return rows.map((row) => ({
-      changed: new Set(row.changed ?? []),
-      connectionStatus: row.connection_status,
-      cancelRequested: row.cancel_requested ?? false,
-    }));
+    // Positions changed belong to their dispatch: two items of one dispatch each see every position changed for it,
+    // and each only looks at its own. What a sender checks before its next call is read back for a write that
+    // continues an attempt; one that ends it reads neither.
+    const byId = new Map(rows.map((row) => [row.dispatch_id, row]));
+    return items.map((item) => {
+      const row = byId.get(item.dispatchId);
+      return {
+        changed: new Set(row?.changed ?? []),
+        connectionStatus: item.dispatch ? null : (row?.connection_status ?? null),
+        cancelRequested: item.dispatch ? false : (row?.cancel_requested ?? false),
+      };
+    });
   }
 
   /**
    * Ends a worker's attempt whose rewards are all settled (they may be more than it held in memory): derives the
-   * dispatch's status from the stored rewards. With `giveUp`, every reward still open fails first with that reason.
-   * A dispatch that still has open rewards (none should) is queued again, due now.
+   * dispatch's status from the stored rewards (statusOf, the rule the sender applies in memory). With `giveUp`, every
+   * reward still open fails first with that reason. A dispatch that still has open rewards (none should) is queued
+   * again, due now. One transaction, holding the dispatch: a reward settled meanwhile by the approval checks is
+   * counted, not missed.
    */
   async settle(dispatchId: string, giveUp: RewardError | null = null): Promise<void> {
-    const pool = this.db.main;
-    if (giveUp) {
-      await pool.query(
-        `UPDATE dispatch_rewards SET status = 'failed', updated_at = now(),
-                last_error = $2::jsonb || jsonb_build_object('outcome_unknown', status = 'sending')
-          WHERE dispatch_id = $1 AND status IN ('pending', 'sending')`,
-        [dispatchId, JSON.stringify(giveUp)],
-      );
-    }
-    await pool.query({
-      name: 'rg_dispatch_settle',
-      text: `WITH c AS (
-               SELECT count(*) AS total,
-                      count(*) FILTER (WHERE status IN ('sent', 'pending_approval')) AS out,
-                      count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
-                      count(*) FILTER (WHERE status = 'pending_approval') AS held,
-                      count(*) FILTER (WHERE status IN ('pending', 'sending')) AS open,
-                      count(DISTINCT last_error->>'code') FILTER (WHERE status IN ('failed', 'cancelled')) AS codes,
-                      min(last_error->>'code') FILTER (WHERE status IN ('failed', 'cancelled')) AS code,
-                      bool_and(last_error->>'code' IN ('upstream_unavailable', 'upstream_rate_limited'))
-                        FILTER (WHERE status IN ('failed', 'cancelled')) AS gave_up,
-                      max(sent_at) AS sent_at
-                 FROM dispatch_rewards WHERE dispatch_id = $1
-             ), s AS (
-               SELECT c.*, CASE WHEN c.open > 0 THEN 'queued' ELSE ${DERIVED_STATUS} END AS status,
-                      CASE WHEN c.codes = 1 THEN c.code ELSE 'upstream_rejected' END AS common_code
-                 FROM c
-             )
-             UPDATE reward_dispatches d
-                SET status = s.status, lease_until = NULL, updated_at = now(),
-                    next_attempt_at = CASE WHEN s.status = 'queued' THEN now() END,
-                    sent_at = coalesce(d.sent_at, s.sent_at),
-                    response_status = coalesce(d.response_status, CASE
-                      WHEN s.status IN ('sent', 'partially_failed') THEN 201
-                      WHEN s.status IN ('pending_approval', 'queued') THEN 202
-                      WHEN s.status = 'cancelled' OR s.common_code IN ('connection_not_active', 'dispatch_cancelled') THEN 409
-                      WHEN s.gave_up THEN 503 ELSE 422 END),
-                    last_error = CASE WHEN s.status IN ('failed', 'cancelled')
-                      THEN jsonb_build_object('code', s.common_code, 'message',
-                             CASE WHEN s.total = 1 THEN 'The reward was not sent; see the reward.'
-                                  ELSE 'None of the ' || s.total || ' rewards was sent; see each reward.' END)
-                      ELSE NULL END
-               FROM s
-              WHERE d.id = $1 AND d.status IN ('sending', 'queued')`,
-      values: [dispatchId],
+    await this.db.transaction(async (tx) => {
+      if (!(await tx.query(DISPATCH_SQL.lockOpen, [dispatchId])).rowCount) return;
+      if (giveUp) await tx.query(DISPATCH_SQL.giveUp, [dispatchId, JSON.stringify(giveUp)]);
+      const { counts, codes, sentAt } = await summaryOf(tx, dispatchId);
+      const status = statusOf(counts) ?? 'queued';
+      const total = Object.values(counts).reduce((a, b) => a + b, 0);
+      const failure = status === 'failed' || status === 'cancelled' ? failureOf(status, codes) : null;
+      const responseStatus = failure
+        ? failure.status
+        : status === 'sent' || status === 'partially_failed'
+          ? 201
+          : 202;
+      const lastError = failure && {
+        code: failure.code,
+        message:
+          total === 1
+            ? 'The reward was not sent; see the reward.'
+            : `None of the ${total} rewards was sent; see each reward.`,
+      };
+      await tx.query(DISPATCH_SQL.settle, [dispatchId, status, iso(sentAt), responseStatus, json(lastError)]);
     });
   }
 
@@ -485,47 +613,24 @@ export class DispatchStore {
    * sender, which sees the request at its next write and stops. Returns false when the dispatch was already settled.
    */
   async cancel(tenantId: string, dispatchId: string): Promise<boolean> {
-    const { rows } = await this.db.main.query<{ id: string }>(
-      `WITH d AS (
-         UPDATE reward_dispatches SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
-          WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'sending')
-          RETURNING id
-       ), r AS (
-         UPDATE dispatch_rewards t SET status = 'cancelled', updated_at = now(),
-                last_error = '{"code": "dispatch_cancelled", "message": "The dispatch was cancelled before this reward was sent; it was not sent."}'
-           FROM d WHERE t.dispatch_id = d.id AND t.status = 'pending'
-       )
-       SELECT id FROM d`,
-      [tenantId, dispatchId],
-    );
+    const { rows } = await this.db.main.query<{ id: string }>(DISPATCH_SQL.cancel, [tenantId, dispatchId]);
     if (!rows.length) return false;
     // Not held by a live sender (queued, or its holder died): settle now if nothing is on its way.
-    const { rows: idle } = await this.db.main.query<{ open: number }>(
-      `SELECT count(*) FILTER (WHERE r.status IN ('pending', 'sending'))::int AS open
-         FROM reward_dispatches d JOIN dispatch_rewards r ON r.dispatch_id = d.id
-        WHERE d.id = $1 AND (d.status = 'queued' OR d.lease_until < now())`,
-      [dispatchId],
-    );
+    const { rows: idle } = await this.db.main.query<{ open: number }>(DISPATCH_SQL.idle, [dispatchId]);
     if (idle[0] && idle[0].open === 0) await this.settle(dispatchId);
     return true;
   }
 
   /** Up to `limit` rewards of a dispatch not settled yet, after `afterPosition`, in position order: one slice. */
   async openRewards(dispatchId: string, afterPosition: number, limit = REWARD_PAGE): Promise<RewardRow[]> {
-    return (
-      await this.db.main.query<RewardRow>(
-        `SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
-        WHERE dispatch_id = $1 AND position > $2 AND status IN ('pending', 'sending') ORDER BY position LIMIT $3`,
-        [dispatchId, afterPosition, limit],
-      )
-    ).rows;
+    return (await this.db.main.query<RewardRow>(DISPATCH_SQL.openRewards, [dispatchId, afterPosition, limit]))
+      .rows;
   }
 
   /** Counts per reward status of the given dispatches (stored counts, whatever their size). */
   async countsOf(dispatchIds: string[]): Promise<Map<string, Record<RewardStatus, number>>> {
     const { rows } = await this.db.main.query<{ dispatch_id: string; status: RewardStatus; n: number }>(
-      `SELECT dispatch_id, status, count(*)::int AS n FROM dispatch_rewards WHERE dispatch_id = ANY($1::uuid[])
-        GROUP BY dispatch_id, status`,
+      DISPATCH_SQL.countsOf,
       [dispatchIds],
     );
     const counts = new Map<string, Record<RewardStatus, number>>(
@@ -546,25 +651,16 @@ export class DispatchStore {
    * may retry the same Idempotency-Key later. Only while this process still holds it.
    */
   async discard(dispatchId: string): Promise<void> {
-    await this.db.main.query(
-      `DELETE FROM reward_dispatches WHERE id = $1 AND status = 'sending' AND attempts = 1`,
-      [dispatchId],
-    );
+    await this.db.main.query(DISPATCH_SQL.discard, [dispatchId]);
   }
 
   async findByKey(tenantId: string, key: string): Promise<DispatchRow | null> {
-    const { rows } = await this.db.main.query<DispatchRow>(
-      `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND idempotency_key = $2`,
-      [tenantId, key],
-    );
+    const { rows } = await this.db.main.query<DispatchRow>(DISPATCH_SQL.findByKey, [tenantId, key]);
     return rows[0] ?? null;
   }
 
   async find(tenantId: string, id: string): Promise<DispatchRow | null> {
-    const { rows } = await this.db.main.query<DispatchRow>(
-      `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND id = $2`,
-      [tenantId, id],
-    );
+    const { rows } = await this.db.main.query<DispatchRow>(DISPATCH_SQL.find, [tenantId, id]);
     return rows[0] ?? null;
   }
 
@@ -575,22 +671,17 @@ export class DispatchStore {
     offset: number,
   ): Promise<DispatchRow[]> {
     return (
-      await this.db.main.query<DispatchRow>(
-        `SELECT * FROM reward_dispatches WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)
-        ORDER BY created_at DESC, id LIMIT $3 OFFSET $4`,
-        [tenantId, status ?? null, limit, offset],
-      )
+      await this.db.main.query<DispatchRow>(DISPATCH_SQL.list, [tenantId, status ?? null, limit, offset])
     ).rows;
   }
 
   /** The rewards of the given dispatches, by dispatch, in position order: at most `limit` each from `offset`. */
   async rewardsOf(dispatchIds: string[], limit = REWARD_PAGE, offset = 0): Promise<Map<string, RewardRow[]>> {
-    const { rows } = await this.db.main.query<RewardRow>(
-      `SELECT r.* FROM unnest($1::uuid[]) AS d(id),
-              LATERAL (SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
-                        WHERE dispatch_id = d.id AND position >= $3 ORDER BY position LIMIT $2) r`,
-      [dispatchIds, limit, offset],
-    );
+    const { rows } = await this.db.main.query<RewardRow>(DISPATCH_SQL.rewardsOf, [
+      dispatchIds,
+      limit,
+      offset,
+    ]);
     const byDispatch = new Map<string, RewardRow[]>(dispatchIds.map((id) => [id, []]));
     for (const r of rows) byDispatch.get(r.dispatch_id)?.push(r);
     return byDispatch;
@@ -610,40 +701,8 @@ export class DispatchStore {
     busyBulk: string[] = [],
   ): Promise<DispatchRow[]> {
     const { rows } = await this.db.main.query<DispatchRow>({
-      name: 'rg_dispatch_claim_v2',
-      text: `WITH ready AS (
-         SELECT d.id, d.priority, coalesce(d.next_attempt_at, d.lease_until) AS due,
-                row_number() OVER (PARTITION BY d.connection_id ORDER BY d.priority, coalesce(d.next_attempt_at, d.lease_until)) AS turn
-           FROM reward_dispatches d
-          WHERE ((d.status = 'queued' AND d.next_attempt_at <= now()) OR (d.status = 'sending' AND d.lease_until < now()))
-            AND NOT (d.priority = 0 AND d.connection_id = ANY($3::uuid[]))
-            AND NOT (d.priority = 1 AND d.connection_id = ANY($4::uuid[]))
-       ), candidates AS (
-         SELECT id FROM ready WHERE turn = 1 ORDER BY priority, due LIMIT $2
-       ), due AS (
-         SELECT d.id, (c.id IS NULL OR c.status = 'disconnected') AS gone
-           FROM reward_dispatches d LEFT JOIN connections c ON c.id = d.connection_id
-          WHERE d.id IN (SELECT id FROM candidates)
-            AND ((d.status = 'queued' AND d.next_attempt_at <= now()) OR (d.status = 'sending' AND d.lease_until < now()))
-          FOR UPDATE OF d SKIP LOCKED
-       ), cancelled_rewards AS (
-         UPDATE dispatch_rewards r SET status = 'cancelled', updated_at = now(),
-                last_error = '{"code": "dispatch_cancelled", "message": "The rewards connection was disconnected before this reward was sent; it was not sent."}'
-           FROM due WHERE due.gone AND r.dispatch_id = due.id AND r.status IN ('pending', 'sending')
-       ), cancelled AS (
-         UPDATE reward_dispatches d
-            SET status = CASE WHEN EXISTS (SELECT 1 FROM dispatch_rewards r WHERE r.dispatch_id = d.id AND r.status IN ('sent', 'pending_approval'))
-                              THEN 'partially_failed' ELSE 'cancelled' END,
-                response_status = coalesce(d.response_status, 409), lease_until = NULL, next_attempt_at = NULL, updated_at = now(),
-                last_error = '{"code": "dispatch_cancelled", "message": "The rewards connection was disconnected; what was not sent was cancelled."}'
-           FROM due WHERE due.gone AND d.id = due.id
-       )
-       UPDATE reward_dispatches d
-          SET status = 'sending', attempts = d.attempts + 1, updated_at = now(),
-              lease_until = now() + make_interval(secs => $1::float8 / 1000)
-         FROM due
-        WHERE d.id = due.id AND NOT due.gone
-        RETURNING d.*`,
+      name: 'rg_dispatch_claim',
+      text: DISPATCH_SQL.claimDue,
       values: [this.config.leaseMs, limit, busyInteractive, busyBulk],
     });
     return rows;
@@ -671,17 +730,7 @@ export class DispatchStore {
       tenant_id: string;
     }>({
       name: 'rg_dispatch_record_delivery',
-      text: `UPDATE dispatch_rewards r
-                SET delivery_state = $3, delivery_status = $4, delivery_reason = $5, delivery_event_at = $6,
-                    delivery_check_at = CASE WHEN $3 = 'pending' THEN r.delivery_check_at END, updated_at = now()
-               FROM reward_dispatches d
-              WHERE r.upstream_reward_id = $1 AND d.id = r.dispatch_id AND d.connection_id = ANY($2::uuid[])
-                AND r.status IN ('sent', 'pending_approval')
-                AND (r.delivery_event_at IS NULL OR r.delivery_event_at < $6
-                     OR (r.delivery_event_at = $6 AND r.delivery_state = 'pending'))
-                AND NOT ($3 = 'pending' AND r.delivery_state IN ('delivered', 'delivery_failed'))
-                AND (r.delivery_state IS DISTINCT FROM $3 OR r.delivery_status IS DISTINCT FROM $4)
-              RETURNING r.dispatch_id, r.position, d.tenant_id`,
+      text: DISPATCH_SQL.recordDelivery,
       values: [
         upstreamRewardId,
         accountConnectionIds,
@@ -708,25 +757,13 @@ export class DispatchStore {
       position: number;
       upstream_reward_id: string;
       connection_id: string;
-    }>(
-      `UPDATE dispatch_rewards r SET delivery_check_at = now() + make_interval(secs => $2::float8 / 1000)
-         FROM (SELECT dispatch_id, position FROM dispatch_rewards
-                WHERE delivery_check_at <= now() ORDER BY delivery_check_at LIMIT $1 FOR UPDATE SKIP LOCKED) due,
-              reward_dispatches d
-        WHERE r.dispatch_id = due.dispatch_id AND r.position = due.position AND d.id = r.dispatch_id
-          AND r.upstream_reward_id IS NOT NULL AND d.connection_id IS NOT NULL
-        RETURNING r.dispatch_id, r.position, r.upstream_reward_id, d.connection_id`,
-      [limit, nextCheckMs],
-    );
+    }>(DISPATCH_SQL.claimDeliveryChecks, [limit, nextCheckMs]);
     return rows;
   }
 
   /** Stops polling a reward (its connection is gone, or the service does not know it). */
   async stopDeliveryCheck(dispatchId: string, position: number): Promise<void> {
-    await this.db.main.query(
-      `UPDATE dispatch_rewards SET delivery_check_at = NULL WHERE dispatch_id = $1 AND position = $2`,
-      [dispatchId, position],
-    );
+    await this.db.main.query(DISPATCH_SQL.stopDeliveryCheck, [dispatchId, position]);
   }
 
   /**
@@ -735,55 +772,39 @@ export class DispatchStore {
    */
   async claimApprovalCheck(): Promise<(RewardRow & { connection_id: string | null }) | null> {
     const { rows } = await this.db.main.query<RewardRow & { connection_id: string | null }>(
-      `UPDATE dispatch_rewards r SET next_check_at = now() + make_interval(secs => $1::float8 / 1000)
-         FROM (SELECT dispatch_id, position FROM dispatch_rewards
-                WHERE status = 'pending_approval' AND next_check_at <= now()
-                ORDER BY next_check_at LIMIT 1 FOR UPDATE SKIP LOCKED) due, reward_dispatches d
-        WHERE r.dispatch_id = due.dispatch_id AND r.position = due.position AND d.id = r.dispatch_id
-        RETURNING ${REWARD_COLUMNS.split(',')
-          .map((c) => `r.${c.trim()}`)
-          .join(', ')}, d.connection_id`,
+      DISPATCH_SQL.claimApprovalCheck,
       [this.config.leaseMs],
     );
     return rows[0] ?? null;
   }
 
-  /** Settles (or re-schedules) a reward held for approval and re-derives its dispatch's status, in one transaction. */
+  /**
+   * Settles (or re-schedules) a reward held for approval. Settled, its dispatch's status is derived again (statusOf)
+   * in the same transaction, which holds the dispatch so that two rewards settled at once both count.
+   */
   async settleApproval(dispatchId: string, update: RewardUpdate): Promise<void> {
-    await this.db.main.query(
-      `WITH r AS (
-         UPDATE dispatch_rewards t
-            SET status = x.status, upstream_order_status = coalesce(x.upstream_order_status, t.upstream_order_status),
-                delivery_status = coalesce(x.delivery_status, t.delivery_status), last_error = x.last_error,
-                sent_at = coalesce(x.sent_at, t.sent_at), next_check_at = x.next_check_at, updated_at = now(),
-                delivery_state = CASE WHEN x.status = 'sent' AND ${TRACKED} THEN coalesce(t.delivery_state, 'pending') ELSE t.delivery_state END,
-                delivery_check_at = CASE WHEN x.status = 'sent' AND ${TRACKED} AND t.delivery_state IS NULL
-                                         THEN now() + make_interval(secs => $5::float8 / 1000) ELSE t.delivery_check_at END
-           FROM jsonb_to_record($2::jsonb) AS x(position int, status text, upstream_order_status text, delivery_status text,
-                last_error jsonb, sent_at timestamptz, next_check_at timestamptz)
-          WHERE t.dispatch_id = $1 AND t.position = x.position AND t.status = 'pending_approval'
-          RETURNING t.dispatch_id
-       ), counts AS (
-         -- The other rewards as stored, this one as it becomes (a CTE's update is not visible to its siblings).
-         SELECT count(*) AS total,
-                count(*) FILTER (WHERE CASE WHEN t.position = $3 THEN $4 ELSE t.status END IN ('sent', 'pending_approval')) AS out,
-                count(*) FILTER (WHERE CASE WHEN t.position = $3 THEN $4 ELSE t.status END = 'cancelled') AS cancelled,
-                count(*) FILTER (WHERE CASE WHEN t.position = $3 THEN $4 ELSE t.status END = 'pending_approval') AS held,
-                count(*) FILTER (WHERE CASE WHEN t.position = $3 THEN $4 ELSE t.status END IN ('pending', 'sending')) AS open
-           FROM dispatch_rewards t WHERE t.dispatch_id = $1
-       )
-       UPDATE reward_dispatches d
-          SET status = ${DERIVED_STATUS},
-              sent_at = CASE WHEN $4 = 'sent' THEN coalesce(d.sent_at, now()) ELSE d.sent_at END, updated_at = now()
-         FROM counts c, r
-        WHERE d.id = $1 AND c.open = 0 AND d.status IN ('pending_approval', 'partially_failed')`,
-      [
-        dispatchId,
-        JSON.stringify(update),
-        update.position,
-        update.status,
-        this.config.deliveryReconcileAfterMs,
-      ],
-    );
+    const values = [
+      dispatchId,
+      update.position,
+      update.status,
+      update.upstream_order_status ?? null,
+      update.delivery_status ?? null,
+      json(update.last_error),
+      iso(update.sent_at),
+      iso(update.next_check_at),
+      this.config.deliveryReconcileAfterMs,
+    ];
+    // Checked again later: nothing the dispatch's status depends on changed.
+    if (update.status === 'pending_approval') {
+      await this.db.main.query(DISPATCH_SQL.settleApproval, values);
+      return;
+    }
+    await this.db.transaction(async (tx) => {
+      await tx.query(DISPATCH_SQL.lockSettled, [dispatchId]);
+      if (!(await tx.query(DISPATCH_SQL.settleApproval, values)).rowCount) return;
+      const status = statusOf((await summaryOf(tx, dispatchId)).counts);
+      if (status)
+        await tx.query(DISPATCH_SQL.approvalSettled, [dispatchId, status, update.status === 'sent']);
+    });
   }
 }

@@ -111,13 +111,41 @@ export interface RewardRow {
   sent_at: Date | null;
 }
 
-/** A settled dispatch's status, from its rewards. Null while any reward is unsettled. */
+/**
+ * The status of a dispatch from its rewards' counts: null while any reward is unsettled; else `cancelled` or `failed`
+ * when none went out (cancelled when any was cancelled), `partially_failed` when some did, `pending_approval` when all
+ * did and some are held for approval, `sent`. The one statement of this rule: the sender applies it to the rewards in
+ * memory (deriveStatus), the store to the stored counts (settle, approvals) — TypeScript rather than SQL so that both
+ * paths and its unit tests share it.
+ */
+export function statusOf(counts: Record<RewardStatus, number>): DispatchStatus | null {
+  if (counts.pending + counts.sending > 0) return null;
+  const total = Object.values(counts).reduce((a, b) => a + b, 0);
+  const out = counts.sent + counts.pending_approval;
+  if (out === 0) return counts.cancelled > 0 ? 'cancelled' : 'failed';
+  if (out < total) return 'partially_failed';
+  return counts.pending_approval > 0 ? 'pending_approval' : 'sent';
+}
+
+/** A settled dispatch's status, from its rewards (statusOf). Null while any reward is unsettled. */
 export function deriveStatus(rewards: { status: RewardStatus }[]): DispatchStatus | null {
-  if (rewards.some((r) => !isSettled(r.status))) return null;
-  const out = rewards.filter((r) => r.status === 'sent' || r.status === 'pending_approval').length;
-  if (out === 0) return rewards.some((r) => r.status === 'cancelled') ? 'cancelled' : 'failed';
-  if (out < rewards.length) return 'partially_failed';
-  return rewards.some((r) => r.status === 'pending_approval') ? 'pending_approval' : 'sent';
+  return statusOf(countsOf(rewards));
+}
+
+/**
+ * A dispatch none of whose rewards went out (`failed` / `cancelled`), from its rewards' error codes: the code is their
+ * common one, else `upstream_rejected`; the HTTP status 503 when every failure was a give-up on an unavailable
+ * upstream, 409 when it was cancelled or its connection is not active, else 422.
+ */
+export function failureOf(status: DispatchStatus, codes: Iterable<string>): { code: string; status: number } {
+  const distinct = new Set(codes);
+  const code = distinct.size === 1 ? [...distinct][0] : 'upstream_rejected';
+  const gaveUp =
+    distinct.size > 0 &&
+    [...distinct].every((c) => c === 'upstream_unavailable' || c === 'upstream_rate_limited');
+  const conflict =
+    status === 'cancelled' || code === 'connection_not_active' || code === 'dispatch_cancelled';
+  return { code, status: gaveUp ? 503 : conflict ? 409 : 422 };
 }
 
 /** The HTTP status a dispatch answers with (for all-failed dispatches see `failureBody`). */
@@ -208,8 +236,8 @@ export function progressOf(counts: Record<RewardStatus, number>, msPerReward: nu
 }
 
 /**
- * A dispatch whose every reward failed answers with our error shape: 503 when every failure was a give-up on an
- * unavailable upstream, else 422; one detail per reward. The code is the rewards' common code, or `upstream_rejected`.
+ * A dispatch whose every reward failed answers with our error shape (code and status: failureOf), one detail per
+ * reward.
  */
 export function failureBody(
   row: DispatchRow,
@@ -218,10 +246,10 @@ export function failureBody(
   const errors = rewards.map(
     (r): RewardError => r.last_error ?? { code: 'upstream_rejected', message: 'failed' },
   );
-  const codes = new Set(errors.map((e) => e.code));
-  const code = codes.size === 1 ? [...codes][0] : 'upstream_rejected';
-  const gaveUp = errors.every((e) => e.code === 'upstream_unavailable' || e.code === 'upstream_rate_limited');
-  const status = gaveUp ? 503 : code === 'connection_not_active' || code === 'dispatch_cancelled' ? 409 : 422;
+  const { code, status } = failureOf(
+    row.status === 'cancelled' || rewards.some((r) => r.status === 'cancelled') ? 'cancelled' : 'failed',
+    errors.map((e) => e.code),
+  );
   const total = row.reward_count || rewards.length;
   const message =
     total === 1
