@@ -234,7 +234,8 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
     );
     const schemas = doc.body.components.schemas;
     expect(schemas.CreateTenantDto.properties).toHaveProperty('return_urls');
-    expect(schemas.SendRewardsDto.properties).toHaveProperty('rewards');
+    const send = doc.body.paths['/v1/tenants/{tenant}/rewards'].post;
+    expect(send.requestBody.content['application/json'].schema.properties).toHaveProperty('rewards');
     expect(schemas.DispatchResponse.properties).toHaveProperty('upstream_order_id');
     expect(schemas.ConnectionHealthResponse.properties).toHaveProperty('health');
   });

@@ -5,6 +5,7 @@ import { CONNECTION_ERROR_CODES } from '../src/connections/connections.errors';
 import { DELIVERY_WEBHOOK_ERROR_CODES } from '../src/delivery-webhooks/delivery-webhooks.errors';
 import { FIELDS_ERROR_CODES } from '../src/fields-cache/fields-cache.errors';
 import { OPS_ERROR_CODES } from '../src/ops/ops.errors';
+import { SEND_REWARDS_BODY_SCHEMA } from '../src/reward-dispatch/dto/send-rewards.dto';
 import { DISPATCH_ERROR_CODES } from '../src/reward-dispatch/reward-dispatch.errors';
 import { UPSTREAM_ERROR_CODES } from '../src/rewards-api/rewards-api.errors';
 import { TENANT_WEBHOOK_ERROR_CODES } from '../src/tenant-webhooks/tenant-webhooks.errors';
@@ -177,6 +178,51 @@ describe('OpenAPI: every error answer with the error schema and an example; requ
       }
     }
     expect(PUBLIC.size).toBe(operations(doc).filter(({ key }) => PUBLIC.has(key)).length);
+  });
+
+  it('shows the send body as the schema the route validates it with: its fields, limits and examples', () => {
+    const media = doc.paths['/v1/tenants/{tenant}/rewards'].post.requestBody?.content['application/json'];
+    expect(media?.schema).toEqual(JSON.parse(JSON.stringify(SEND_REWARDS_BODY_SCHEMA)));
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const body = media?.schema as any;
+    expect(Object.keys(body.properties)).toEqual([
+      'environment',
+      'funding_source_id',
+      'external_reference',
+      'rewards',
+    ]);
+    expect(body).toMatchObject({ additionalProperties: false, required: ['rewards'] });
+    expect(body.properties.rewards).toMatchObject({ type: 'array', minItems: 1, maxItems: 10_000 });
+    const reward = body.properties.rewards.items;
+    expect(reward).toMatchObject({ additionalProperties: false, required: ['recipient', 'value'] });
+    expect(Object.keys(reward.properties)).toEqual([
+      'recipient',
+      'value',
+      'products',
+      'campaign_id',
+      'delivery',
+      'custom_fields',
+    ]);
+    expect(reward.properties.recipient.properties.name).toMatchObject({
+      minLength: 1,
+      maxLength: 255,
+      example: 'Ada Lovelace',
+    });
+    expect(reward.properties.recipient.properties.email).toMatchObject({ format: 'email', nullable: true });
+    expect(reward.properties.value.properties.denomination).toMatchObject({
+      minimum: 0.01,
+      maximum: 1_000_000,
+      multipleOf: 0.01,
+      example: 25,
+    });
+    expect(reward.properties.products).toMatchObject({
+      minItems: 1,
+      maxItems: 10,
+      example: ['PRODAMAZONUS'],
+    });
+    expect(reward.properties.delivery.properties.method.enum).toEqual(['EMAIL', 'LINK', 'PHONE']);
+    expect(reward.properties.custom_fields.anyOf).toHaveLength(2);
+    expect(Object.keys(media?.examples ?? {})).toEqual(['email', 'campaignLink']);
   });
 
   it('gives every JSON request body at least one example', () => {

@@ -223,17 +223,16 @@ describe('security: error answers', () => {
       const details = res.body.error.details as { field: string; reason: string }[];
       const byField = Object.fromEntries(details.map((d) => [d.field, d.reason]));
       expect(details).toHaveLength(Object.keys(byField).length); // one entry per field
-      // The send body is checked by the compiled schema (dto/send-rewards.schema.ts): each reason names the rule.
+      // The send body is checked by its JSON Schema (dto/send-rewards.dto.ts): each reason states the rule (its title).
       expect(byField).toEqual({
         'rewards[0].recipient.name': 'rewards[0].recipient.name must be a string of 1–255 characters',
         'rewards[0].recipient.email':
-          'rewards[0].recipient.email must be an e-mail address of 3–254 characters',
+          'rewards[0].recipient.email must be an e-mail address of at most 254 characters',
         'rewards[0].value.denomination':
           'rewards[0].value.denomination must be a number from 0.01 to 1000000 with at most two decimals',
         'rewards[0].value.currency_code':
           'rewards[0].value.currency_code must be an ISO 4217 code such as USD',
-        'rewards[0].products':
-          'rewards[0].products must be a list of 1–10 product ids, each a string of 1–200 characters',
+        'rewards[0].products[0]': 'rewards[0].products[0] must be a product id of 1–200 characters',
         'rewards[1].recipient': 'rewards[1].recipient must be an object {name, email, phone}',
         'rewards[1].value': 'rewards[1].value must be an object {denomination, currency_code}',
       });

@@ -7,6 +7,7 @@ import {
   ApiResponse,
   type ApiResponseOptions,
   ApiSchema,
+  type SchemaObject,
   getSchemaPath,
 } from '@nestjs/swagger';
 import type { CommonErrorCode, ErrorDetail } from './app-error';
@@ -151,15 +152,20 @@ export function ApiErrors(...errors: (ErrorExample | readonly ErrorExample[])[])
   return applyDecorators(...decorators);
 }
 
-/** A JSON request body of `type` with named examples (each one works as it is against the demo gateway). */
+/**
+ * A JSON request body with named examples (each one works as it is against the demo gateway): a DTO class, or the
+ * JSON Schema (OpenAPI 3.0) that the route validates the body with, shown as it is.
+ */
 export function ApiJsonBody(
-  type: new (...args: never[]) => unknown,
+  body: (new (...args: never[]) => unknown) | object,
   examples: Record<string, { summary: string; description?: string; value: unknown }>,
   description?: string,
 ) {
+  if (typeof body !== 'function')
+    return ApiBody({ schema: body as SchemaObject, examples, required: true, description });
   return applyDecorators(
-    ApiExtraModels(type),
-    ApiBody({ schema: { $ref: getSchemaPath(type) }, examples, required: true, description }),
+    ApiExtraModels(body),
+    ApiBody({ schema: { $ref: getSchemaPath(body) }, examples, required: true, description }),
   );
 }
 

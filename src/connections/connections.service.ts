@@ -67,7 +67,7 @@ export class ConnectionsService {
     });
   }
 
-  resolveEnvironment(requested?: string): RewardsEnvironment {
+  resolveEnvironment(requested?: string | null): RewardsEnvironment {
     const environment = (requested ?? this.defaultEnvironment) as RewardsEnvironment;
     if (!this.environments[environment]) {
       throw new ConnectionsError(
@@ -204,7 +204,7 @@ export class ConnectionsService {
    */
   async liveConnection(
     tenantId: string,
-    environment?: string,
+    environment?: string | null,
   ): Promise<{ id: string; environment: RewardsEnvironment }> {
     const env = this.resolveEnvironment(environment);
     const key = `${tenantId}/${env}`;

@@ -1,9 +1,4 @@
-import {
-  customFieldsError,
-  customFieldsShapeProblem,
-  fieldValue,
-  resolveCustomFields,
-} from './custom-fields';
+import { customFieldsError, fieldValue, resolveCustomFields } from './custom-fields';
 import type { Field } from './fields-cache.service';
 
 const fields: Field[] = [
@@ -57,16 +52,6 @@ describe('custom fields', () => {
       { field: 'rewards[0].custom_fields.Department', reason: 'custom field "Department" is required' },
     ]);
     expect(customFieldsError(missing)?.code).toBe('missing_required_custom_field');
-  });
-
-  it('checks the input shape', () => {
-    expect(customFieldsShapeProblem({ A: 'x' })).toBeNull();
-    expect(customFieldsShapeProblem([{ id: 'f1', value: 'x' }])).toBeNull();
-    expect(customFieldsShapeProblem([{ id: 'f1', label: 'A', value: 'x' }])).toMatch(/exactly one/);
-    expect(customFieldsShapeProblem({ A: 5, B: true, C: ['x'] })).toBeNull();
-    expect(customFieldsShapeProblem({ A: {} })).toMatch(/string/);
-    expect(customFieldsShapeProblem([{ id: 'f1', value: null }])).toMatch(/string/);
-    expect(customFieldsShapeProblem('x')).toMatch(/object/);
   });
 
   describe('values by data type', () => {

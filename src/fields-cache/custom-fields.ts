@@ -27,54 +27,7 @@ export interface Resolution {
   kinds: Set<'value' | 'required' | 'duplicate'>;
 }
 
-/** Checks the shape of `custom_fields` (used by the DTO validator). Returns a reason, or null when well-formed. */
-export function customFieldsShapeProblem(value: unknown): string | null {
-  if (Array.isArray(value)) {
-    if (value.length > 100) return 'at most 100 custom fields';
-    for (const entry of value) {
-      if (!entry || typeof entry !== 'object' || Array.isArray(entry))
-        return 'each entry must be an object {id|label, value}';
-      const e = entry as Record<string, unknown>;
-      const keys = Object.keys(e);
-      if (keys.some((k) => !['id', 'label', 'value'].includes(k)))
-        return 'entries take only id, label and value';
-      if ((e.id === undefined) === (e.label === undefined))
-        return 'each entry needs exactly one of id or label';
-      if (e.id !== undefined && (typeof e.id !== 'string' || !e.id || e.id.length > 255))
-        return 'id must be a string of 1–255 characters';
-      if (e.label !== undefined && (typeof e.label !== 'string' || !e.label || e.label.length > 255))
-        return 'label must be a string of 1–255 characters';
-      const bad = valueShapeProblem(e.value);
-      if (bad) return `value ${bad}`;
-    }
-    return null;
-  }
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>);
-    if (entries.length > 100) return 'at most 100 custom fields';
-    for (const [label, v] of entries) {
-      if (!label || label.length > 255) return 'labels must be 1–255 characters';
-      const bad = valueShapeProblem(v);
-      if (bad) return `the value of "${label}" ${bad}`;
-    }
-    return null;
-  }
-  return 'must be an object {"<label>": "<value>"} or an array [{id|label, value}]';
-}
-
 const MAX_VALUE_LENGTH = 5000;
-
-function valueShapeProblem(v: unknown): string | null {
-  if (typeof v === 'string')
-    return v.length > MAX_VALUE_LENGTH ? `must be at most ${MAX_VALUE_LENGTH} characters` : null;
-  if (typeof v === 'boolean') return null;
-  if (typeof v === 'number') return Number.isFinite(v) ? null : 'must be a finite number';
-  if (Array.isArray(v)) {
-    if (v.length > 100) return 'must list at most 100 options';
-    return v.every((x) => typeof x === 'string' && x.length <= 1000) ? null : 'must be a list of strings';
-  }
-  return 'must be a string, a number, a boolean or a list of strings';
-}
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -165,7 +118,7 @@ export function fieldValue(
  */
 export function resolveCustomFields(
   fields: Field[],
-  rewards: { custom_fields?: CustomFieldsInput }[],
+  rewards: { custom_fields?: CustomFieldsInput | null }[],
 ): Resolution {
   const byId = new Map(fields.map((f) => [f.id, f]));
   const byLabel = new Map(fields.map((f) => [f.label, f]));

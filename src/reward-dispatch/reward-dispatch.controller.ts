@@ -23,8 +23,9 @@ import {
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { DispatchListResponse, DispatchResponse, RewardListResponse } from './dto/dispatch.response';
-import { SendBodyPipe, type SendRewardsBody } from './dto/send-body.pipe';
-import { ListDispatchesDto, SendRewardsDto } from './dto/send-rewards.dto';
+import { ListDispatchesDto } from './dto/list-dispatches.dto';
+import { SendBodyPipe } from './dto/send-body.pipe';
+import { SEND_REWARDS_BODY_SCHEMA, type SendRewardsDto } from './dto/send-rewards.dto';
 import { PageQueryDto } from '../common/page-query.dto';
 import {
   ApiErrors,
@@ -101,7 +102,7 @@ export class RewardDispatchController {
       'with the same key and body replays the stored outcome; another body → 422 idempotency_key_reused; while the first ' +
       'is in flight → 409 idempotency_request_in_progress.',
   })
-  @ApiJsonBody(SendRewardsDto, {
+  @ApiJsonBody(SEND_REWARDS_BODY_SCHEMA, {
     email: {
       summary: 'One gift card by e-mail, a custom field by its label',
       value: {
@@ -229,7 +230,7 @@ export class RewardDispatchController {
     @Param('tenant') tenant: string,
     @Headers('idempotency-key') key: string | undefined,
     @Headers('prefer') prefer: string | undefined,
-    @Body(SendBodyPipe) dto: SendRewardsBody,
+    @Body(SendBodyPipe) dto: SendRewardsDto,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {

@@ -1,183 +1,331 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import {
-  ArrayMaxSize,
-  ArrayMinSize,
-  IsArray,
-  IsEmail,
-  IsIn,
-  IsNumber,
-  IsObject,
-  IsOptional,
-  IsString,
-  Length,
-  Matches,
-  Max,
-  Min,
-  Validate,
-  ValidateNested,
-  type ValidationArguments,
-  ValidatorConstraint,
-  type ValidatorConstraintInterface,
-} from 'class-validator';
-import { PageQueryDto } from '../../common/page-query.dto';
-import { customFieldsShapeProblem, type CustomFieldsInput } from '../../fields-cache/custom-fields';
-import { DELIVERY_METHODS, type DeliveryMethod } from '../../rewards-api/rewards-api.types';
-import { DISPATCH_STATUSES } from '../dispatch.view';
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FromSchema } from 'json-schema-to-ts';
+import type { ErrorDetail } from '../../common/app-error';
+import { DELIVERY_METHODS } from '../../rewards-api/rewards-api.types';
 
-@ValidatorConstraint({ name: 'customFields' })
-class CustomFieldsShape implements ValidatorConstraintInterface {
-  validate(value: unknown): boolean {
-    return customFieldsShapeProblem(value) === null;
+/**
+ * The body of `POST /v1/tenants/{tenant}/rewards`, as one schema: the send route validates it (compiled once by ajv,
+ * as a batch holds up to 10,000 rewards), the OpenAPI document shows it as it is, and its TypeScript type is derived
+ * from it. It is written in the document's dialect, OpenAPI 3.0: `nullable: true` (an optional property also takes
+ * null, which clients send for "none"), `example`, one `type` per schema.
+ *
+ * A value's `title` is its rule in words: a refused value is reported as `<field> must be <title>`.
+ */
+
+/** A custom field's value; checked against the field's data type once the fields are resolved. */
+const CUSTOM_FIELD_VALUE = {
+  anyOf: [
+    { type: 'string', maxLength: 5_000 },
+    { type: 'number' },
+    { type: 'boolean' },
+    { type: 'array', maxItems: 100, items: { type: 'string', maxLength: 1_000 } },
+  ],
+} as const;
+
+const REWARD_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['recipient', 'value'],
+  properties: {
+    recipient: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['name'],
+      properties: {
+        name: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 255,
+          title: 'a string of 1–255 characters',
+          example: 'Ada Lovelace',
+        },
+        email: {
+          type: 'string',
+          nullable: true,
+          format: 'email',
+          maxLength: 254,
+          title: 'an e-mail address of at most 254 characters',
+          description: 'Required for EMAIL delivery (the default).',
+          example: 'ada@example.com',
+        },
+        phone: {
+          type: 'string',
+          nullable: true,
+          pattern: '^\\+?[0-9][0-9 ().-]{5,24}$',
+          title: 'a phone number: digits, spaces or dashes, an optional leading +',
+          description: 'Required for PHONE (SMS) delivery; non-US numbers with a + country code.',
+          example: '+14155550100',
+        },
+      },
+    },
+    value: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['denomination', 'currency_code'],
+      properties: {
+        denomination: {
+          type: 'number',
+          minimum: 0.01,
+          maximum: 1_000_000,
+          multipleOf: 0.01,
+          title: 'a number from 0.01 to 1000000 with at most two decimals',
+          example: 25,
+        },
+        currency_code: {
+          type: 'string',
+          pattern: '^[A-Z]{3}$',
+          title: 'an ISO 4217 code such as USD',
+          example: 'USD',
+        },
+      },
+    },
+    products: {
+      type: 'array',
+      nullable: true,
+      minItems: 1,
+      maxItems: 10,
+      items: { type: 'string', minLength: 1, maxLength: 200, title: 'a product id of 1–200 characters' },
+      title: 'a list of 1–10 product ids',
+      description: 'Product ids; or name a campaign_id (at least one of the two).',
+      example: ['PRODAMAZONUS'],
+    },
+    campaign_id: {
+      type: 'string',
+      nullable: true,
+      pattern: '^[A-Z0-9]{4,20}$',
+      title: '4–20 capital letters or digits',
+      description: 'A campaign of the rewards account (its products, copy and look).',
+      example: 'CAMPAIGNDEMO1',
+    },
+    delivery: {
+      type: 'object',
+      nullable: true,
+      additionalProperties: false,
+      required: ['method'],
+      properties: {
+        method: {
+          type: 'string',
+          enum: DELIVERY_METHODS,
+          title: `one of ${DELIVERY_METHODS.join(', ')}`,
+          description: 'EMAIL (default), LINK (the redemption link is returned once) or PHONE (SMS).',
+        },
+      },
+    },
+    custom_fields: {
+      title:
+        '{"<label>": <value>} or [{"id" or "label": …, "value": <value>}], at most 100 fields, each value a string ' +
+        '(at most 5000 characters), a number, a boolean or a list of at most 100 strings',
+      description:
+        'By label: `{"Department": "Sales"}`, or a list: `[{"id": "FLDDEPARTMENT", "value": "Sales"}, {"label": "Region", "value": "EMEA"}]`. ' +
+        'Values are checked against the field’s data type: a boolean for Checkbox, a number for Number/Currency, a list of options for List, a string otherwise.',
+      example: { Department: 'Sales' },
+      anyOf: [
+        { type: 'object', nullable: true, maxProperties: 100, additionalProperties: CUSTOM_FIELD_VALUE },
+        {
+          type: 'array',
+          maxItems: 100,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['value'],
+            properties: {
+              id: { type: 'string', minLength: 1, maxLength: 255 },
+              label: { type: 'string', minLength: 1, maxLength: 255 },
+              value: CUSTOM_FIELD_VALUE,
+            },
+            oneOf: [{ required: ['id'] }, { required: ['label'] }],
+          },
+        },
+      ],
+    },
+  },
+} as const;
+
+export const SEND_REWARDS_BODY_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['rewards'],
+  properties: {
+    environment: {
+      type: 'string',
+      nullable: true,
+      enum: ['sandbox', 'production', null],
+      title: 'one of sandbox, production',
+      description: 'Default: REWARDS_DEFAULT_ENVIRONMENT.',
+    },
+    funding_source_id: {
+      type: 'string',
+      nullable: true,
+      minLength: 1,
+      maxLength: 200,
+      title: 'a string of 1–200 characters',
+      description:
+        'A funding source id, or BALANCE, INVOICE, INVOICE_THEN_BALANCE (any case). Default: the tenant’s default_funding_source_id, else BALANCE.',
+      example: 'BALANCE',
+    },
+    external_reference: {
+      type: 'string',
+      nullable: true,
+      minLength: 1,
+      maxLength: 255,
+      title: 'a string of 1–255 characters',
+      description: 'Your own reference, kept with the dispatch.',
+      example: 'payroll-2026-11',
+    },
+    rewards: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 10_000, // the most DISPATCH_MAX_REWARDS allows; a gateway may set fewer (validateSendBody)
+      items: REWARD_SCHEMA,
+      title: 'a list of 1–10000 rewards',
+      description:
+        'More than DISPATCH_INLINE_MAX_REWARDS (default 10) make a batch answered 202 at once. One upstream order each ' +
+        '(`single` order shape), or one order for all (`array`).',
+    },
+  },
+} as const;
+
+export type SendRewardsDto = FromSchema<typeof SEND_REWARDS_BODY_SCHEMA>;
+export type RewardSpecDto = SendRewardsDto['rewards'][number];
+
+/** At most this many details are reported, one per field. */
+export const MAX_SEND_BODY_DETAILS = 100;
+
+const ajv = new Ajv({
+  verbose: true, // each error carries its schema, whose title is the reason
+  strict: true,
+  strictRequired: false, // a custom-field entry's `oneOf: [{required: ['id']}, {required: ['label']}]`
+  // ajv divides in floating point (0.29 / 0.01 = 28.999999999999996); this tolerance accepts every amount in cents up
+  // to 1,000,000 (the largest error there is 1.5e-8) and still refuses any third decimal.
+  multipleOfPrecision: 7,
+});
+addFormats(ajv, ['email']);
+ajv.addKeyword({ keyword: 'example', schemaType: ['string', 'number', 'boolean', 'array', 'object'] });
+
+/** A valid body passes in one call; a refused one is walked to name each bad field. */
+const validateBody = ajv.compile<SendRewardsDto>(SEND_REWARDS_BODY_SCHEMA);
+
+type SchemaNode = {
+  type?: string;
+  nullable?: boolean;
+  title?: string;
+  properties?: Record<string, SchemaNode>;
+  required?: readonly string[];
+  items?: SchemaNode;
+  minItems?: number;
+  maxItems?: number;
+};
+
+/** A value's rule in words: its title, or for an object the properties it takes. */
+function expected(node: SchemaNode | undefined): string | undefined {
+  if (node?.title) return node.title;
+  if (node?.properties) return `an object {${Object.keys(node.properties).join(', ')}}`;
+  return undefined;
+}
+
+const mustBe = (field: string, node: SchemaNode | undefined) => {
+  const rule = expected(node);
+  return rule ? `${field} must be ${rule}` : `${field} is invalid`;
+};
+
+/** `rewards[3]`, `rewards[3].value`: the naming of fields in every `validation_failed` (digits in brackets). */
+const child = (path: string, name: string) =>
+  !path ? name : /^\d+$/.test(name) ? `${path}[${name}]` : `${path}.${name}`;
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** An ajv error as a detail: the field it is about (below `path`, where the checked value sits), and its rule. */
+function detailOf(error: ErrorObject, path: string): ErrorDetail {
+  const field = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce(child, path);
+  return { field, reason: mustBe(field, error.parentSchema as SchemaNode) };
+}
+
+const leafValidators = new Map<SchemaNode, ValidateFunction>();
+
+/**
+ * The details of a refused body. Objects with properties, and the list of rewards, are walked so that every bad field
+ * is named once; any other value is checked whole by ajv, which stops at its first error (an array's size before its
+ * items), so that however a body is wrong, naming its faults costs no more than reading it.
+ */
+class Details {
+  readonly list: ErrorDetail[] = [];
+
+  get full(): boolean {
+    return this.list.length >= MAX_SEND_BODY_DETAILS;
   }
-  defaultMessage(args: ValidationArguments): string {
-    return `custom_fields ${customFieldsShapeProblem(args.value)}`;
+
+  add(field: string, reason: string): void {
+    if (!this.full) this.list.push({ field, reason });
+  }
+
+  walk(node: SchemaNode, value: unknown, path: string): void {
+    if (this.full || (value === null && node.nullable)) return;
+    if (node.properties) this.object(node, node.properties, value, path);
+    else if (node.items?.properties) this.array(node, node.items, value, path);
+    else this.leaf(node, value, path);
+  }
+
+  private object(node: SchemaNode, properties: Record<string, SchemaNode>, value: unknown, path: string) {
+    if (!isObject(value)) {
+      if (path) this.add(path, mustBe(path, node));
+      else this.add('body', 'the request body must be a JSON object');
+      return;
+    }
+    for (const name of node.required ?? []) {
+      if (Object.hasOwn(value, name)) continue;
+      const field = child(path, name);
+      const rule = expected(properties[name]);
+      this.add(field, rule ? `${field} is required and must be ${rule}` : `${field} is required`);
+    }
+    for (const name in value) {
+      if (this.full) return;
+      const field = child(path, name);
+      if (Object.hasOwn(properties, name)) this.walk(properties[name], value[name], field);
+      else this.add(field, `property ${field} is not allowed`);
+    }
+  }
+
+  private array(node: SchemaNode, items: SchemaNode, value: unknown, path: string) {
+    const { minItems = 0, maxItems = Infinity } = node;
+    if (!Array.isArray(value) || value.length < minItems || value.length > maxItems)
+      return this.add(path, mustBe(path, node));
+    for (let i = 0; i < value.length && !this.full; i++) this.walk(items, value[i], `${path}[${i}]`);
+  }
+
+  private leaf(node: SchemaNode, value: unknown, path: string) {
+    let validate = leafValidators.get(node);
+    if (!validate) leafValidators.set(node, (validate = ajv.compile(node)));
+    // The last error is the outermost: an anyOf's own error follows those of its alternatives.
+    const error = validate(value) ? undefined : validate.errors?.at(-1);
+    if (error) this.list.push(detailOf(error, path)); // not full: walk() checked
   }
 }
 
-export class RecipientDto {
-  @ApiProperty({ example: 'Ada Lovelace' }) @IsString() @Length(1, 255) name: string;
-
-  @ApiPropertyOptional({
-    example: 'ada@example.com',
-    description: 'Required for EMAIL delivery (the default).',
-  })
-  @IsOptional()
-  @IsEmail({}, { message: 'email must be an e-mail address' })
-  @Length(3, 254)
-  email?: string;
-
-  @ApiPropertyOptional({
-    example: '+14155550100',
-    description: 'Required for PHONE (SMS) delivery; non-US numbers with a + country code.',
-  })
-  @IsOptional()
-  @IsString()
-  @Matches(/^\+?[0-9][0-9 ().-]{5,24}$/, {
-    message: 'phone must be a phone number: digits, spaces or dashes, an optional leading +',
-  })
-  phone?: string;
-}
-
-export class ValueDto {
-  @ApiProperty({ example: 25 })
-  @IsNumber(
-    { allowNaN: false, allowInfinity: false, maxDecimalPlaces: 2 },
-    { message: 'denomination must be a number with at most two decimals' },
-  )
-  @Min(0.01)
-  @Max(1_000_000)
-  denomination: number;
-
-  @ApiProperty({ example: 'USD' })
-  @IsString()
-  @Matches(/^[A-Z]{3}$/, { message: 'currency_code must be an ISO 4217 code such as USD' })
-  currency_code: string;
-}
-
-export class DeliveryDto {
-  @ApiProperty({
-    enum: DELIVERY_METHODS,
-    description: 'EMAIL (default), LINK (the redemption link is returned once) or PHONE (SMS).',
-  })
-  @IsIn(DELIVERY_METHODS, { message: `method must be one of ${DELIVERY_METHODS.join(', ')}` })
-  method: DeliveryMethod;
-}
-
-export class RewardSpecDto {
-  @ApiProperty({ type: RecipientDto })
-  @IsObject()
-  @ValidateNested()
-  @Type(() => RecipientDto)
-  recipient: RecipientDto;
-  @ApiProperty({ type: ValueDto }) @IsObject() @ValidateNested() @Type(() => ValueDto) value: ValueDto;
-
-  @ApiPropertyOptional({
-    type: [String],
-    example: ['PRODAMAZONUS'],
-    description: 'Product ids; or name a campaign_id (at least one of the two).',
-  })
-  @IsOptional()
-  @IsArray()
-  @ArrayMinSize(1)
-  @ArrayMaxSize(10)
-  @IsString({ each: true })
-  @Length(1, 200, { each: true })
-  products?: string[];
-
-  @ApiPropertyOptional({
-    example: 'CAMPAIGNDEMO1',
-    description: 'A campaign of the rewards account (its products, copy and look).',
-  })
-  @IsOptional()
-  @IsString()
-  @Matches(/^[A-Z0-9]{4,20}$/, { message: 'campaign_id must be 4–20 capital letters or digits' })
-  campaign_id?: string;
-
-  @ApiPropertyOptional({ type: DeliveryDto })
-  @IsOptional()
-  @IsObject({ message: 'delivery must be an object such as {"method": "EMAIL"}' })
-  @ValidateNested()
-  @Type(() => DeliveryDto)
-  delivery?: DeliveryDto;
-
-  @ApiPropertyOptional({
-    description:
-      'By label: `{"Department": "Sales"}`, or a list: `[{"id": "FLDDEPARTMENT", "value": "Sales"}, {"label": "Region", "value": "EMEA"}]`. ' +
-      'Values are checked against the field’s data type: a boolean for Checkbox, a number for Number/Currency, a list of options for List, a string otherwise.',
-    oneOf: [
-      { type: 'object', additionalProperties: {} },
-      { type: 'array', items: { type: 'object' } },
-    ],
-    example: { Department: 'Sales' },
-  })
-  @IsOptional()
-  @Validate(CustomFieldsShape)
-  custom_fields?: CustomFieldsInput;
-}
-
-export class SendRewardsDto {
-  @ApiPropertyOptional({ enum: ['sandbox', 'production'] })
-  @IsOptional()
-  @IsIn(['sandbox', 'production'])
-  environment?: 'sandbox' | 'production';
-
-  @ApiPropertyOptional({
-    example: 'BALANCE',
-    description:
-      'A funding source id, or BALANCE, INVOICE, INVOICE_THEN_BALANCE (any case). Default: the tenant’s default_funding_source_id, else BALANCE.',
-  })
-  @IsOptional()
-  @IsString()
-  @Length(1, 200)
-  funding_source_id?: string;
-
-  @ApiPropertyOptional({
-    example: 'payroll-2026-11',
-    description: 'Your own reference, kept with the dispatch.',
-  })
-  @IsOptional()
-  @IsString()
-  @Length(1, 255)
-  external_reference?: string;
-
-  @ApiProperty({
-    type: [RewardSpecDto],
-    description:
-      'One or more rewards (at most 10,000; more than DISPATCH_INLINE_MAX_REWARDS, default 10, make a batch answered 202 at once): one upstream order each (`single` order shape), or one order for all (`array`).',
-  })
-  @IsArray()
-  @ArrayMinSize(1)
-  @ArrayMaxSize(10_000)
-  @IsObject({ each: true, message: 'each reward must be an object' })
-  @ValidateNested({ each: true })
-  @Type(() => RewardSpecDto)
-  rewards: RewardSpecDto[];
-}
-
-export class ListDispatchesDto extends PageQueryDto {
-  @ApiPropertyOptional({ enum: DISPATCH_STATUSES })
-  @IsOptional()
-  @IsIn(DISPATCH_STATUSES)
-  status?: string;
+/**
+ * Validates a send body (parsed JSON; not modified) with at most `maxRewards` rewards (DISPATCH_MAX_REWARDS): the
+ * details of a `validation_failed` error, or `[]`. A missing body is taken as `{}`. Beyond `maxRewards` rewards, the
+ * rewards themselves are not looked at.
+ */
+export function validateSendBody(body: unknown, maxRewards: number): ErrorDetail[] {
+  const value = body ?? {};
+  const rewards = (value as { rewards?: unknown }).rewards;
+  if (Array.isArray(rewards) && rewards.length > maxRewards)
+    return [
+      {
+        field: 'rewards',
+        reason: `rewards must contain at most ${maxRewards} rewards (it has ${rewards.length})`,
+      },
+    ];
+  if (validateBody(value)) return [];
+  const details = new Details();
+  details.walk(SEND_REWARDS_BODY_SCHEMA, value, '');
+  // The walk reads only what the schema's objects and lists say; should a rule elsewhere refuse the body, name it.
+  const error = validateBody.errors?.at(-1);
+  return details.list.length || !error ? details.list : [detailOf(error, '')];
 }
