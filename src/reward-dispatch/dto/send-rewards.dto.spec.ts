@@ -7,37 +7,43 @@ import {
 } from './send-rewards.dto';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-type Reward = { [key: string]: Json } & {
-  recipient: { [key: string]: Json };
-  value: { [key: string]: Json };
-};
 
-const reward = (): Reward => ({
+const reward = (): { [key: string]: Json } => ({
   recipient: { name: 'Ada Lovelace', email: 'ada@example.com' },
   value: { denomination: 25, currency_code: 'USD' },
   products: ['PRODAMAZONUS'],
 });
-const body = (...rewards: Reward[]) => ({ rewards: rewards.length ? rewards : [reward()] });
+const body = () => ({ rewards: [reward()] });
 
-/** A valid body with `change` applied to its one reward. */
-function withReward(change: (r: Reward) => void) {
+/** A valid body whose reward has `value` at `path` (`recipient.email`, `delivery.method`); `undefined` removes it. */
+function rewardWith(path: string, value: Json | undefined) {
   const r = reward();
-  change(r);
-  return body(r);
+  const names = path.split('.');
+  const last = names.pop() as string;
+  const parent = names.reduce((node, name) => (node[name] ??= {}) as { [key: string]: Json }, r);
+  if (value === undefined) delete parent[last];
+  else parent[last] = value;
+  return { rewards: [r] };
 }
 
 const fields = (input: unknown, maxRewards = 10_000) =>
   validateSendBody(input, maxRewards).map((d) => d.field);
 
-/** The one detail for `input`, which must name `field`. */
+/** The one detail of `input`, which must name `field`. */
 function onlyDetail(input: unknown, field: string) {
   const details = validateSendBody(input, 10_000);
   expect(details.map((d) => d.field)).toEqual([field]);
   return details[0];
 }
 
+/** Why a reward with `value` at `path` is refused: one detail, naming `rewards[0].<path>`. */
+const reasonAt = (path: string, value: Json | undefined) =>
+  onlyDetail(rewardWith(path, value), `rewards[0].${path}`).reason;
+
+const acceptedAt = (path: string, value: Json) => expect(fields(rewardWith(path, value))).toEqual([]);
+
 describe('the send body schema', () => {
-  it('accepts a minimal body and one with every optional property', () => {
+  it('accepts a minimal body, one with every optional property, and null for each optional property', () => {
     expect(fields(body())).toEqual([]);
     const full: SendRewardsDto = {
       environment: 'production',
@@ -68,9 +74,6 @@ describe('the send body schema', () => {
       ],
     };
     expect(fields(full)).toEqual([]);
-  });
-
-  it('takes null for every optional property', () => {
     const nulls: SendRewardsDto = {
       environment: null,
       funding_source_id: null,
@@ -97,7 +100,7 @@ describe('the send body schema', () => {
   });
 
   describe('the body', () => {
-    it('must be a JSON object; a missing body is taken as {}', () => {
+    it('is a JSON object; a missing body is taken as {}', () => {
       for (const input of ['x', 5, true, [], [body()]])
         expect(validateSendBody(input, 10_000)).toEqual([
           { field: 'body', reason: 'the request body must be a JSON object' },
@@ -109,23 +112,23 @@ describe('the send body schema', () => {
     });
 
     it('checks environment, funding_source_id and external_reference', () => {
-      for (const environment of ['staging', 'SANDBOX', 1])
-        expect(onlyDetail({ ...body(), environment }, 'environment').reason).toBe(
-          'environment must be one of sandbox, production',
+      const reasonOf = (name: string, value: Json) => onlyDetail({ ...body(), [name]: value }, name).reason;
+      for (const value of ['staging', 'SANDBOX', 1])
+        expect(reasonOf('environment', value)).toBe('environment must be one of sandbox, production');
+      for (const value of ['', 'f'.repeat(201), 5, ['BALANCE']])
+        expect(reasonOf('funding_source_id', value)).toBe(
+          'funding_source_id must be a string of 1–200 characters',
+        );
+      for (const value of ['', 'e'.repeat(256), 5, {}])
+        expect(reasonOf('external_reference', value)).toBe(
+          'external_reference must be a string of 1–255 characters',
         );
       for (const environment of ['sandbox', 'production'])
         expect(fields({ ...body(), environment })).toEqual([]);
-      for (const funding_source_id of ['', 'f'.repeat(201), 5, ['BALANCE']])
-        expect(onlyDetail({ ...body(), funding_source_id }, 'funding_source_id').reason).toBe(
-          'funding_source_id must be a string of 1–200 characters',
-        );
-      for (const external_reference of ['', 'e'.repeat(256), 5, {}])
-        onlyDetail({ ...body(), external_reference }, 'external_reference');
     });
 
     it('refuses unknown properties at every level, each named by its path', () => {
-      const r = reward();
-      r.extra = 1;
+      const r = rewardWith('extra', 1).rewards[0] as { [key: string]: { [key: string]: Json } };
       r.recipient.extra = 1;
       r.value['7'] = 1;
       r.delivery = { method: 'EMAIL', extra: 1 };
@@ -147,32 +150,28 @@ describe('the send body schema', () => {
       });
     });
 
-    it('reports every bad field at once, one detail each, at most MAX_SEND_BODY_DETAILS', () => {
-      const details = validateSendBody(
-        {
-          environment: 'x',
-          rewards: [
-            { recipient: { email: 'nope' }, value: { denomination: 1.234, currency_code: 'usd' } },
-            {
-              recipient: { name: 'Ada', phone: 'x' },
-              value: { denomination: 1, currency_code: 'USD' },
-              unknown: 1,
-            },
-          ],
-        },
-        10_000,
-      );
-      expect(details.map((d) => d.field).sort()).toEqual(
-        [
-          'environment',
-          'rewards[0].recipient.name',
-          'rewards[0].recipient.email',
-          'rewards[0].value.denomination',
-          'rewards[0].value.currency_code',
-          'rewards[1].recipient.phone',
-          'rewards[1].unknown',
-        ].sort(),
-      );
+    it('names every bad field at once, one detail each, at most MAX_SEND_BODY_DETAILS', () => {
+      const input = {
+        environment: 'x',
+        rewards: [
+          { recipient: { email: 'nope' }, value: { denomination: 1.234, currency_code: 'usd' } },
+          {
+            recipient: { name: 'Ada', phone: 'x' },
+            value: { denomination: 1, currency_code: 'USD' },
+            unknown: 1,
+          },
+        ],
+      };
+      const details = validateSendBody(input, 10_000);
+      expect(details.map((d) => d.field)).toEqual([
+        'environment',
+        'rewards[0].recipient.name',
+        'rewards[0].recipient.email',
+        'rewards[0].value.denomination',
+        'rewards[0].value.currency_code',
+        'rewards[1].recipient.phone',
+        'rewards[1].unknown',
+      ]);
       for (const d of details) expect(d.reason).toContain(d.field);
 
       const many = validateSendBody({ rewards: Array.from({ length: 1_000 }, () => ({})) }, 10_000);
@@ -194,12 +193,12 @@ describe('the send body schema', () => {
         { field: 'rewards', reason: 'rewards must contain at most 2 rewards (it has 3)' },
       ]);
       expect(fields(three, 3)).toHaveLength(6);
-      const batch = body(...Array.from({ length: 10_000 }, reward));
+      const batch = { rewards: Array.from({ length: 10_000 }, reward) };
       expect(validateSendBody(batch, 10_000)).toEqual([]);
       expect(fields({ rewards: [...batch.rewards, reward()] }, 20_000)).toEqual(['rewards']);
     });
 
-    it('holds objects, each item not one named', () => {
+    it('holds objects, each item that is not one named', () => {
       expect(validateSendBody({ rewards: [reward(), 'x', null, 5, [], [reward()]] }, 10_000)).toEqual(
         [1, 2, 3, 4, 5].map((i) => ({
           field: `rewards[${i}]`,
@@ -211,38 +210,25 @@ describe('the send body schema', () => {
 
   describe('a reward', () => {
     it('needs a recipient, an object with a name of 1–255 characters', () => {
-      expect(
-        onlyDetail(
-          withReward((r) => delete (r as Partial<Reward>).recipient),
-          'rewards[0].recipient',
-        ),
-      ).toEqual({
-        field: 'rewards[0].recipient',
-        reason: 'rewards[0].recipient is required and must be an object {name, email, phone}',
-      });
+      expect(reasonAt('recipient', undefined)).toBe(
+        'rewards[0].recipient is required and must be an object {name, email, phone}',
+      );
       for (const recipient of ['Ada', [{ name: 'Ada' }], null])
-        onlyDetail(
-          withReward((r) => ((r as { recipient: Json }).recipient = recipient)),
-          'rewards[0].recipient',
+        expect(reasonAt('recipient', recipient)).toBe(
+          'rewards[0].recipient must be an object {name, email, phone}',
         );
-      onlyDetail(
-        withReward((r) => delete r.recipient.name),
-        'rewards[0].recipient.name',
+      expect(reasonAt('recipient.name', undefined)).toBe(
+        'rewards[0].recipient.name is required and must be a string of 1–255 characters',
       );
       for (const name of ['', 5, null, 'x'.repeat(256)])
-        expect(
-          onlyDetail(
-            withReward((r) => (r.recipient.name = name)),
-            'rewards[0].recipient.name',
-          ).reason,
-        ).toBe('rewards[0].recipient.name must be a string of 1–255 characters');
+        expect(reasonAt('recipient.name', name)).toBe(
+          'rewards[0].recipient.name must be a string of 1–255 characters',
+        );
     });
 
     it('counts characters, not UTF-16 units', () => {
-      expect(fields(withReward((r) => (r.recipient.name = '😀'.repeat(255))))).toEqual([]);
-      expect(fields(withReward((r) => (r.recipient.name = '😀'.repeat(256))))).toEqual([
-        'rewards[0].recipient.name',
-      ]);
+      acceptedAt('recipient.name', '😀'.repeat(255));
+      reasonAt('recipient.name', '😀'.repeat(256));
     });
 
     it('takes an e-mail address of at most 254 characters', () => {
@@ -250,37 +236,32 @@ describe('the send body schema', () => {
         'ada',
         'ada@example',
         'ada@@example.com',
-        'ada @example.com',
+        'a b@example.com',
         '',
         5,
         `${'a'.repeat(250)}@b.co`,
       ])
-        expect(
-          onlyDetail(
-            withReward((r) => (r.recipient.email = email)),
-            'rewards[0].recipient.email',
-          ).reason,
-        ).toBe('rewards[0].recipient.email must be an e-mail address of at most 254 characters');
+        expect(reasonAt('recipient.email', email)).toBe(
+          'rewards[0].recipient.email must be an e-mail address of at most 254 characters',
+        );
       for (const email of ['a@b.co', 'first.last+tag@sub.example.org', 'ADA@EXAMPLE.COM'])
-        expect(fields(withReward((r) => (r.recipient.email = email)))).toEqual([]);
+        acceptedAt('recipient.email', email);
     });
 
     it('takes a phone number: digits, spaces, dashes, dots or brackets, an optional leading +', () => {
       for (const phone of ['12345', 'phone', '+1 415 555 0100 ext 9', '(415) 555-0100', 5])
-        onlyDetail(
-          withReward((r) => (r.recipient.phone = phone)),
-          'rewards[0].recipient.phone',
+        expect(reasonAt('recipient.phone', phone)).toBe(
+          'rewards[0].recipient.phone must be a phone number: digits, spaces or dashes, an optional leading +',
         );
       for (const phone of ['+14155550100', '415 (555) 0100', '020.7946.0958'])
-        expect(fields(withReward((r) => (r.recipient.phone = phone)))).toEqual([]);
+        acceptedAt('recipient.phone', phone);
     });
 
     it('needs a value: a denomination of 0.01–1000000 in cents, and a currency code', () => {
-      onlyDetail(
-        withReward((r) => delete (r as Partial<Reward>).value),
-        'rewards[0].value',
+      expect(reasonAt('value', undefined)).toBe(
+        'rewards[0].value is required and must be an object {denomination, currency_code}',
       );
-      expect(fields(withReward((r) => (r.value = {})))).toEqual([
+      expect(fields(rewardWith('value', {}))).toEqual([
         'rewards[0].value.denomination',
         'rewards[0].value.currency_code',
       ]);
@@ -290,6 +271,7 @@ describe('the send body schema', () => {
         0.001,
         1.234,
         0.015,
+        25.000001,
         1e-7,
         1_000_000.01,
         999_999.999,
@@ -297,82 +279,48 @@ describe('the send body schema', () => {
         '25',
         null,
       ])
-        expect(
-          onlyDetail(
-            withReward((r) => (r.value.denomination = denomination)),
-            'rewards[0].value.denomination',
-          ).reason,
-        ).toBe(
+        expect(reasonAt('value.denomination', denomination)).toBe(
           'rewards[0].value.denomination must be a number from 0.01 to 1000000 with at most two decimals',
         );
       // Amounts in cents whose division by 0.01 is not exact in floating point.
       for (const denomination of [0.29, 0.57, 1.1, 19.99, 894_784.94, 999_999.99])
-        expect(fields(withReward((r) => (r.value.denomination = denomination)))).toEqual([]);
-      for (const currency_code of ['usd', 'US', 'USDX', 840, null])
-        expect(
-          onlyDetail(
-            withReward((r) => (r.value.currency_code = currency_code)),
-            'rewards[0].value.currency_code',
-          ).reason,
-        ).toBe('rewards[0].value.currency_code must be an ISO 4217 code such as USD');
+        acceptedAt('value.denomination', denomination);
+      for (const code of ['usd', 'US', 'USDX', 840, null])
+        expect(reasonAt('value.currency_code', code)).toBe(
+          'rewards[0].value.currency_code must be an ISO 4217 code such as USD',
+        );
     });
 
     it('takes 1–10 products of 1–200 characters, the first bad one named by its index', () => {
       for (const products of [[], Array.from({ length: 11 }, () => 'P'), 'P', {}])
-        expect(
-          onlyDetail(
-            withReward((r) => (r.products = products)),
-            'rewards[0].products',
-          ).reason,
-        ).toBe('rewards[0].products must be a list of 1–10 product ids');
-      expect(
-        validateSendBody(
-          withReward((r) => (r.products = ['P', '', 'p'.repeat(201), 5])),
-          10_000,
-        ),
-      ).toEqual([
+        expect(reasonAt('products', products)).toBe('rewards[0].products must be a list of 1–10 product ids');
+      expect(validateSendBody(rewardWith('products', ['P', '', 'p'.repeat(201), 5]), 10_000)).toEqual([
         {
           field: 'rewards[0].products[1]',
           reason: 'rewards[0].products[1] must be a product id of 1–200 characters',
         },
       ]);
       for (const product of ['p'.repeat(201), 5])
-        onlyDetail(
-          withReward((r) => (r.products = ['P', product])),
-          'rewards[0].products[1]',
-        );
+        onlyDetail(rewardWith('products', ['P', product]), 'rewards[0].products[1]');
     });
 
     it('takes a campaign_id of 4–20 capital letters or digits', () => {
-      for (const campaign_id of ['abcd', 'ABC', 'A'.repeat(21), 'CAMP-1', 1234])
-        onlyDetail(
-          withReward((r) => (r.campaign_id = campaign_id)),
-          'rewards[0].campaign_id',
+      for (const campaign of ['abcd', 'ABC', 'A'.repeat(21), 'CAMP-1', 1234])
+        expect(reasonAt('campaign_id', campaign)).toBe(
+          'rewards[0].campaign_id must be 4–20 capital letters or digits',
         );
-      expect(fields(withReward((r) => (r.campaign_id = 'CAMPAIGNDEMO1')))).toEqual([]);
+      acceptedAt('campaign_id', 'CAMPAIGNDEMO1');
     });
 
     it('takes a delivery {method} with a known method', () => {
-      for (const method of DELIVERY_METHODS)
-        expect(fields(withReward((r) => (r.delivery = { method })))).toEqual([]);
+      for (const method of DELIVERY_METHODS) acceptedAt('delivery', { method });
       for (const method of ['FAX', 'email', null, 1])
-        expect(
-          onlyDetail(
-            withReward((r) => (r.delivery = { method })),
-            'rewards[0].delivery.method',
-          ).reason,
-        ).toBe('rewards[0].delivery.method must be one of EMAIL, LINK, PHONE');
-      onlyDetail(
-        withReward((r) => (r.delivery = {})),
-        'rewards[0].delivery.method',
-      );
+        expect(reasonAt('delivery.method', method)).toBe(
+          'rewards[0].delivery.method must be one of EMAIL, LINK, PHONE',
+        );
+      onlyDetail(rewardWith('delivery', {}), 'rewards[0].delivery.method');
       for (const delivery of ['EMAIL', [], [{ method: 'PHONE' }]])
-        expect(
-          onlyDetail(
-            withReward((r) => (r.delivery = delivery)),
-            'rewards[0].delivery',
-          ).reason,
-        ).toBe('rewards[0].delivery must be an object {method}');
+        expect(reasonAt('delivery', delivery)).toBe('rewards[0].delivery must be an object {method}');
     });
 
     it('takes custom_fields by label or as a list of {id or label, value}, named as a whole when malformed', () => {
@@ -391,8 +339,7 @@ describe('the send body schema', () => {
           { label: 'L'.repeat(255), value: ['a'] },
         ],
       ];
-      for (const custom_fields of good)
-        expect(fields(withReward((r) => (r.custom_fields = custom_fields)))).toEqual([]);
+      for (const customFields of good) acceptedAt('custom_fields', customFields);
       const bad: Json[] = [
         'Sales',
         5,
@@ -413,13 +360,10 @@ describe('the send body schema', () => {
         Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`L${i}`, 'x'])),
         Array.from({ length: 101 }, () => ({ id: 'F1', value: 'x' })),
       ];
-      for (const custom_fields of bad)
-        expect(
-          onlyDetail(
-            withReward((r) => (r.custom_fields = custom_fields)),
-            'rewards[0].custom_fields',
-          ).reason,
-        ).toMatch(/^rewards\[0\]\.custom_fields must be \{"<label>": <value>\} or \[\{"id" or "label"/);
+      for (const customFields of bad)
+        expect(reasonAt('custom_fields', customFields)).toMatch(
+          /^rewards\[0\]\.custom_fields must be \{"<label>": <value>\} or \[\{"id" or "label"/,
+        );
     });
   });
 
