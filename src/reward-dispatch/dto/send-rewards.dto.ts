@@ -212,6 +212,7 @@ type SchemaNode = {
   title?: string;
   properties?: Record<string, SchemaNode>;
   required?: readonly string[];
+  additionalProperties?: unknown;
   items?: SchemaNode;
   minItems?: number;
   maxItems?: number;
@@ -287,7 +288,7 @@ class Details {
       if (this.full) return;
       const field = child(path, name);
       if (Object.hasOwn(properties, name)) this.walk(properties[name], value[name], field);
-      else this.add(field, `property ${field} is not allowed`);
+      else if (node.additionalProperties === false) this.add(field, `property ${field} is not allowed`);
     }
   }
 
