@@ -4,7 +4,7 @@ import { parseConfig, type RewardsEnvironmentConfig } from '../src/config/app-co
 import { Database } from '../src/database/database';
 import { RewardsApiClient } from '../src/rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
-import { ConnectionStateStore } from '../src/token-vault/connection-state.store';
+import { ConnectionStateStore } from '../src/connections/connection-state.store';
 import { GrantStore } from '../src/token-vault/grant.store';
 
 const config = parseConfig(JSON.parse(process.env.WORKER_ENV as string) as Record<string, string>);

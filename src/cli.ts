@@ -72,7 +72,7 @@ async function main(args: string[]): Promise<number> {
         const { reencryptVault } = await import('./token-vault/vault-rotation');
         const { reencryptLinks } = await import('./reward-dispatch/dispatch.store');
         const { reencryptWebhookSecrets } = await import('./tenant-webhooks/webhook.store');
-        const { reencryptWebhookKeys } = await import('./token-vault/webhook-key.store');
+        const { reencryptWebhookKeys } = await import('./delivery-webhooks/webhook-key.store');
         const { PgStateStore } = await import('./connections/oauth-state.store');
         return reencryptVault(pool, config.vaultKeys, [
           (vault) => reencryptLinks(pool, vault),

@@ -1,12 +1,14 @@
-import { Module } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
 import { configToken } from '../config/config.module';
 import type { RewardsConfig } from '../config/app-config';
 import { TenantsModule } from '../tenants/tenants.module';
+import { ConnectionStatus } from '../token-vault/access-token.provider';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { ConnectFlowController } from './connect-flow.controller';
 import { ConnectionsController } from './connections.controller';
 import { ConnectSessionStore } from './connect-session.store';
+import { ConnectionStateStore } from './connection-state.store';
 import { ConnectionActivationHooks } from './connection-activation';
 import { HousekeepingService } from './housekeeping.service';
 import { PgStateStore } from './oauth-state.store';
@@ -16,9 +18,25 @@ import { ProductionOAuthStrategy, SandboxOAuthStrategy } from './rewards-oauth.s
 /** The passport-oauth2 strategies of the configured environments (each registers itself with passport when built). */
 export const OAUTH_STRATEGIES = Symbol('OAUTH_STRATEGIES');
 
+/**
+ * The store of `connections` and `connection_events`, global: the token vault writes a refresh's outcome through
+ * `ConnectionStatus` (declared there) without importing the connections module, which imports the vault.
+ */
+@Global()
+@Module({
+  providers: [ConnectionStateStore, { provide: ConnectionStatus, useExisting: ConnectionStateStore }],
+  exports: [ConnectionStateStore, ConnectionStatus],
+})
+export class ConnectionStateModule {}
+
 /** Connect sessions, the OAuth authorization-code flow (passport-oauth2, one strategy per environment), the callback. */
 @Module({
-  imports: [PassportModule.register({ session: false }), TenantsModule, TokenVaultModule],
+  imports: [
+    PassportModule.register({ session: false }),
+    ConnectionStateModule,
+    TenantsModule,
+    TokenVaultModule,
+  ],
   controllers: [ConnectionsController, ConnectFlowController],
   providers: [
     ConnectionsService,

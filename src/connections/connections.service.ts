@@ -8,7 +8,7 @@ import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
 import { VaultCipher } from '../token-vault/vault-cipher';
-import { ConnectionStateStore } from '../token-vault/connection-state.store';
+import { ConnectionStateStore } from './connection-state.store';
 import { GrantStore } from '../token-vault/grant.store';
 import { NotificationsService } from '../database/notifications.service';
 import { Database } from '../database/database';

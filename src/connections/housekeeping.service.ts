@@ -1,6 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Database } from '../database/database';
-import { ConnectionStateStore } from '../token-vault/connection-state.store';
+import { ConnectionStateStore } from './connection-state.store';
 import { ConnectSessionStore } from './connect-session.store';
 import { PgStateStore } from './oauth-state.store';
 

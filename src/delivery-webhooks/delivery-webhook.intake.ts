@@ -5,7 +5,7 @@ import { InjectConfig } from '../config/config.module';
 import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { DispatchStore } from '../reward-dispatch/dispatch.store';
-import { WebhookKey, WebhookKeyStore } from '../token-vault/webhook-key.store';
+import { WebhookKey, WebhookKeyStore } from './webhook-key.store';
 import { WebhookSignatureInvalidError } from './delivery-webhooks.errors';
 import { deliveryWebhookBody } from './webhook-body';
 import { WebhookEventStore } from './webhook-event.store';

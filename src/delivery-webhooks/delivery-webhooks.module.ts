@@ -8,6 +8,7 @@ import { DeliveryReconciler } from './delivery-reconciler';
 import { DeliveryWebhookIntake } from './delivery-webhook.intake';
 import { DeliveryWebhooksController } from './delivery-webhooks.controller';
 import { WebhookEventStore } from './webhook-event.store';
+import { WebhookKeyStore } from './webhook-key.store';
 import { WebhookRegistrar } from './webhook-registrar';
 
 /**
@@ -25,7 +26,13 @@ import { WebhookRegistrar } from './webhook-registrar';
     RewardDispatchModule,
   ],
   controllers: [DeliveryWebhooksController],
-  providers: [WebhookEventStore, DeliveryWebhookIntake, WebhookRegistrar, DeliveryReconciler],
+  providers: [
+    WebhookEventStore,
+    WebhookKeyStore,
+    DeliveryWebhookIntake,
+    WebhookRegistrar,
+    DeliveryReconciler,
+  ],
   exports: [DeliveryWebhookIntake, WebhookRegistrar, DeliveryReconciler],
 })
 export class DeliveryWebhooksModule {}

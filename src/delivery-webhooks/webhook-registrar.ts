@@ -9,7 +9,7 @@ import type { Priority } from '../rewards-api/account-pacer';
 import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.errors';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
-import { WebhookKeyStore } from '../token-vault/webhook-key.store';
+import { WebhookKeyStore } from './webhook-key.store';
 
 /** The registration call at connect: the browser waits for it, so it is short. */
 export const REGISTER_TIMEOUT_MS = 5_000;

@@ -4,7 +4,7 @@ import type { OpsConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { Database } from '../database/database';
 import { AppCredentialsStore } from '../token-vault/app-credentials.store';
-import { ConnectionStateStore } from '../token-vault/connection-state.store';
+import { ConnectionStateStore } from '../connections/connection-state.store';
 
 export const SIGNATURE_HEADER = 'X-Rewards-Gateway-Signature';
 const MAX_ATTEMPTS = 12;

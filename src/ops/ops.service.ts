@@ -5,7 +5,7 @@ import { InjectConfig } from '../config/config.module';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { VaultError } from '../token-vault/token-vault.errors';
-import { ConnectionStateStore } from '../token-vault/connection-state.store';
+import { ConnectionStateStore } from '../connections/connection-state.store';
 import { Database } from '../database/database';
 import { MetricsService } from '../metrics/metrics.service';
 import { toConnectionResponse } from '../connections/connections.service';

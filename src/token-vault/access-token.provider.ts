@@ -9,7 +9,7 @@ import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewar
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { VaultCipher } from './vault-cipher';
 import { AppCredentialsStore } from './app-credentials.store';
-import { ConnectionStateStore } from './connection-state.store';
+import type { Sql } from '../database/sql';
 import { GrantStore } from './grant.store';
 import {
   AppCredentialsInvalidError,
@@ -59,6 +59,37 @@ const GRANT_SELECT = `
     FROM grants g JOIN connections c ON c.id = g.connection_id
    WHERE g.connection_id = $1`;
 
+/**
+ * What the refresh protocol writes on its connection, each on the pool or transaction it is given, so that a refresh's
+ * outcome commits with the rotated grant under the same lock. Declared here, where it is used, so that the vault does
+ * not depend on the connections module (which owns the tables, implements this and depends on the vault).
+ */
+export abstract class ConnectionStatus {
+  abstract markUsed(q: Sql, connectionId: string): Promise<void>;
+  abstract markNeedsReauth(
+    q: Sql,
+    connectionId: string,
+    code: string,
+    message: string,
+    detail: Record<string, unknown>,
+    fromLiveOnly?: boolean,
+  ): Promise<boolean>;
+  abstract refreshOutcomeUnknownSinceLastSuccess(q: Sql, connectionId: string): Promise<boolean>;
+  abstract markRefreshed(
+    q: Sql,
+    connectionId: string,
+    accessExpiresAt: Date,
+    detail: Record<string, unknown>,
+  ): Promise<void>;
+  abstract markRefreshFailed(
+    q: Sql,
+    connectionId: string,
+    message: string,
+    policy: { errorThreshold: number; backoffBaseMs: number; backoffMaxMs: number },
+    detail: Record<string, unknown>,
+  ): Promise<number>;
+}
+
 export function usableUntil(issuedAt: number, expiresAt: number): number {
   const skew = Math.min(REFRESH_SKEW_MS, (expiresAt - issuedAt) * REFRESH_SKEW_FRACTION);
   return expiresAt - skew;
@@ -88,7 +119,7 @@ export class AccessTokenProvider {
     @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
     db: Database,
     private readonly api: RewardsApiClient,
-    private readonly connections: ConnectionStateStore,
+    private readonly connections: ConnectionStatus,
     private readonly grants: GrantStore,
     @Optional() private readonly metrics?: MetricsService,
     @Optional() notifications?: NotificationsService,

@@ -3,11 +3,9 @@ import { MetricsModule } from '../metrics/metrics.module';
 import { RewardsApiModule } from '../rewards-api/rewards-api.module';
 import { AccessTokenProvider } from './access-token.provider';
 import { AppCredentialsStore } from './app-credentials.store';
-import { ConnectionStateStore } from './connection-state.store';
 import { GrantStore } from './grant.store';
 import { RewardsApi } from './rewards-api.service';
 import { VaultCanary } from './vault-canary';
-import { WebhookKeyStore } from './webhook-key.store';
 
 /**
  * Encrypted grant storage, the AccessTokenProvider with the cross-process refresh lock, and `RewardsApi`: the
@@ -16,23 +14,7 @@ import { WebhookKeyStore } from './webhook-key.store';
  */
 @Module({
   imports: [MetricsModule, RewardsApiModule],
-  providers: [
-    AccessTokenProvider,
-    RewardsApi,
-    ConnectionStateStore,
-    GrantStore,
-    AppCredentialsStore,
-    VaultCanary,
-    WebhookKeyStore,
-  ],
-  exports: [
-    AccessTokenProvider,
-    RewardsApi,
-    ConnectionStateStore,
-    GrantStore,
-    AppCredentialsStore,
-    VaultCanary,
-    WebhookKeyStore,
-  ],
+  providers: [AccessTokenProvider, RewardsApi, GrantStore, AppCredentialsStore, VaultCanary],
+  exports: [AccessTokenProvider, RewardsApi, GrantStore, AppCredentialsStore, VaultCanary],
 })
 export class TokenVaultModule {}

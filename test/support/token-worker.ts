@@ -9,7 +9,7 @@ import { parseConfig } from '../../src/config/app-config';
 import { Database } from '../../src/database/database';
 import { RewardsApiClient } from '../../src/rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../../src/token-vault/access-token.provider';
-import { ConnectionStateStore } from '../../src/token-vault/connection-state.store';
+import { ConnectionStateStore } from '../../src/connections/connection-state.store';
 import { GrantStore } from '../../src/token-vault/grant.store';
 import { terminate } from '../../src/common/terminate';
 

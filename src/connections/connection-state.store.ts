@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Sql } from '../database/sql';
+import type { ConnectionStatus } from '../token-vault/access-token.provider';
 
 export interface ConnectionRow {
   id: string;
@@ -22,13 +23,13 @@ export interface AlertTransition {
 
 /**
  * Every statement that writes `connections` and `connection_events`: the connection's state machine (active, error,
- * needs_reauth, disconnected), its counters, probe results, alert state, and the audit trail. It lives in the token
- * vault, the lowest module that changes a connection's state (a refresh's outcome is written in the refresh's own
- * transaction); the connections module (connect, disconnect) and ops (probes, alerts) call it. Stateless: each method
- * runs on the pool or transaction it is given.
+ * needs_reauth, disconnected), its counters, probe results, alert state, and the audit trail. The connections module
+ * (connect, disconnect), ops (probes, alerts) and the token vault call it — the vault through `ConnectionStatus`, so
+ * that a refresh's outcome is written in the refresh's own transaction. Stateless: each method runs on the pool or
+ * transaction it is given.
  */
 @Injectable()
-export class ConnectionStateStore {
+export class ConnectionStateStore implements ConnectionStatus {
   async event(q: Sql, connectionId: string, type: string, detail: unknown = {}): Promise<void> {
     await q.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, $2, $3)`, [
       connectionId,
@@ -64,7 +65,7 @@ export class ConnectionStateStore {
     return rows[0].id;
   }
 
-  // --- the token vault ---
+  // --- the token vault (ConnectionStatus) ---
 
   async markUsed(q: Sql, connectionId: string): Promise<void> {
     await q.query(`UPDATE connections SET last_used_at = now() WHERE id = $1`, [connectionId]);

@@ -4,7 +4,7 @@ import type { Pool } from 'pg';
 import type { RewardsEnvironment, VaultKey } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { Database } from '../database/database';
-import { VaultCipher, VaultDecryptionError } from './vault-cipher';
+import { VaultCipher, VaultDecryptionError } from '../token-vault/vault-cipher';
 
 /** The additional authenticated data of a webhook key: bound to its connection (a copied value does not decrypt). */
 const aad = (connectionId: string) => `${connectionId}/webhook_key`;
