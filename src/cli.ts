@@ -13,7 +13,7 @@ Commands:
   migration:revert                  revert the last applied migration
   operator-key:create --name NAME   create an operator API key (printed once)
   vault:generate-key [--id ID]      print a new VAULT_KEYS entry (id:base64 of 32 random bytes)
-  vault:rotate                      re-encrypt every grant and the vault canary with the first key of VAULT_KEYS
+  vault:rotate                      re-encrypt every vault value, then the vault canary, with the first key of VAULT_KEYS
 
 The database is DATABASE_URL, or the embedded one in DATA_DIR (a running gateway's is reused).`;
 
@@ -68,24 +68,17 @@ async function main(args: string[]): Promise<number> {
       return 0;
     }
     case 'vault:rotate': {
-      const result = await withDatabase(async (config, { main: pool }) => {
-        const { reencryptVault } = await import('./token-vault/vault-rotation');
-        const { reencryptLinks } = await import('./reward-dispatch/dispatch.store');
-        const { reencryptWebhookSecrets } = await import('./tenant-webhooks/webhook.store');
-        const { reencryptWebhookKeys } = await import('./delivery-webhooks/webhook-key.store');
-        const { PgStateStore } = await import('./connections/oauth-state.store');
-        return reencryptVault(pool, config.vaultKeys, [
-          (vault) => reencryptLinks(pool, vault),
-          (vault) => PgStateStore.reencryptVerifiers(pool, vault),
-          (vault) => reencryptWebhookSecrets(pool, vault),
-          (vault) => reencryptWebhookKeys(pool, vault),
-        ]);
+      const result = await withDatabase(async (config, db) => {
+        const { rotateVault } = await import('./token-vault/vault-rotation');
+        const { Vault } = await import('./token-vault/vault.service');
+        return rotateVault(db.main, new Vault(config.vaultKeys));
       });
       const canary = { rewritten: 're-encrypted', current: 'already current', written: 'written' }[
         result.canary
       ];
+      const columns = result.columns.map((c) => `  ${c.column}: ${c.rewritten} of ${c.values}\n`).join('');
       process.stdout.write(
-        `Re-encrypted ${result.rewritten} of ${result.grants} grants and ${result.others} other values (LINK links, PKCE verifiers, webhook secrets and keys) with the current key "${result.keyId}"; vault canary ${canary}.\n`,
+        `Re-encrypted with the current key "${result.keyId}" (rewritten of values):\n${columns}Vault canary ${canary}.\n`,
       );
       return 0;
     }

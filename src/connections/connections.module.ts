@@ -18,10 +18,7 @@ import { ProductionOAuthStrategy, SandboxOAuthStrategy } from './rewards-oauth.s
 /** The passport-oauth2 strategies of the configured environments (each registers itself with passport when built). */
 export const OAUTH_STRATEGIES = Symbol('OAUTH_STRATEGIES');
 
-/**
- * The store of `connections` and `connection_events`, global: the token vault writes a refresh's outcome through
- * `ConnectionStatus` (declared there) without importing the connections module, which imports the vault.
- */
+/** Global: the token vault writes a refresh's outcome through `ConnectionStatus` without importing this module. */
 @Global()
 @Module({
   providers: [ConnectionStateStore, { provide: ConnectionStatus, useExisting: ConnectionStateStore }],

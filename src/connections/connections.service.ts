@@ -3,11 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../common/digest';
 import { ConnectionsError } from './connections.errors';
 import { InjectConfig } from '../config/config.module';
-import type { RewardsConfig, RewardsEnvironment, VaultKey } from '../config/app-config';
+import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
-import { VaultCipher } from '../token-vault/vault-cipher';
+import { GRANT_ACCESS, GRANT_REFRESH, Vault } from '../token-vault/vault.service';
 import { ConnectionStateStore } from './connection-state.store';
 import { GrantStore } from '../token-vault/grant.store';
 import { NotificationsService } from '../database/notifications.service';
@@ -39,7 +39,6 @@ export interface ConnectSession {
 @Injectable()
 export class ConnectionsService {
   private readonly logger = new Logger(ConnectionsService.name);
-  private readonly vault: VaultCipher;
   private readonly liveCache = new Map<
     string,
     { value: { id: string; environment: RewardsEnvironment }; expiresAt: number }
@@ -49,7 +48,7 @@ export class ConnectionsService {
     @InjectConfig('rewards') private readonly environments: RewardsConfig,
     @InjectConfig('defaultEnvironment') private readonly defaultEnvironment: RewardsEnvironment,
     @InjectConfig('publicBaseUrl') private readonly publicBaseUrl: string,
-    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
+    private readonly vault: Vault,
     private readonly db: Database,
     private readonly tenants: TenantsService,
     private readonly tokens: AccessTokenProvider,
@@ -59,7 +58,6 @@ export class ConnectionsService {
     private readonly notifications: NotificationsService,
     private readonly activation: ConnectionActivationHooks,
   ) {
-    this.vault = new VaultCipher(vaultKeys);
     notifications.onEviction((eviction) => {
       if (eviction === null) this.liveCache.clear();
       else if (eviction.kind === 'connection')
@@ -168,8 +166,8 @@ export class ConnectionsService {
         tokens.expiresAt,
       );
       await this.grants.insert(tx, connectionId, {
-        accessTokenEnc: this.vault.encrypt(tokens.accessToken, `${connectionId}/access`),
-        refreshTokenEnc: this.vault.encrypt(tokens.refreshToken as string, `${connectionId}/refresh`),
+        accessTokenEnc: this.vault.seal(GRANT_ACCESS, connectionId, tokens.accessToken),
+        refreshTokenEnc: this.vault.seal(GRANT_REFRESH, connectionId, tokens.refreshToken as string),
         tokenType: tokens.tokenType,
         scope: tokens.scope,
         issuedAt: tokens.issuedAt,

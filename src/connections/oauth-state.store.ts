@@ -2,11 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../common/digest';
 import type { Request } from 'express';
-import type { VaultKey } from '../config/app-config';
-import { InjectConfig } from '../config/config.module';
 import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
-import { VaultCipher } from '../token-vault/vault-cipher';
+import { OAUTH_VERIFIER, Vault } from '../token-vault/vault.service';
 
 export const STATE_TTL_MS = 10 * 60_000;
 export const BROWSER_COOKIE = 'rg_connect';
@@ -27,33 +25,11 @@ export type StateFailure =
  */
 @Injectable()
 export class PgStateStore {
-  private readonly vault: VaultCipher;
-
   /** One per process (a provider of the connections module), shared by every strategy and the callback. */
   constructor(
     private readonly db: Database,
-    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
-  ) {
-    this.vault = new VaultCipher(vaultKeys);
-  }
-
-  /** `vault:rotate`: re-encrypts the PKCE verifiers of pending states with the vault's first key. */
-  static async reencryptVerifiers(q: Sql, vault: VaultCipher): Promise<number> {
-    const { rows } = await q.query<{ state_hash: string; code_verifier_enc: string }>(
-      `SELECT state_hash, code_verifier_enc FROM oauth_states WHERE code_verifier_enc IS NOT NULL AND consumed_at IS NULL AND expires_at > now()`,
-    );
-    let rewritten = 0;
-    for (const r of rows) {
-      if (VaultCipher.keyIdOf(r.code_verifier_enc) === vault.currentKeyId) continue;
-      const aad = `state/${r.state_hash}`;
-      await q.query(
-        `UPDATE oauth_states SET code_verifier_enc = $2 WHERE state_hash = $1 AND code_verifier_enc = $3`,
-        [r.state_hash, vault.encrypt(vault.decrypt(r.code_verifier_enc, aad), aad), r.code_verifier_enc],
-      );
-      rewritten += 1;
-    }
-    return rewritten;
-  }
+    private readonly vault: Vault,
+  ) {}
 
   /** Deletes up to `batch` states expired (used or not) more than `graceMs` ago; returns how many. */
   async purgeExpired(q: Sql, graceMs: number, batch: number): Promise<number> {
@@ -87,7 +63,7 @@ export class PgStateStore {
           stateHash,
           req.connectSessionId,
           sha256Hex(req.browserBinding),
-          verifier ? this.vault.encrypt(verifier, `state/${stateHash}`) : null,
+          verifier ? this.vault.seal(OAUTH_VERIFIER, stateHash, verifier) : null,
           STATE_TTL_MS,
         ],
       )
@@ -150,7 +126,7 @@ export class PgStateStore {
     return {
       sessionId: row.session_id,
       verifier: row.code_verifier_enc
-        ? this.vault.decrypt(row.code_verifier_enc, `state/${stateHash}`)
+        ? this.vault.open(OAUTH_VERIFIER, stateHash, row.code_verifier_enc)
         : undefined,
     };
   }

@@ -1,13 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { createHmac } from 'node:crypto';
-import type { Pool } from 'pg';
-import type { RewardsEnvironment, VaultKey } from '../config/app-config';
-import { InjectConfig } from '../config/config.module';
+import type { RewardsEnvironment } from '../config/app-config';
 import { Database } from '../database/database';
-import { VaultCipher, VaultDecryptionError } from '../token-vault/vault-cipher';
-
-/** The additional authenticated data of a webhook key: bound to its connection (a copied value does not decrypt). */
-const aad = (connectionId: string) => `${connectionId}/webhook_key`;
+import { VaultDecryptionError } from '../token-vault/vault-cipher';
+import { Vault, WEBHOOK_KEY } from '../token-vault/vault.service';
 
 /**
  * A webhook's signing key, decrypted, with what it belongs to. The key itself is an ES private field: it is not a
@@ -60,14 +56,11 @@ interface KeyRow {
 @Injectable()
 export class WebhookKeyStore {
   private readonly logger = new Logger(WebhookKeyStore.name);
-  private readonly vault: VaultCipher;
 
   constructor(
-    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
+    private readonly vault: Vault,
     private readonly db: Database,
-  ) {
-    this.vault = new VaultCipher(vaultKeys);
-  }
+  ) {}
 
   /**
    * The connection's registration, created `pending` when it has none, due again at `retryAt` (so that a process
@@ -100,7 +93,7 @@ export class WebhookKeyStore {
       `UPDATE webhook_keys SET status = 'registered', webhook_id = $3, private_key_enc = $4, attempts = attempts + 1,
               next_attempt_at = NULL, last_error = NULL, registered_at = now(), updated_at = now()
         WHERE id = $1 AND connection_id = $2`,
-      [id, connectionId, webhookId, this.vault.encrypt(privateKey, aad(connectionId))],
+      [id, connectionId, webhookId, this.vault.seal(WEBHOOK_KEY, connectionId, privateKey)],
     );
   }
 
@@ -204,7 +197,7 @@ export class WebhookKeyStore {
         row.connection_id,
         row.environment,
         row.webhook_id,
-        this.vault.decrypt(row.private_key_enc, aad(row.connection_id)),
+        this.vault.open(WEBHOOK_KEY, row.connection_id, row.private_key_enc),
       );
     } catch (error) {
       if (!(error instanceof VaultDecryptionError)) throw error;
@@ -215,25 +208,4 @@ export class WebhookKeyStore {
       return null;
     }
   }
-}
-
-/**
- * `vault:rotate`: re-encrypts every webhook key with the vault's first key (same plaintexts). Returns how many were
- * rewritten.
- */
-export async function reencryptWebhookKeys(pool: Pool, vault: VaultCipher): Promise<number> {
-  const { rows } = await pool.query<{ id: string; connection_id: string; private_key_enc: string }>(
-    `SELECT id, connection_id, private_key_enc FROM webhook_keys WHERE private_key_enc IS NOT NULL`,
-  );
-  let rewritten = 0;
-  for (const r of rows) {
-    if (VaultCipher.keyIdOf(r.private_key_enc) === vault.currentKeyId) continue;
-    const context = aad(r.connection_id);
-    const { rowCount } = await pool.query(
-      `UPDATE webhook_keys SET private_key_enc = $2, updated_at = now() WHERE id = $1 AND private_key_enc = $3`,
-      [r.id, vault.encrypt(vault.decrypt(r.private_key_enc, context), context), r.private_key_enc],
-    );
-    rewritten += rowCount ?? 0;
-  }
-  return rewritten;
 }

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppError } from '../common/app-error';
-import type { DispatchConfig, VaultKey } from '../config/app-config';
+import type { DispatchConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { MetricsService } from '../metrics/metrics.service';
 import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.errors';
@@ -12,7 +12,7 @@ import {
   ConnectionNotActiveError,
   ConnectionNotFoundError,
 } from '../token-vault/token-vault.errors';
-import { VaultCipher } from '../token-vault/vault-cipher';
+import { REWARD_LINK, Vault } from '../token-vault/vault.service';
 import { DispatchStore, type DispatchUpdate, type RewardUpdate } from './dispatch.store';
 import {
   type DispatchRow,
@@ -70,17 +70,14 @@ interface Interruption {
 @Injectable()
 export class DispatchSender {
   private readonly logger = new Logger(DispatchSender.name);
-  private readonly vault: VaultCipher;
 
   constructor(
     @InjectConfig('dispatch') private readonly config: DispatchConfig,
-    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
+    private readonly vault: Vault,
     private readonly store: DispatchStore,
     private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
-  ) {
-    this.vault = new VaultCipher(vaultKeys);
-  }
+  ) {}
 
   /**
    * One attempt. `inline`: the caller waits for the answer — `rewards` holds every reward of the dispatch, and the
@@ -361,7 +358,7 @@ export class DispatchSender {
     return toView(
       row,
       rewards,
-      (r) => (r.link_enc ? this.vault.decrypt(r.link_enc, linkAad(r)) : null),
+      (r) => (r.link_enc ? this.vault.open(REWARD_LINK, r.dispatch_id, r.position, r.link_enc) : null),
       stored,
     );
   }
@@ -387,7 +384,7 @@ export class DispatchSender {
         upstream_reward_id: upstream?.id ?? null,
         upstream_order_status: order.status,
         delivery_status: upstream?.delivery?.status ?? null,
-        link_enc: link ? this.vault.encrypt(link, linkAad(r)) : null,
+        link_enc: link ? this.vault.seal(REWARD_LINK, r.dispatch_id, r.position, link) : null,
       };
       this.metrics.dispatchAttempts.inc({
         outcome: outcome === 'executed' ? 'sent' : outcome === 'held' ? 'pending_approval' : 'failed',
@@ -484,8 +481,6 @@ export class DispatchSender {
     };
   }
 }
-
-const linkAad = (r: RewardRow) => `${r.dispatch_id}/${r.position}/link`;
 
 /** The connection was disconnected (its grant is gone with it): what is not sent yet must not be sent. */
 function isGone(error: unknown): boolean {

@@ -4,7 +4,6 @@ import type { Pool } from 'pg';
 import { Database } from '../database/database';
 import { GroupCommit } from '../database/group-commit';
 import type { Sql } from '../database/sql';
-import { VaultCipher } from '../token-vault/vault-cipher';
 import type { DispatchConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import {
@@ -17,29 +16,6 @@ import {
   failureOf,
   statusOf,
 } from './dispatch.view';
-
-/**
- * `vault:rotate`: re-encrypts the LINK redemption links with the vault's first key (same plaintexts). Returns how many
- * were rewritten.
- */
-export async function reencryptLinks(pool: Pool, vault: VaultCipher): Promise<number> {
-  const { rows } = await pool.query<{ dispatch_id: string; position: number; link_enc: string }>(
-    DISPATCH_SQL.linksToRotate,
-  );
-  let rewritten = 0;
-  for (const r of rows) {
-    if (VaultCipher.keyIdOf(r.link_enc) === vault.currentKeyId) continue;
-    const aad = `${r.dispatch_id}/${r.position}/link`;
-    await pool.query(DISPATCH_SQL.rotateLink, [
-      r.dispatch_id,
-      r.position,
-      vault.encrypt(vault.decrypt(r.link_enc, aad), aad),
-      r.link_enc,
-    ]);
-    rewritten += 1;
-  }
-  return rewritten;
-}
 
 /** A change to one reward row, applied only while the reward is unsettled (`pending` / `sending`). */
 export interface RewardUpdate {
@@ -126,7 +102,6 @@ const REWARD_COLUMNS = `dispatch_id, position, external_id, status, upstream_pay
  *   flight — each statement spells out the condition that implies their predicate;
  * - rows reached one at a time are reached in a subquery of their own (correlated, or LATERAL with its lock), or by
  *   the ctid their lock just took.
- * `linksToRotate` (key rotation, offline) reads every stored link: it alone scans.
  */
 export const DISPATCH_SQL = {
   /**
@@ -364,10 +339,6 @@ export const DISPATCH_SQL = {
   approvalSettled: `UPDATE reward_dispatches
                        SET status = $2, sent_at = CASE WHEN $3::boolean THEN coalesce(sent_at, now()) ELSE sent_at END, updated_at = now()
                      WHERE id = $1 AND status IN ('pending_approval', 'partially_failed')`,
-
-  linksToRotate: `SELECT dispatch_id, position, link_enc FROM dispatch_rewards WHERE link_enc IS NOT NULL`,
-
-  rotateLink: `UPDATE dispatch_rewards SET link_enc = $3 WHERE dispatch_id = $1 AND position = $2 AND link_enc = $4`,
 } as const;
 
 /** A time as a parameter: ISO 8601 (cheaper than pg's own local-time formatting of a Date). */

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { MetricsModule } from '../metrics/metrics.module';
+import { VaultModule } from '../token-vault/vault.module';
 import { TenantWebhooksController } from './tenant-webhooks.controller';
 import { TenantWebhooksService } from './tenant-webhooks.service';
 import { WebhookSender } from './webhook.sender';
@@ -9,11 +10,11 @@ import { WebhookWorker } from './webhook.worker';
 
 /**
  * Tenant webhooks: endpoints, the durable outbox (filled by Postgres triggers in the transaction of each state change)
- * and its delivery worker. Depends on no other feature module: the events come from the database.
- * `TenantWebhooksService.failingEndpoints` is exported for the ops dashboard.
+ * and its delivery worker. Depends on no other feature module but the vault (the signing secrets): the events come
+ * from the database. `TenantWebhooksService.failingEndpoints` is exported for the ops dashboard.
  */
 @Module({
-  imports: [ScheduleModule.forRoot(), MetricsModule],
+  imports: [ScheduleModule.forRoot(), MetricsModule, VaultModule],
   controllers: [TenantWebhooksController],
   providers: [TenantWebhooksService, WebhookStore, WebhookSender, WebhookWorker],
   exports: [TenantWebhooksService, WebhookWorker],

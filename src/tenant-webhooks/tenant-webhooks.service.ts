@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { ValidationFailedError } from '../common/app-error';
-import type { TenantWebhooksConfig, VaultKey } from '../config/app-config';
+import type { TenantWebhooksConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
-import { VaultCipher } from '../token-vault/vault-cipher';
+import { Vault, WEBHOOK_SECRET } from '../token-vault/vault.service';
 import { TenantWebhookError } from './tenant-webhooks.errors';
 import type { CreateWebhookDto } from './dto/webhook.dto';
 import { hostOf, isForbiddenTargetError, resolveChecked } from './target-guard';
@@ -13,7 +13,6 @@ import {
   type DeliveryStatus,
   type EndpointRow,
   type FailingEndpoint,
-  secretContext,
   WebhookStore,
 } from './webhook.store';
 import { WebhookWorker } from './webhook.worker';
@@ -62,16 +61,12 @@ function toDeliveryView(row: DeliveryRow) {
  */
 @Injectable()
 export class TenantWebhooksService {
-  private readonly vault: VaultCipher;
-
   constructor(
     @InjectConfig('webhooks') private readonly config: TenantWebhooksConfig,
-    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
+    private readonly vault: Vault,
     private readonly store: WebhookStore,
     private readonly worker: WebhookWorker,
-  ) {
-    this.vault = new VaultCipher(vaultKeys);
-  }
+  ) {}
 
   async create(tenantId: string, dto: CreateWebhookDto) {
     await this.checkTarget(dto.url);
@@ -86,7 +81,7 @@ export class TenantWebhooksService {
         tenant_id: tenantId,
         url: dto.url,
         events,
-        secret_enc: this.vault.encrypt(secret, secretContext(id)),
+        secret_enc: this.vault.seal(WEBHOOK_SECRET, id, secret),
       },
       MAX_ENDPOINTS_PER_TENANT,
     );

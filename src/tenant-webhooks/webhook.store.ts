@@ -1,8 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { Pool } from 'pg';
 import type { InFlightCounts } from '../common/claim-loop';
 import { Database } from '../database/database';
-import { VaultCipher } from '../token-vault/vault-cipher';
 
 export interface EndpointRow {
   id: string;
@@ -62,32 +60,10 @@ export interface FailingEndpoint {
   disabled_reason: string | null;
 }
 
-/** The vault's additional data for an endpoint's signing secret: a value copied onto another endpoint does not decrypt. */
-export const secretContext = (endpointId: string) => `webhook_endpoint/${endpointId}/secret`;
-
 const ENDPOINT_COLUMNS = `id, tenant_id, url, events, secret_enc, created_at, consecutive_failures, failing_since,
   last_success_at, last_failure_at, last_error, disabled_at, disabled_reason`;
 const DELIVERY_COLUMNS = `id, endpoint_id, event_type, status, attempts, next_attempt_at, queued_at, last_attempt_at,
   last_status_code, last_error, delivered_at, created_at`;
-
-/** `vault:rotate`: re-encrypts every endpoint's signing secret with the vault's first key. Returns how many. */
-export async function reencryptWebhookSecrets(pool: Pool, vault: VaultCipher): Promise<number> {
-  const { rows } = await pool.query<{ id: string; secret_enc: string }>(
-    `SELECT id, secret_enc FROM webhook_endpoints`,
-  );
-  let rewritten = 0;
-  for (const r of rows) {
-    if (VaultCipher.keyIdOf(r.secret_enc) === vault.currentKeyId) continue;
-    const plain = vault.decrypt(r.secret_enc, secretContext(r.id));
-    await pool.query(`UPDATE webhook_endpoints SET secret_enc = $2 WHERE id = $1 AND secret_enc = $3`, [
-      r.id,
-      vault.encrypt(plain, secretContext(r.id)),
-      r.secret_enc,
-    ]);
-    rewritten += 1;
-  }
-  return rewritten;
-}
 
 /**
  * Every statement of the gateway's code that writes `webhook_endpoints` and `webhook_outbox`.

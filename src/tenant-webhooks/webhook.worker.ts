@@ -1,13 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import type { TenantWebhooksConfig, VaultKey } from '../config/app-config';
+import type { TenantWebhooksConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { type Claimed, ClaimLoop, InFlightCounts, LoopWorker } from '../common/claim-loop';
 import { MetricsService } from '../metrics/metrics.service';
-import { VaultCipher } from '../token-vault/vault-cipher';
+import { Vault, WEBHOOK_SECRET } from '../token-vault/vault.service';
 import { retryDelayMs } from './webhook-events';
 import { bodyOf, WebhookSender } from './webhook.sender';
-import { type ClaimedDelivery, secretContext, WebhookStore } from './webhook.store';
+import { type ClaimedDelivery, WebhookStore } from './webhook.store';
 
 /** Deliveries in flight per endpoint on one instance. */
 export const PER_ENDPOINT_IN_FLIGHT = 4;
@@ -29,7 +29,6 @@ const GAUGE_EVERY_MS = 15_000;
 @Injectable()
 export class WebhookWorker extends LoopWorker {
   private readonly logger = new Logger(WebhookWorker.name);
-  private readonly vault: VaultCipher;
   protected readonly loop: ClaimLoop;
   /** Endpoint id → deliveries in flight here. */
   private readonly busy = new InFlightCounts();
@@ -41,14 +40,13 @@ export class WebhookWorker extends LoopWorker {
 
   constructor(
     @InjectConfig('webhooks') private readonly config: TenantWebhooksConfig,
-    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
+    private readonly vault: Vault,
     private readonly store: WebhookStore,
     private readonly sender: WebhookSender,
     private readonly metrics: MetricsService,
     scheduler: SchedulerRegistry,
   ) {
     super(scheduler, 'tenant-webhooks-worker', config.pollMs);
-    this.vault = new VaultCipher(vaultKeys);
     this.loop = new ClaimLoop(
       this.logger,
       'webhook worker',
@@ -129,7 +127,7 @@ export class WebhookWorker extends LoopWorker {
   private secretOf(row: ClaimedDelivery): string {
     const cached = this.secrets.get(row.endpoint_id);
     if (cached && cached.enc === row.secret_enc) return cached.secret;
-    const secret = this.vault.decrypt(row.secret_enc, secretContext(row.endpoint_id));
+    const secret = this.vault.open(WEBHOOK_SECRET, row.endpoint_id, row.secret_enc);
     if (this.secrets.size > 10_000) this.secrets.clear();
     this.secrets.set(row.endpoint_id, { enc: row.secret_enc, secret });
     return secret;

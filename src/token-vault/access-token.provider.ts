@@ -4,10 +4,10 @@ import type { Pool, PoolClient } from 'pg';
 import { NotificationsService } from '../database/notifications.service';
 import { Database } from '../database/database';
 import { InjectConfig } from '../config/config.module';
-import type { RewardsConfig, RewardsEnvironment, VaultKey } from '../config/app-config';
+import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewards-api/rewards-api.client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
-import { VaultCipher } from './vault-cipher';
+import { GRANT_ACCESS, GRANT_REFRESH, Vault } from './vault.service';
 import { AppCredentialsStore } from './app-credentials.store';
 import type { Sql } from '../database/sql';
 import { GrantStore } from './grant.store';
@@ -71,24 +71,20 @@ export abstract class ConnectionStatus {
     connectionId: string,
     code: string,
     message: string,
-    detail: Record<string, unknown>,
+    detail: Detail,
     fromLiveOnly?: boolean,
   ): Promise<boolean>;
   abstract refreshOutcomeUnknownSinceLastSuccess(q: Sql, connectionId: string): Promise<boolean>;
-  abstract markRefreshed(
-    q: Sql,
-    connectionId: string,
-    accessExpiresAt: Date,
-    detail: Record<string, unknown>,
-  ): Promise<void>;
+  abstract markRefreshed(q: Sql, connectionId: string, accessExpiresAt: Date, detail: Detail): Promise<void>;
   abstract markRefreshFailed(
     q: Sql,
     connectionId: string,
     message: string,
     policy: { errorThreshold: number; backoffBaseMs: number; backoffMaxMs: number },
-    detail: Record<string, unknown>,
+    detail: Detail,
   ): Promise<number>;
 }
+type Detail = Record<string, unknown>;
 
 export function usableUntil(issuedAt: number, expiresAt: number): number {
   const skew = Math.min(REFRESH_SKEW_MS, (expiresAt - issuedAt) * REFRESH_SKEW_FRACTION);
@@ -109,14 +105,13 @@ export class AccessTokenProvider {
   private readonly inFlight = new Map<string, Promise<AccessToken>>();
   private readonly lastUseWritten = new Map<string, number>();
   private readonly pool: Pool;
-  private readonly vault: VaultCipher;
   private readonly appCredentials: AppCredentialsStore;
   /** Per environment: until when refreshes fail fast after the token endpoint refused our app credentials. */
   private readonly appCredentialsRefusedUntil = new Map<RewardsEnvironment, number>();
 
   constructor(
     @InjectConfig('rewards') private readonly environments: RewardsConfig,
-    @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
+    private readonly vault: Vault,
     db: Database,
     private readonly api: RewardsApiClient,
     private readonly connections: ConnectionStatus,
@@ -129,7 +124,6 @@ export class AccessTokenProvider {
       if (eviction === null) this.cache.clear();
       else if (eviction.kind === 'connection') this.cache.delete(eviction.id);
     });
-    this.vault = new VaultCipher(vaultKeys);
     // Lock transactions get their own share of the connection budget, so refreshes cannot starve other queries.
     this.pool = db.lock;
     this.appCredentials = new AppCredentialsStore();
@@ -245,7 +239,7 @@ export class AccessTokenProvider {
     const until = usableUntil(issued, row.expires_at.getTime());
     if (until > Date.now()) {
       const token: AccessToken = {
-        token: this.vault.decrypt(row.access_token_enc, `${row.connection_id}/access`),
+        token: this.vault.open(GRANT_ACCESS, row.connection_id, row.access_token_enc),
         generation: row.generation,
         expiresAt: until,
         environment: row.environment,
@@ -314,7 +308,7 @@ export class AccessTokenProvider {
       const refusedUntil = this.appCredentialsRefusedUntil.get(row.environment) ?? 0;
       if (refusedUntil > Date.now())
         throw new AppCredentialsInvalidError(row.environment, (refusedUntil - Date.now()) / 1000);
-      const refreshToken = this.vault.decrypt(row.refresh_token_enc, `${connectionId}/refresh`);
+      const refreshToken = this.vault.open(GRANT_REFRESH, connectionId, row.refresh_token_enc);
       let tokens: TokenSet;
       try {
         tokens = await this.api.refreshToken(env, refreshToken, TOKEN_CALL_TIMEOUT_MS);
@@ -367,10 +361,10 @@ export class AccessTokenProvider {
     const id = row.connection_id;
     // A response without a new refresh token keeps the old one.
     const refreshEnc = tokens.refreshToken
-      ? this.vault.encrypt(tokens.refreshToken, `${id}/refresh`)
+      ? this.vault.seal(GRANT_REFRESH, id, tokens.refreshToken)
       : row.refresh_token_enc;
     const values = {
-      accessTokenEnc: this.vault.encrypt(tokens.accessToken, `${id}/access`),
+      accessTokenEnc: this.vault.seal(GRANT_ACCESS, id, tokens.accessToken),
       refreshTokenEnc: refreshEnc,
       tokenType: tokens.tokenType,
       scope: tokens.scope,

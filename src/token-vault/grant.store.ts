@@ -48,17 +48,4 @@ export class GrantStore {
     );
     return rowCount === 1;
   }
-
-  /** Re-encryption under a new vault key (`vault:rotate`): same plaintexts, new ciphertexts. */
-  async reencrypt(
-    q: Sql,
-    connectionId: string,
-    accessTokenEnc: string,
-    refreshTokenEnc: string,
-  ): Promise<void> {
-    await q.query(
-      `UPDATE grants SET access_token_enc = $2, refresh_token_enc = $3, updated_at = now() WHERE connection_id = $1`,
-      [connectionId, accessTokenEnc, refreshTokenEnc],
-    );
-  }
 }

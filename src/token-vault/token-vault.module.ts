@@ -5,16 +5,15 @@ import { AccessTokenProvider } from './access-token.provider';
 import { AppCredentialsStore } from './app-credentials.store';
 import { GrantStore } from './grant.store';
 import { RewardsApi } from './rewards-api.service';
-import { VaultCanary } from './vault-canary';
+import { VaultModule } from './vault.module';
 
 /**
  * Encrypted grant storage, the AccessTokenProvider with the cross-process refresh lock, and `RewardsApi`: the
- * connection-scoped upstream client that takes its tokens from here. The vault canary: the keys are checked against
- * the data before the app listens.
+ * connection-scoped upstream client that takes its tokens from here. Exports the vault itself (VaultModule).
  */
 @Module({
-  imports: [MetricsModule, RewardsApiModule],
-  providers: [AccessTokenProvider, RewardsApi, GrantStore, AppCredentialsStore, VaultCanary],
-  exports: [AccessTokenProvider, RewardsApi, GrantStore, AppCredentialsStore, VaultCanary],
+  imports: [MetricsModule, RewardsApiModule, VaultModule],
+  providers: [AccessTokenProvider, RewardsApi, GrantStore, AppCredentialsStore],
+  exports: [AccessTokenProvider, RewardsApi, GrantStore, AppCredentialsStore, VaultModule],
 })
 export class TokenVaultModule {}

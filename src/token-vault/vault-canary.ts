@@ -1,15 +1,13 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { Pool } from 'pg';
 import { withTimeout } from '../common/schedule';
-import type { VaultKey } from '../config/app-config';
-import { InjectConfig } from '../config/config.module';
 import { Database } from '../database/database';
 import { inTransaction, type Sql } from '../database/sql';
 import { VaultCipher, VaultDecryptionError } from './vault-cipher';
+import { GRANT_ACCESS, VAULT_CANARY, Vault } from './vault.service';
 
-/** The known value and its additional data. Knowing them does not help an attacker: AES-GCM resists known plaintext. */
+/** The known value (its additional data: VAULT_CANARY). Knowing it does not help an attacker: AES-GCM resists known plaintext. */
 export const CANARY_PLAINTEXT = 'rewards-gateway vault canary v1';
-export const CANARY_CONTEXT = 'vault_canary';
 
 /**
  * What the configured keys make of the canary:
@@ -29,9 +27,7 @@ export type CanaryState =
 export type ReadableCanary = Extract<CanaryState, { state: 'current' | 'rotation_pending' }>;
 
 /** The configured keys, by id only (never key material): `"k2", "k1"`. */
-export function describeKeyIds(keys: readonly VaultKey[]): string {
-  return keys.map((k) => `"${k.id}"`).join(', ');
-}
+const describeKeyIds = (vault: Vault): string => vault.keyIds.map((id) => `"${id}"`).join(', ');
 
 /** The configured VAULT_KEYS cannot read this database's vault: the process must not start. */
 export class VaultKeyMismatchError extends Error {
@@ -42,13 +38,12 @@ export class VaultKeyMismatchError extends Error {
 }
 
 /** Judges a stored canary against the configured keys (no database access). */
-export function judgeCanary(ciphertext: string, keys: readonly VaultKey[]): CanaryState {
+export function judgeCanary(ciphertext: string, vault: Vault): CanaryState {
   const keyId = VaultCipher.keyIdOf(ciphertext) ?? '?';
-  const configured = describeKeyIds(keys);
-  const vault = new VaultCipher(keys);
+  const configured = describeKeyIds(vault);
   let plaintext: string | undefined;
   try {
-    plaintext = vault.decrypt(ciphertext, CANARY_CONTEXT);
+    plaintext = vault.open(VAULT_CANARY, ciphertext);
   } catch (error) {
     if (!(error instanceof VaultDecryptionError)) throw error;
   }
@@ -57,7 +52,7 @@ export function judgeCanary(ciphertext: string, keys: readonly VaultKey[]): Cana
       ? { state: 'current', keyId }
       : { state: 'rotation_pending', keyId, firstKeyId: vault.currentKeyId };
   }
-  const known = keys.some((k) => k.id === keyId);
+  const known = vault.keyIds.includes(keyId);
   const message = known
     ? `VAULT_KEYS cannot decrypt the vault canary: it was encrypted with key id "${keyId}", and the configured key "${keyId}" ` +
       `is different key material (configured key ids: ${configured}). Configure the key "${keyId}" that wrote this database's data.`
@@ -68,9 +63,9 @@ export function judgeCanary(ciphertext: string, keys: readonly VaultKey[]): Cana
 }
 
 /** Reads and judges the canary; writes nothing (readiness). */
-export async function readVaultCanary(q: Sql, keys: readonly VaultKey[]): Promise<CanaryState> {
+export async function readVaultCanary(q: Sql, vault: Vault): Promise<CanaryState> {
   const { rows } = await q.query<{ ciphertext: string }>(`SELECT ciphertext FROM vault_canary WHERE id = 1`);
-  return rows[0] ? judgeCanary(rows[0].ciphertext, keys) : { state: 'missing' };
+  return rows[0] ? judgeCanary(rows[0].ciphertext, vault) : { state: 'missing' };
 }
 
 /**
@@ -81,38 +76,42 @@ export async function readVaultCanary(q: Sql, keys: readonly VaultKey[]): Promis
  */
 export async function ensureVaultCanary(
   pool: Pool,
-  keys: readonly VaultKey[],
+  vault: Vault,
 ): Promise<ReadableCanary & { written: boolean }> {
-  let state = await readVaultCanary(pool, keys);
+  let state = await readVaultCanary(pool, vault);
   let written = false;
   if (state.state === 'missing') {
-    await checkExistingGrant(pool, keys);
-    const vault = new VaultCipher(keys);
-    const { rowCount } = await pool.query(
-      `INSERT INTO vault_canary (id, key_id, ciphertext) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`,
-      [vault.currentKeyId, vault.encrypt(CANARY_PLAINTEXT, CANARY_CONTEXT)],
-    );
-    written = rowCount === 1;
-    state = await readVaultCanary(pool, keys);
+    await checkExistingGrant(pool, vault);
+    written = await insertCanary(pool, vault);
+    state = await readVaultCanary(pool, vault);
   }
   if (state.state === 'undecryptable') throw new VaultKeyMismatchError(state.message);
   if (state.state === 'missing') throw new VaultKeyMismatchError('the vault canary could not be written');
   return { ...state, written };
 }
 
-async function checkExistingGrant(q: Sql, keys: readonly VaultKey[]): Promise<void> {
+/** Writes the canary with the first key unless another instance did; true when this one did. */
+async function insertCanary(q: Sql, vault: Vault): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `INSERT INTO vault_canary (id, key_id, ciphertext) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`,
+    [vault.currentKeyId, vault.seal(VAULT_CANARY, CANARY_PLAINTEXT)],
+  );
+  return rowCount === 1;
+}
+
+async function checkExistingGrant(q: Sql, vault: Vault): Promise<void> {
   const { rows } = await q.query<{ connection_id: string; access_token_enc: string }>(
     `SELECT connection_id, access_token_enc FROM grants ORDER BY updated_at DESC LIMIT 1`,
   );
   const grant = rows[0];
   if (!grant) return;
   try {
-    new VaultCipher(keys).decrypt(grant.access_token_enc, `${grant.connection_id}/access`);
+    vault.open(GRANT_ACCESS, grant.connection_id, grant.access_token_enc);
   } catch (error) {
     if (!(error instanceof VaultDecryptionError)) throw error;
     throw new VaultKeyMismatchError(
       `VAULT_KEYS cannot decrypt the existing grants (the newest is encrypted with key id "${VaultCipher.keyIdOf(grant.access_token_enc)}"; ` +
-        `configured key ids: ${describeKeyIds(keys)}), so no vault canary is written. Configure the key that wrote this database's data.`,
+        `configured key ids: ${describeKeyIds(vault)}), so no vault canary is written. Configure the key that wrote this database's data.`,
     );
   }
 }
@@ -123,26 +122,19 @@ async function checkExistingGrant(q: Sql, keys: readonly VaultKey[]): Promise<vo
  */
 export async function reencryptVaultCanary(
   pool: Pool,
-  vault: VaultCipher,
-  keys: readonly VaultKey[],
+  vault: Vault,
 ): Promise<'rewritten' | 'current' | 'written'> {
   return inTransaction(pool, async (tx) => {
     const { rows } = await tx.query<{ ciphertext: string }>(
       `SELECT ciphertext FROM vault_canary WHERE id = 1 FOR UPDATE`,
     );
-    if (!rows[0]) {
-      const inserted = await tx.query(
-        `INSERT INTO vault_canary (id, key_id, ciphertext) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`,
-        [vault.currentKeyId, vault.encrypt(CANARY_PLAINTEXT, CANARY_CONTEXT)],
-      );
-      return inserted.rowCount === 1 ? 'written' : 'current';
-    }
-    const state = judgeCanary(rows[0].ciphertext, keys);
+    if (!rows[0]) return (await insertCanary(tx, vault)) ? 'written' : 'current';
+    const state = judgeCanary(rows[0].ciphertext, vault);
     if (state.state === 'undecryptable') throw new VaultKeyMismatchError(state.message);
     if (state.state === 'current') return 'current';
     await tx.query(`UPDATE vault_canary SET key_id = $1, ciphertext = $2, rotated_at = now() WHERE id = 1`, [
       vault.currentKeyId,
-      vault.encrypt(CANARY_PLAINTEXT, CANARY_CONTEXT),
+      vault.seal(VAULT_CANARY, CANARY_PLAINTEXT),
     ]);
     return 'rewritten';
   });
@@ -157,12 +149,12 @@ export class VaultCanary implements OnModuleInit {
   private readonly logger = new Logger('VaultCanary');
 
   constructor(
-    @InjectConfig('vaultKeys') private readonly keys: readonly VaultKey[],
+    private readonly vault: Vault,
     private readonly db: Database,
   ) {}
 
   async onModuleInit(): Promise<void> {
-    const state = await ensureVaultCanary(this.db.main, this.keys);
+    const state = await ensureVaultCanary(this.db.main, this.vault);
     if (state.written)
       this.logger.log({ keyId: state.keyId }, `vault canary written with key "${state.keyId}"`);
     if (state.state === 'rotation_pending') {
@@ -177,7 +169,7 @@ export class VaultCanary implements OnModuleInit {
   /** For readiness: the canary read now (within `timeoutMs`). */
   async check(timeoutMs = 1_500): Promise<CanaryState> {
     return withTimeout(
-      readVaultCanary(this.db.main, this.keys),
+      readVaultCanary(this.db.main, this.vault),
       timeoutMs,
       `the vault canary was not read within ${timeoutMs} ms`,
     );

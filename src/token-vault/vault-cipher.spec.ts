@@ -1,5 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { VaultCipher, VaultDecryptionError } from './vault-cipher';
+import {
+  ENCRYPTED_COLUMNS,
+  GRANT_ACCESS,
+  GRANT_REFRESH,
+  OAUTH_VERIFIER,
+  REWARD_LINK,
+  Vault,
+  VAULT_CANARY,
+  type VaultField,
+  WEBHOOK_KEY,
+  WEBHOOK_SECRET,
+} from './vault.service';
 
 const key = (id: string) => ({ id, key: randomBytes(32) });
 
@@ -46,5 +58,48 @@ describe('VaultCipher', () => {
   it('refuses to exist without a 32-byte key', () => {
     expect(() => new VaultCipher([])).toThrow();
     expect(() => new VaultCipher([{ id: 'x', key: randomBytes(16) }])).toThrow();
+  });
+});
+
+describe('Vault: the fields and their additional data', () => {
+  const k1 = key('k1');
+
+  it('opens what was stored under each additional data used before the fields existed (existing databases)', () => {
+    const stored = new VaultCipher([k1]);
+    const vault = new Vault([k1]);
+    const before: [VaultField, (string | number)[], string][] = [
+      [GRANT_ACCESS, ['c1'], 'c1/access'],
+      [GRANT_REFRESH, ['c1'], 'c1/refresh'],
+      [REWARD_LINK, ['d1', 3], 'd1/3/link'],
+      [OAUTH_VERIFIER, ['h1'], 'state/h1'],
+      [WEBHOOK_SECRET, ['e1'], 'webhook_endpoint/e1/secret'],
+      [WEBHOOK_KEY, ['c1'], 'c1/webhook_key'],
+      [VAULT_CANARY, [], 'vault_canary'],
+    ];
+    expect(before.map(([f]) => f)).toEqual([...ENCRYPTED_COLUMNS, VAULT_CANARY]);
+    for (const [field, rowKey, aad] of before) {
+      const value = stored.encrypt('secret', aad);
+      expect(VaultCipher.keyIdOf(vault.reencrypt(field, rowKey, value))).toBe('k1');
+    }
+    expect(vault.open(REWARD_LINK, 'd1', 3, stored.encrypt('link', 'd1/3/link'))).toBe('link');
+  });
+
+  it('binds a value to its row and field: copied onto another row or column, it does not open', () => {
+    const vault = new Vault([k1]);
+    const access = vault.seal(GRANT_ACCESS, 'c1', 'token');
+    expect(vault.open(GRANT_ACCESS, 'c1', access)).toBe('token');
+    expect(() => vault.open(GRANT_ACCESS, 'c2', access)).toThrow(VaultDecryptionError);
+    expect(() => vault.open(GRANT_REFRESH, 'c1', access)).toThrow(VaultDecryptionError);
+    const link = vault.seal(REWARD_LINK, 'd1', 0, 'https://link');
+    expect(() => vault.open(REWARD_LINK, 'd1', 1, link)).toThrow(VaultDecryptionError);
+  });
+
+  it('re-encrypts a value under the first key, for the same row', () => {
+    const old = new Vault([k1]).seal(REWARD_LINK, 'd1', 0, 'https://link');
+    const rotated = new Vault([key('k2'), k1]);
+    const again = rotated.reencrypt(REWARD_LINK, ['d1', 0], old);
+    expect(VaultCipher.keyIdOf(again)).toBe('k2');
+    expect(rotated.open(REWARD_LINK, 'd1', 0, again)).toBe('https://link');
+    expect(() => rotated.reencrypt(REWARD_LINK, ['d1'], old)).toThrow(/takes dispatch_id, position/);
   });
 });

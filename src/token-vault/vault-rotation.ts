@@ -1,67 +1,73 @@
-import type { Pool } from 'pg';
-import { inTransaction } from '../database/sql';
-import { GrantStore } from './grant.store';
-import type { VaultKey } from '../config/app-config';
-import { VaultCipher } from './vault-cipher';
+import { escapeIdentifier, type Pool } from 'pg';
 import { reencryptVaultCanary } from './vault-canary';
+import { ENCRYPTED_COLUMNS, type Vault, type VaultField } from './vault.service';
 
-/**
- * Re-encrypts every grant with the current (first) vault key, row by row under a row lock, so it can run beside
- * live gateways: a refresh in flight simply waits for the row. Returns how many values were rewritten.
- */
-export async function reencryptGrants(
-  pool: Pool,
-  vault: VaultCipher,
-  grants = new GrantStore(),
-): Promise<{ grants: number; rewritten: number }> {
-  const { rows: ids } = await pool.query<{ connection_id: string }>(
-    `SELECT connection_id FROM grants ORDER BY connection_id`,
-  );
-  let rewritten = 0;
-  for (const { connection_id: id } of ids) {
-    await inTransaction(pool, async (tx) => {
-      const { rows } = await tx.query<{ access_token_enc: string; refresh_token_enc: string }>(
-        `SELECT access_token_enc, refresh_token_enc FROM grants WHERE connection_id = $1 FOR UPDATE`,
-        [id],
-      );
-      const row = rows[0];
-      if (!row) return;
-      const current = vault.currentKeyId;
-      if (
-        VaultCipher.keyIdOf(row.access_token_enc) === current &&
-        VaultCipher.keyIdOf(row.refresh_token_enc) === current
-      )
-        return;
-      const access = vault.encrypt(vault.decrypt(row.access_token_enc, `${id}/access`), `${id}/access`);
-      const refresh = vault.encrypt(vault.decrypt(row.refresh_token_enc, `${id}/refresh`), `${id}/refresh`);
-      await grants.reencrypt(tx, id, access, refresh);
-      rewritten += 1;
-    });
-  }
-  return { grants: ids.length, rewritten };
+/** Rows read per page: the rotation holds no lock and keeps no more than this in memory. */
+export const PAGE_ROWS = 500;
+
+type KeyedValue = Record<string, string | number> & { value: string };
+
+/** What `vault:rotate` did: per column, how many values it re-encrypted, of how many the column now holds. */
+export interface VaultRotation {
+  keyId: string;
+  columns: { column: string; rewritten: number; values: number }[];
+  canary: 'rewritten' | 'current' | 'written';
 }
 
 /**
- * `vault:rotate`: every grant, then the vault canary, re-encrypted with the first key. The canary goes last, so
- * "canary current" means the whole rotation finished (a failure half-way leaves it, and the start-up warning, as is).
+ * `vault:rotate`: every registered column, then the vault canary, re-encrypted with the first key. It runs beside live
+ * gateways (which must already run with the new key first, so that what they write is current): pages in key order
+ * without locks, each value replaced by a compare-and-set on the old ciphertext, so a value a gateway rewrites
+ * meanwhile is never overwritten. The canary goes last: "current" then means every value was re-encrypted.
  */
-export async function reencryptVault(
-  pool: Pool,
-  keys: readonly VaultKey[],
-  /** Other modules' encrypted values (LINK redemption links, PKCE verifiers): each returns how many it rewrote. */
-  others: ((vault: VaultCipher) => Promise<number>)[] = [],
-): Promise<{
-  grants: number;
-  rewritten: number;
-  others: number;
-  canary: 'rewritten' | 'current' | 'written';
-  keyId: string;
-}> {
-  const vault = new VaultCipher(keys);
-  const grants = await reencryptGrants(pool, vault);
-  let rewrittenOthers = 0;
-  for (const reencrypt of others) rewrittenOthers += await reencrypt(vault);
-  // The canary goes last: "current" then means every value was re-encrypted.
-  const canary = await reencryptVaultCanary(pool, vault, keys);
-  return { ...grants, others: rewrittenOthers, canary, keyId: vault.currentKeyId };
+export async function rotateVault(pool: Pool, vault: Vault, pageRows = PAGE_ROWS): Promise<VaultRotation> {
+  const columns: VaultRotation['columns'] = [];
+  for (const field of ENCRYPTED_COLUMNS) columns.push(await reencryptColumn(pool, vault, field, pageRows));
+  const canary = await reencryptVaultCanary(pool, vault);
+  return { keyId: vault.currentKeyId, columns, canary };
+}
+
+async function reencryptColumn(pool: Pool, vault: Vault, field: VaultField, pageRows: number) {
+  const [table, column] = [escapeIdentifier(field.table), escapeIdentifier(field.column)];
+  const keys = field.key.map(escapeIdentifier).join(', ');
+  const params = (from: number) => field.key.map((_, i) => `$${from + i}`).join(', ');
+  const stale = `${column} IS NOT NULL AND split_part(${column}, ':', 2) <> $1`;
+  const name = `${field.table}.${field.column}`;
+  let rewritten = 0;
+  let after: unknown[] = [];
+  for (;;) {
+    const { rows }: { rows: KeyedValue[] } = await pool.query<KeyedValue>(
+      `SELECT ${keys}, ${column} AS value FROM ${table}
+        WHERE ${stale} ${after.length ? `AND (${keys}) > (${params(2)})` : ''} ORDER BY ${keys} LIMIT ${pageRows}`,
+      [vault.currentKeyId, ...after],
+    );
+    for (const row of rows) {
+      const key = field.key.map((k) => row[k]);
+      let value: string;
+      try {
+        value = vault.reencrypt(field, key, row.value);
+      } catch (error) {
+        throw new Error(`${name} (${key.join(', ')}): ${(error as Error).message}`);
+      }
+      // No row: a gateway replaced the value meanwhile, with its own first key (checked below).
+      const { rowCount } = await pool.query(
+        `UPDATE ${table} SET ${column} = $1 WHERE (${keys}) = (${params(3)}) AND ${column} = $2`,
+        [value, row.value, ...key],
+      );
+      rewritten += rowCount ?? 0;
+    }
+    if (rows.length < pageRows) break;
+    after = field.key.map((k) => rows[rows.length - 1][k]);
+  }
+  const { rows } = await pool.query<{ total: number; stale: number }>(
+    `SELECT count(*)::int AS total, (count(*) FILTER (WHERE ${stale}))::int AS stale
+       FROM ${table} WHERE ${column} IS NOT NULL`,
+    [vault.currentKeyId],
+  );
+  if (rows[0].stale > 0)
+    throw new Error(
+      `${name}: ${rows[0].stale} values were written under another key during the rotation; is every instance ` +
+        `running with "${vault.currentKeyId}" first in VAULT_KEYS? Run vault:rotate again once they are.`,
+    );
+  return { column: name, rewritten, values: rows[0].total };
 }

@@ -11,13 +11,14 @@ import { RewardsApiClient } from '../../src/rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../../src/token-vault/access-token.provider';
 import { ConnectionStateStore } from '../../src/connections/connection-state.store';
 import { GrantStore } from '../../src/token-vault/grant.store';
+import { Vault } from '../../src/token-vault/vault.service';
 import { terminate } from '../../src/common/terminate';
 
 const config = parseConfig(JSON.parse(process.env.WORKER_ENV as string) as Record<string, string>);
 const db = new Database(config.database);
 const provider = new AccessTokenProvider(
   config.rewards,
-  config.vaultKeys,
+  new Vault(config.vaultKeys),
   db,
   new RewardsApiClient(),
   new ConnectionStateStore(),
