@@ -5,8 +5,11 @@ import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import type { AppConfig } from './config/app-config';
 import { AppConfigModule } from './config/config.module';
+import type { Clock } from './common/clock';
+import { ClockModule } from './common/clock.module';
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { loggerParams } from './common/logging';
+import { AuditModule } from './audit/audit.module';
 import { DatabaseModule } from './database/database.module';
 import { ConnectionsModule } from './connections/connections.module';
 import { DeliveryWebhooksModule } from './delivery-webhooks/delivery-webhooks.module';
@@ -21,6 +24,8 @@ import { TenantsModule } from './tenants/tenants.module';
 export interface AppModuleOptions {
   /** Where structured logs go (tests capture them to prove no secret is logged). Default: stdout. */
   logDestination?: DestinationStream;
+  /** The clock every module reads time from (tests move one). Default: the system clock. */
+  clock?: Clock;
 }
 
 @Module({})
@@ -30,8 +35,10 @@ export class AppModule {
       module: AppModule,
       imports: [
         AppConfigModule.forRoot(config),
+        ClockModule.forRoot(options.clock),
         LoggerModule.forRoot(loggerParams(config.logLevel, options.logDestination)),
         DatabaseModule,
+        AuditModule,
         MetricsModule,
         TenantsModule,
         TokenVaultModule,

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
 import { closeApp, createApp } from '../../src/app.factory';
+import type { Clock } from '../../src/common/clock';
 import type { AppConfig } from '../../src/config/app-config';
 import { parseConfig } from '../../src/config/app-config';
 import { runMigrations } from '../../src/database/migrator';
@@ -54,6 +55,8 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
 export interface TestAppOptions {
   /** Runs on the app after it is built, before it listens (e.g. to add a global step, as test/pipeline does). */
   configure?: (app: NestExpressApplication) => void;
+  /** The clock the app reads time from (test/support/clock.ts), to move time instead of waiting. */
+  clock?: Clock;
 }
 
 /** Starts the real gateway on a fresh database and a free port, with the sandbox mounted unless told otherwise. */
@@ -96,7 +99,7 @@ export async function startTestAppOn(
       done();
     },
   });
-  const app = await createApp(config, { logDestination: sink });
+  const app = await createApp(config, { logDestination: sink, clock: options.clock });
   options.configure?.(app);
   await app.listen(port, '127.0.0.1');
   return {
