@@ -14,6 +14,8 @@ import { DeliveryWebhooks1700000012000 } from './1700000012000-delivery-webhooks
 import { TenantWebhooks1700000013000 } from './1700000013000-tenant-webhooks';
 import { Dashboard1700000014000 } from './1700000014000-dashboard';
 import { DispatchOpenIndexes1700000015000 } from './1700000015000-dispatch-open-indexes';
+import { ApiKeyScopes1700000016000 } from './1700000016000-api-key-scopes';
+import { AuditEvents1700000016100 } from './1700000016100-audit-events';
 
 /** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
 export const MIGRATIONS = [
@@ -33,4 +35,6 @@ export const MIGRATIONS = [
   TenantWebhooks1700000013000,
   Dashboard1700000014000,
   DispatchOpenIndexes1700000015000,
+  ApiKeyScopes1700000016000,
+  AuditEvents1700000016100,
 ];

@@ -139,6 +139,12 @@ export interface TenantWebhooksConfig {
   readonly concurrency: number;
 }
 
+/** The audit trail (`audit_events`). */
+export interface AuditConfig {
+  /** Records older than this many days are deleted by the retention job (`AuditStore.purgeOlderThan`); never earlier. */
+  readonly retentionDays: number;
+}
+
 /** The resolved configuration: complete, validated, deep-frozen. Each top-level key is an injectable slice. */
 export interface AppConfig {
   readonly port: number;
@@ -162,6 +168,7 @@ export interface AppConfig {
   readonly dispatch: DispatchConfig;
   readonly ops: OpsConfig;
   readonly webhooks: TenantWebhooksConfig;
+  readonly audit: AuditConfig;
 }
 
 /**
@@ -336,6 +343,7 @@ export function readSettings(env: Env, cwd = process.cwd()): Settings {
     dispatch,
     ops,
     webhooks,
+    audit: { retentionDays: read('AUDIT_RETENTION_DAYS', 400, int(1, 3650)) },
   };
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return settings;

@@ -1,0 +1,127 @@
+import { Injectable } from '@nestjs/common';
+import { Clock } from '../common/clock';
+import { Database } from '../database/database';
+import type { Sql } from '../database/sql';
+import type { AuditAction, AuditActor, AuditActorType, AuditTargetType, AuditVia } from './audit-actions';
+
+const DAY_MS = 24 * 60 * 60_000;
+
+/** One record, as written. */
+export interface AuditEventInput {
+  /** When, by the gateway's clock (retention compares with the same clock). */
+  at: Date;
+  action: AuditAction;
+  tenantId: string | null;
+  actor: AuditActor;
+  clientAddress: string | null;
+  requestId: string | null;
+  target: { type: AuditTargetType; id: string | null } | null;
+  details: Record<string, unknown>;
+}
+
+export interface AuditEventRow {
+  /** bigint: pg reads it as a string. */
+  id: string;
+  at: Date;
+  tenant_id: string | null;
+  action: AuditAction;
+  actor_type: AuditActorType;
+  actor_id: string | null;
+  actor_name: string | null;
+  via: AuditVia;
+  client_address: string | null;
+  request_id: string | null;
+  target_type: AuditTargetType | null;
+  target_id: string | null;
+  details: Record<string, unknown>;
+}
+
+export interface AuditListFilter {
+  tenantId?: string;
+  action?: AuditAction;
+  /** Only records older than this one (the previous page's last id). */
+  beforeId?: string;
+  limit: number;
+}
+
+/**
+ * Every statement that writes `audit_events`: appends, and the retention purge — the only DELETE the table's trigger
+ * lets through, because it sets `rg.audit_retention` for its own transaction. Nothing updates a record.
+ */
+@Injectable()
+export class AuditStore {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Appends one record on `on`: a transaction's client (committed with the change) or a pool. */
+  async insert(on: Sql, e: AuditEventInput): Promise<void> {
+    await on.query(
+      `INSERT INTO audit_events (at, tenant_id, action, actor_type, actor_id, actor_name, via, client_address,
+                                 request_id, target_type, target_id, details)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      [
+        e.at,
+        e.tenantId,
+        e.action,
+        e.actor.type,
+        e.actor.id,
+        e.actor.name,
+        e.actor.via,
+        e.clientAddress,
+        e.requestId,
+        e.target?.type ?? null,
+        e.target?.id ?? null,
+        JSON.stringify(e.details),
+      ],
+    );
+  }
+
+  /**
+   * Newest first, `limit` records after `beforeId`. One statement per combination of filters, so that each is a plain
+   * range of one index whatever plan Postgres keeps: (tenant_id, id), (action, id), or the primary key.
+   */
+  async list(filter: AuditListFilter): Promise<AuditEventRow[]> {
+    const where: string[] = [];
+    const values: unknown[] = [];
+    if (filter.tenantId !== undefined) {
+      values.push(filter.tenantId);
+      where.push(`tenant_id = $${values.length}`);
+    }
+    if (filter.action !== undefined) {
+      values.push(filter.action);
+      where.push(`action = $${values.length}`);
+    }
+    if (filter.beforeId !== undefined) {
+      values.push(filter.beforeId);
+      where.push(`id < $${values.length}::bigint`);
+    }
+    values.push(filter.limit);
+    const { rows } = await this.db.main.query<AuditEventRow>(
+      `SELECT id, at, tenant_id, action, actor_type, actor_id, actor_name, via, client_address,
+              request_id, target_type, target_id, details
+         FROM audit_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY id DESC LIMIT $${values.length}`,
+      values,
+    );
+    return rows;
+  }
+
+  /**
+   * Retention: deletes at most `limit` records older than `days` (by this process's clock), oldest first; returns how
+   * many. Call it again until it returns less than `limit`: each batch is a short transaction.
+   */
+  async purgeOlderThan(days: number, limit: number): Promise<number> {
+    const cutoff = new Date(this.clock.now() - days * DAY_MS);
+    return this.db.transaction(async (tx) => {
+      await tx.query(`SELECT set_config('rg.audit_retention', 'on', true)`);
+      const { rowCount } = await tx.query(
+        `DELETE FROM audit_events
+          WHERE id IN (SELECT id FROM audit_events WHERE at < $1 ORDER BY at LIMIT $2)`,
+        [cutoff, limit],
+      );
+      return rowCount ?? 0;
+    });
+  }
+}
