@@ -2,6 +2,11 @@ import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { loadSettingsOrFail, prepareRuntime } from './bootstrap';
 import type { AppConfig } from './config/app-config';
+import { CLI_ACTOR } from './audit/audit-actions';
+import { AuditLog } from './audit/audit-log.service';
+import { AuditStore } from './audit/audit.store';
+import { runInRequestContext } from './audit/request-context';
+import { systemClock } from './common/clock';
 import { Database } from './database/database';
 import { revertLastMigration, runMigrations } from './database/migrator';
 import { terminate } from './common/terminate';
@@ -35,6 +40,11 @@ async function withDatabase<T>(fn: (config: AppConfig, db: Database) => Promise<
   }
 }
 
+/** The audit trail as the CLI writes it: every change a command makes, with the CLI as its actor. */
+function auditOf(db: Database): AuditLog {
+  return new AuditLog(new AuditStore(db, systemClock), db, systemClock);
+}
+
 async function main(args: string[]): Promise<number> {
   const [command] = args;
   switch (command) {
@@ -57,7 +67,19 @@ async function main(args: string[]): Promise<number> {
       const key = await withDatabase(async (config, db) => {
         await runMigrations(config.database.url);
         const { createApiKey } = await import('./tenants/api-keys.service');
-        return (await createApiKey(db.main, null, name)).key;
+        return db.transaction(async (tx) => {
+          const created = await createApiKey(tx, null, name);
+          await auditOf(db).record(
+            'api_key.created',
+            {
+              tenantId: null,
+              target: { type: 'api_key', id: created.row.id },
+              details: { name, operator: true },
+            },
+            tx,
+          );
+          return created.key;
+        });
       });
       process.stdout.write(`Operator key "${name}" (shown once; only its hash is stored):\n${key}\n`);
       return 0;
@@ -71,7 +93,19 @@ async function main(args: string[]): Promise<number> {
       const result = await withDatabase(async (config, db) => {
         const { rotateVault } = await import('./token-vault/vault-rotation');
         const { Vault } = await import('./token-vault/vault.service');
-        return rotateVault(db.main, new Vault(config.vaultKeys));
+        const rotated = await rotateVault(db.main, new Vault(config.vaultKeys));
+        // Many transactions (page by page, beside live gateways): recorded once, after the last one committed.
+        await auditOf(db).record('vault.key_rotated', {
+          tenantId: null,
+          target: { type: 'vault', id: rotated.keyId },
+          details: {
+            key_id: rotated.keyId,
+            values: rotated.columns.reduce((n, c) => n + c.values, 0),
+            rewritten: rotated.columns.reduce((n, c) => n + c.rewritten, 0),
+            canary: rotated.canary,
+          },
+        });
+        return rotated;
       });
       const canary = { rewritten: 're-encrypted', current: 'already current', written: 'written' }[
         result.canary
@@ -88,7 +122,10 @@ async function main(args: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
+// The CLI's context, as the pipeline sets one per request: its changes are recorded as the CLI's.
+runInRequestContext({ requestId: null, clientAddress: null, actor: CLI_ACTOR }, () =>
+  main(process.argv.slice(2)),
+).then(
   (code) => terminate(code),
   (error: unknown) => {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);

@@ -18,7 +18,8 @@ import type { OpsErrorCode } from '../ops/ops.errors';
 import type { DispatchErrorCode } from '../reward-dispatch/reward-dispatch.errors';
 import type { UpstreamErrorCode } from '../rewards-api/rewards-api.errors';
 import type { TenantWebhookErrorCode } from '../tenant-webhooks/tenant-webhooks.errors';
-import type { TenantErrorCode } from '../tenants/tenants.errors';
+import type { ApiKeyScope } from '../tenants/auth/principal';
+import { InsufficientScopeError, type TenantErrorCode } from '../tenants/tenants.errors';
 import type { TokenVaultErrorCode } from '../token-vault/token-vault.errors';
 
 /**
@@ -209,8 +210,8 @@ export const AUTH: readonly ErrorExample[] = [
   {
     status: 401,
     code: 'invalid_api_key',
-    message: 'The API key is not valid or has been revoked.',
-    when: 'a wrong or revoked key',
+    message: 'The API key is not valid, or was revoked or has expired.',
+    when: 'a wrong, revoked or expired key (a rotated key after its grace period)',
   },
   {
     status: 429,
@@ -226,6 +227,18 @@ export const OPERATOR_KEY_REQUIRED: ErrorExample = {
   message: 'This operation needs an operator API key.',
   when: 'called with a tenant key',
 };
+
+/** A tenant key without any of the route's scopes (the `RequiresScope` decorator documents it on each route). */
+export function insufficientScope(scopes: readonly ApiKeyScope[]): ErrorExample {
+  const error = new InsufficientScopeError(scopes, ['rewards:read']);
+  return {
+    status: 403,
+    code: 'insufficient_scope',
+    message: error.message,
+    details: error.details,
+    when: 'a tenant key without that scope',
+  };
+}
 
 export const TENANT_NOT_FOUND: ErrorExample = {
   status: 404,

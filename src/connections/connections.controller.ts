@@ -10,6 +10,7 @@ import {
   validationFailed,
 } from '../common/api-docs';
 import { ConnectionsService } from './connections.service';
+import { RequiresScope } from '../tenants/auth/auth.decorators';
 import {
   ConnectSessionResponse,
   ConnectionQueryDto,
@@ -29,6 +30,7 @@ export class ConnectionsController {
   constructor(private readonly connections: ConnectionsService) {}
 
   @Post('connect-sessions')
+  @RequiresScope('connection:manage')
   @ApiOperation({
     summary: 'Create a one-time connect link for the tenant admin’s "Connect rewards account" button.',
   })
@@ -68,6 +70,7 @@ export class ConnectionsController {
   }
 
   @Get('connection')
+  @RequiresScope('connection:manage')
   @ApiOperation({
     summary: 'The tenant’s connection: status, scopes, refresh and error state (never tokens).',
   })
@@ -78,6 +81,7 @@ export class ConnectionsController {
   }
 
   @Delete('connection')
+  @RequiresScope('connection:manage')
   @ApiOperation({ summary: 'Disconnect: the grant is deleted and the connection marked disconnected.' })
   @ApiOkResponse({ type: ConnectionResponse })
   @ApiErrors(TENANT_ROUTE, ENVIRONMENT_QUERY, CONNECTION_NOT_FOUND, ENVIRONMENT_NOT_CONFIGURED)

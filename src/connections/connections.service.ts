@@ -11,6 +11,7 @@ import { GRANT_ACCESS, GRANT_REFRESH, Vault } from '../token-vault/vault.service
 import { ConnectionStateStore } from './connection-state.store';
 import { GrantStore } from '../token-vault/grant.store';
 import { NotificationsService } from '../database/notifications.service';
+import { AuditLog } from '../audit/audit-log.service';
 import { Database } from '../database/database';
 import { ConnectSessionStore } from './connect-session.store';
 import { ConnectionActivationHooks } from './connection-activation';
@@ -57,6 +58,7 @@ export class ConnectionsService {
     private readonly sessions: ConnectSessionStore,
     private readonly notifications: NotificationsService,
     private readonly activation: ConnectionActivationHooks,
+    private readonly audit: AuditLog,
   ) {
     notifications.onEviction((eviction) => {
       if (eviction === null) this.liveCache.clear();
@@ -91,13 +93,25 @@ export class ConnectionsService {
     }
     const token = randomBytes(32).toString('base64url');
     const scopes = [...new Set(dto.scopes ?? ['default'])];
-    const row = await this.sessions.create(this.db.main, {
-      tenantId,
-      environment,
-      tokenHash: sha256Hex(token),
-      scopes,
-      returnUrl: dto.return_url ?? null,
-      ttlMs: CONNECT_SESSION_TTL_MS,
+    const row = await this.db.transaction(async (tx) => {
+      const created = await this.sessions.create(tx, {
+        tenantId,
+        environment,
+        tokenHash: sha256Hex(token),
+        scopes,
+        returnUrl: dto.return_url ?? null,
+        ttlMs: CONNECT_SESSION_TTL_MS,
+      });
+      await this.audit.record(
+        'connect_session.created',
+        {
+          tenantId,
+          target: { type: 'connect_session', id: created.id },
+          details: { environment, scopes, return_url: dto.return_url ?? null },
+        },
+        tx,
+      );
+      return created;
     });
     return {
       id: row.id,
@@ -178,6 +192,22 @@ export class ConnectionsService {
         scopes: tokens.scope,
         replaced: previous.map((p) => p.id),
       });
+      // A live connection replaced (active, failing or needing a new consent) makes this a re-consent. The actor is
+      // the admin in the browser, known by the connect link; the link's creator is on its connect_session.created.
+      await this.audit.record(
+        previous.length ? 'connection.reconsented' : 'connection.connected',
+        {
+          tenantId: session.tenant_id,
+          target: { type: 'connection', id: connectionId },
+          details: {
+            environment: session.environment,
+            scopes: tokens.scope ? tokens.scope.split(' ') : session.scopes,
+            replaced: previous.map((p) => p.id),
+          },
+          actor: { type: 'connect_link', id: session.id, name: null, via: 'connect' },
+        },
+        tx,
+      );
       await this.notifications.publish(
         { kind: 'connection', id: connectionId, tenant: session.tenant_id, environment: session.environment },
         tx,
@@ -248,6 +278,11 @@ export class ConnectionsService {
       if (!ended) return null;
       await this.grants.delete(tx, ended.id);
       await this.state.event(tx, ended.id, 'disconnected');
+      await this.audit.record(
+        'connection.disconnected',
+        { tenantId, target: { type: 'connection', id: ended.id }, details: { environment: env } },
+        tx,
+      );
       // Every instance forgets the connection's token and caches when this commits; queued dispatches end cancelled.
       await this.notifications.publish(
         { kind: 'connection', id: ended.id, tenant: tenantId, environment: env },

@@ -21,7 +21,7 @@ import {
 } from '../common/api-docs';
 import { ConnectionsService } from '../connections/connections.service';
 import { ConnectionQueryDto } from '../connections/dto/connection.dto';
-import { OperatorOnly } from '../tenants/auth/auth.decorators';
+import { OperatorOnly, RequiresScope } from '../tenants/auth/auth.decorators';
 import { FieldsCacheService } from './fields-cache.service';
 
 class FieldView {
@@ -52,6 +52,7 @@ export class FieldsCacheController {
   ) {}
 
   @Get('v1/tenants/:tenant/fields')
+  @RequiresScope('rewards:send', 'rewards:read')
   @ApiOperation({
     summary: 'The custom fields of the tenant’s rewards account (cached), with options and required flags.',
   })

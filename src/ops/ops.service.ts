@@ -1,4 +1,5 @@
 import { HttpStatus, Injectable, Logger } from '@nestjs/common';
+import { AuditLog } from '../audit/audit-log.service';
 import { AppError, ValidationFailedError } from '../common/app-error';
 import type { OpsConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
@@ -135,6 +136,7 @@ export class OpsService {
     private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
     private readonly connectionState: ConnectionStateStore,
+    private readonly audit: AuditLog,
   ) {}
 
   /**
@@ -303,7 +305,14 @@ export class OpsService {
       if (!(e instanceof AppError)) throw e;
       // The outcome (needs_reauth, failure counters, events) is recorded on the connection; show it.
     }
-    return this.detail(id);
+    const detail = await this.detail(id);
+    // An operator's change to the grant (rotated, or lost: needs_reauth). A probe (check) changes nothing: not recorded.
+    await this.audit.record('connection.refreshed', {
+      tenantId: detail.tenant_id,
+      target: { type: 'connection', id },
+      details: { status: detail.status },
+    });
+    return detail;
   }
 
   /** Background probe: claims up to `batch` idle connections (one instance each, SKIP LOCKED) and probes them. */

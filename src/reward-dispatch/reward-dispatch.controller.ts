@@ -45,6 +45,7 @@ import {
 } from '../common/api-docs';
 import { RewardDispatchService } from './reward-dispatch.service';
 import { RewardListingService } from './reward-listing.service';
+import { RequiresScope } from '../tenants/auth/auth.decorators';
 
 const DISPATCH_ID = '3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f';
 
@@ -89,6 +90,7 @@ export class RewardDispatchController {
   ) {}
 
   @Post('rewards')
+  @RequiresScope('rewards:send')
   @ApiOperation({
     summary:
       'Send one or more rewards (a batch of up to 10,000), exactly once per Idempotency-Key (one upstream order per reward in the single shape).',
@@ -242,6 +244,7 @@ export class RewardDispatchController {
   }
 
   @Get('rewards')
+  @RequiresScope('rewards:read')
   @ApiOperation({
     summary: 'List rewards, filtered by custom field labels: `?Department=Sales&offset=0&limit=50`.',
   })
@@ -304,6 +307,7 @@ export class RewardDispatchController {
   }
 
   @Get('dispatches/:id')
+  @RequiresScope('rewards:read', 'rewards:send')
   @ApiOperation({ summary: 'A dispatch: status, attempts, upstream order and reward ids, last error.' })
   @ApiOkResponse({ type: DispatchResponse })
   @ApiErrors(TENANT_ROUTE, DISPATCH_NOT_FOUND, notAUuid('GET', '/v1/tenants/acme/dispatches/123'))
@@ -315,6 +319,7 @@ export class RewardDispatchController {
   }
 
   @Get('dispatches/:id/rewards')
+  @RequiresScope('rewards:read', 'rewards:send')
   @ApiOperation({
     summary: 'A dispatch’s rewards, a page at a time (a batch’s view lists only the first 100).',
   })
@@ -336,6 +341,7 @@ export class RewardDispatchController {
   }
 
   @Post('dispatches/:id/cancel')
+  @RequiresScope('rewards:send')
   @HttpCode(200)
   @ApiOperation({
     summary:
@@ -358,6 +364,7 @@ export class RewardDispatchController {
   }
 
   @Get('dispatches')
+  @RequiresScope('rewards:read')
   @ApiOperation({ summary: 'The tenant’s dispatches, newest first, optionally by status.' })
   @ApiOkResponse({ type: DispatchListResponse })
   @ApiErrors(

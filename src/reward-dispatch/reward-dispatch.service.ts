@@ -1,5 +1,6 @@
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { AuditLog } from '../audit/audit-log.service';
 import { sha256Hex } from '../common/digest';
 import { type ErrorDetail, ValidationFailedError } from '../common/app-error';
 import { canonicalJson } from '../common/canonical-json';
@@ -55,6 +56,7 @@ export class RewardDispatchService {
     private readonly fields: FieldsCacheService,
     private readonly tokens: AccessTokenProvider,
     private readonly worker: DispatchWorker,
+    private readonly audit: AuditLog,
   ) {}
 
   async send(
@@ -316,6 +318,7 @@ export class RewardDispatchService {
         [{ field: 'id', reason: `already ${row.status}` }],
       );
     }
+    await this.audit.record('dispatch.cancelled', { tenantId, target: { type: 'dispatch', id } });
     return this.get(tenantId, id);
   }
 

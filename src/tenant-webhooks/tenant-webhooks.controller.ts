@@ -18,6 +18,7 @@ import {
   WebhookResponse,
 } from './dto/webhook.dto';
 import { TenantWebhooksService } from './tenant-webhooks.service';
+import { RequiresScope } from '../tenants/auth/auth.decorators';
 import {
   ApiErrors,
   ApiJsonBody,
@@ -38,6 +39,7 @@ export class TenantWebhooksController {
   constructor(private readonly webhooks: TenantWebhooksService) {}
 
   @Post()
+  @RequiresScope('webhooks:manage')
   @ApiOperation({
     summary: 'Register a webhook endpoint; its signing secret is returned once (tenant or operator key).',
     description:
@@ -81,6 +83,7 @@ export class TenantWebhooksController {
   }
 
   @Get()
+  @RequiresScope('webhooks:manage')
   @ApiOperation({ summary: 'The tenant’s webhook endpoints and their delivery health (never the secrets).' })
   @ApiOkResponse({ type: WebhookListResponse })
   @ApiErrors(TENANT_ROUTE)
@@ -89,6 +92,7 @@ export class TenantWebhooksController {
   }
 
   @Get(':id')
+  @RequiresScope('webhooks:manage')
   @ApiOperation({ summary: 'One endpoint: events, failures, and whether (and why) it was disabled.' })
   @ApiOkResponse({ type: WebhookResponse })
   @ApiErrors(TENANT_ROUTE, WEBHOOK_ENDPOINT_NOT_FOUND, notAUuid('GET', '/v1/tenants/acme/webhooks/123'))
@@ -97,6 +101,7 @@ export class TenantWebhooksController {
   }
 
   @Delete(':id')
+  @RequiresScope('webhooks:manage')
   @HttpCode(204)
   @ApiOperation({ summary: 'Delete an endpoint; its pending events are not delivered.' })
   @ApiNoContentResponse()
@@ -106,6 +111,7 @@ export class TenantWebhooksController {
   }
 
   @Post(':id/enable')
+  @RequiresScope('webhooks:manage')
   @HttpCode(200)
   @ApiOperation({
     summary: 'Enable a disabled endpoint again (its failure record cleared); replay what it missed.',
@@ -121,6 +127,7 @@ export class TenantWebhooksController {
   }
 
   @Get(':id/deliveries')
+  @RequiresScope('webhooks:manage')
   @ApiOperation({
     summary:
       'The endpoint’s recent events, newest first: id (= webhook-id), type, status, attempts, last answer.',
@@ -141,6 +148,7 @@ export class TenantWebhooksController {
   }
 
   @Post(':id/deliveries/:eventId/replay')
+  @RequiresScope('webhooks:manage')
   @HttpCode(202)
   @ApiOperation({ summary: 'Queue one event again, due now, with the same webhook-id.' })
   @ApiAcceptedResponse({ type: DeliveryResponse })

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { HttpStatus, Injectable } from '@nestjs/common';
+import { AuditLog } from '../audit/audit-log.service';
 import { ValidationFailedError } from '../common/app-error';
 import type { TenantWebhooksConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
@@ -66,6 +67,7 @@ export class TenantWebhooksService {
     private readonly vault: Vault,
     private readonly store: WebhookStore,
     private readonly worker: WebhookWorker,
+    private readonly audit: AuditLog,
   ) {}
 
   async create(tenantId: string, dto: CreateWebhookDto) {
@@ -92,6 +94,12 @@ export class TenantWebhooksService {
         `A tenant may register at most ${MAX_ENDPOINTS_PER_TENANT} webhook endpoints; delete one first.`,
       );
     }
+    // After the store's own transaction committed. The host only: a URL's query may carry the receiver's secret.
+    await this.audit.record('webhook_endpoint.created', {
+      tenantId,
+      target: { type: 'webhook_endpoint', id: row.id },
+      details: { host: new URL(row.url).host, events: row.events },
+    });
     return {
       id: row.id,
       url: row.url,
@@ -111,11 +119,19 @@ export class TenantWebhooksService {
 
   async remove(tenantId: string, id: string): Promise<void> {
     if (!(await this.store.deleteEndpoint(tenantId, id))) throw notFound(id);
+    await this.audit.record('webhook_endpoint.deleted', {
+      tenantId,
+      target: { type: 'webhook_endpoint', id },
+    });
   }
 
   async enable(tenantId: string, id: string) {
     const row = await this.store.enableEndpoint(tenantId, id);
     if (!row) throw notFound(id);
+    await this.audit.record('webhook_endpoint.enabled', {
+      tenantId,
+      target: { type: 'webhook_endpoint', id },
+    });
     return toView(row);
   }
 
@@ -141,6 +157,11 @@ export class TenantWebhooksService {
         `The endpoint has no event ${JSON.stringify(eventId)} (delivered and failed events are kept 30 days).`,
       );
     }
+    await this.audit.record('webhook_event.replayed', {
+      tenantId,
+      target: { type: 'webhook_event', id: eventId },
+      details: { endpoint_id: id, type: row.event_type },
+    });
     this.worker.nudge();
     return toDeliveryView(row);
   }

@@ -5,9 +5,11 @@ import type { Sql } from '../database/sql';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { sha256Hex } from '../common/digest';
 import { InjectConfig } from '../config/config.module';
+import { AuditLog } from '../audit/audit-log.service';
+import { Clock } from '../common/clock';
 import { TenantsError } from './tenants.errors';
-import type { ApiKeyResponse, CreatedApiKeyResponse } from './dto/tenant.dto';
-import type { Principal } from './auth/principal';
+import type { ApiKeyResponse, CreatedApiKeyResponse, RotatedApiKeyResponse } from './dto/tenant.dto';
+import { API_KEY_SCOPES, type ApiKeyScope, type Principal } from './auth/principal';
 
 const CACHE_TTL_MS = 10_000;
 /** A key prefix that matches no key is remembered this long: repeated junk keys cost no database lookup. */
@@ -31,10 +33,21 @@ interface ApiKeyRow {
   name: string;
   /** The first characters of the key, to recognise it in listings. */
   prefix: string;
+  scopes: ApiKeyScope[];
   created_at: Date;
   last_used_at: Date | null;
   revoked_at: Date | null;
+  /** The end of a rotated key's grace period. */
+  expires_at: Date | null;
+  /** On a successor: the key it replaced. */
+  rotated_from: string | null;
 }
+
+const KEY_COLUMNS = `id, tenant_id, name, prefix, scopes, created_at, last_used_at, revoked_at, expires_at, rotated_from`;
+
+/** The longest grace period a rotation may give the old key, and the default. */
+export const MAX_ROTATION_GRACE_S = 7 * 24 * 3600;
+export const DEFAULT_ROTATION_GRACE_S = 24 * 3600;
 
 /**
  * Creates a key with 256 bits of randomness (`rgk_` for a tenant, `rgo_` for an operator) and stores its hash.
@@ -44,29 +57,38 @@ export async function createApiKey(
   db: Sql,
   tenantId: string | null,
   name: string,
+  scopes: readonly ApiKeyScope[] = API_KEY_SCOPES,
+  rotatedFrom: string | null = null,
 ): Promise<{ row: ApiKeyRow; key: string }> {
   const key = `${tenantId ? 'rgk' : 'rgo'}_${randomBytes(32).toString('base64url')}`;
   const { rows } = await db.query<ApiKeyRow>(
-    `INSERT INTO api_keys (tenant_id, name, key_hash, prefix) VALUES ($1, $2, $3, $4)
-     RETURNING id, tenant_id, name, prefix, created_at, last_used_at, revoked_at`,
-    [tenantId, name, hashApiKey(key), key.slice(0, 8)],
+    `INSERT INTO api_keys (tenant_id, name, key_hash, prefix, scopes, rotated_from) VALUES ($1, $2, $3, $4, $5, $6)
+     RETURNING ${KEY_COLUMNS}`,
+    [tenantId, name, hashApiKey(key), key.slice(0, 8), [...scopes], rotatedFrom],
   );
   return { row: rows[0], key };
 }
 
+interface CacheEntry {
+  principal: Principal;
+  /** When this process must read the key again (a revocation elsewhere is also pushed: NOTIFY). */
+  expiresAt: number;
+  /** The key's own end (a rotated key's grace), checked at every use: an expired key fails wherever it is cached. */
+  keyExpiresAt: number | null;
+  lastUsedWrite: number;
+}
+
 /**
  * API keys (every statement that writes `api_keys`): created with 256 bits of randomness, stored as SHA-256 hashes,
- * shown once.
- * Authentication results are cached in memory for 10 s, an accelerator only: a revocation is published through
- * Postgres NOTIFY in its own transaction, and every instance drops the key from its cache when it commits.
+ * shown once; scoped; rotated with a grace period for the old key.
+ * Authentication results are cached in memory for 10 s, an accelerator only: a revocation or rotation is published
+ * through Postgres NOTIFY in its own transaction, and every instance drops the key from its cache when it commits; an
+ * expiry needs no message, as each use compares the key's `expires_at` with the clock.
  */
 @Injectable()
 export class ApiKeysService {
   private readonly logger = new Logger(ApiKeysService.name);
-  private readonly cache = new Map<
-    string,
-    { principal: Principal; expiresAt: number; lastUsedWrite: number }
-  >();
+  private readonly cache = new Map<string, CacheEntry>();
   private readonly operatorKeyHash: Buffer;
   private readonly unknownPrefixes = new Map<string, number>();
 
@@ -74,6 +96,8 @@ export class ApiKeysService {
     private readonly db: Database,
     @InjectConfig('operatorApiKey') operatorApiKey: string,
     private readonly notifications: NotificationsService,
+    private readonly audit: AuditLog,
+    private readonly clock: Clock,
   ) {
     this.operatorKeyHash = Buffer.from(hashApiKey(operatorApiKey), 'hex');
     notifications.onEviction((eviction) => {
@@ -83,62 +107,147 @@ export class ApiKeysService {
     });
   }
 
-  async create(tenantId: string | null, name: string): Promise<CreatedApiKeyResponse> {
-    const { row, key } = await createApiKey(this.db.main, tenantId, name);
-    // An instance that saw this prefix unknown must stop remembering that.
+  /** A tenant's key, or with `tenantId` null an operator's. */
+  async create(
+    tenantId: string | null,
+    name: string,
+    scopes: readonly ApiKeyScope[] = API_KEY_SCOPES,
+  ): Promise<CreatedApiKeyResponse> {
+    const { row, key } = await this.db.transaction(async (tx) => {
+      const created = await createApiKey(tx, tenantId, name, scopes);
+      await this.audit.record(
+        'api_key.created',
+        {
+          tenantId,
+          target: { type: 'api_key', id: created.row.id },
+          details: { name, scopes: created.row.scopes },
+        },
+        tx,
+      );
+      // An instance that saw this prefix unknown must stop remembering that.
+      await this.notifications.publish({ kind: 'api_key_prefix', prefix: created.row.prefix }, tx);
+      return created;
+    });
     this.unknownPrefixes.delete(row.prefix);
-    await this.notifications.publish({ kind: 'api_key_prefix', prefix: row.prefix });
     return { ...toResponse(row), key };
   }
 
   async list(tenantId: string): Promise<ApiKeyResponse[]> {
     const { rows } = await this.db.main.query<ApiKeyRow>(
-      `SELECT id, tenant_id, name, prefix, created_at, last_used_at, revoked_at FROM api_keys
-        WHERE tenant_id = $1 ORDER BY created_at`,
+      `SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 ORDER BY created_at`,
       [tenantId],
     );
     return rows.map(toResponse);
   }
 
   async revoke(tenantId: string | null, keyId: string): Promise<void> {
-    // The revocation and its eviction message commit together: every instance forgets the key at once.
+    // The revocation, its record and its eviction message commit together: every instance forgets the key at once.
     const rows = await this.db.transaction(async (tx) => {
-      const { rows: revoked } = await tx.query<{ key_hash: string }>(
+      const { rows: revoked } = await tx.query<{ key_hash: string; name: string }>(
         `UPDATE api_keys SET revoked_at = now()
           WHERE id = $1 AND revoked_at IS NULL AND tenant_id IS NOT DISTINCT FROM $2
-          RETURNING key_hash`,
+          RETURNING key_hash, name`,
         [keyId, tenantId],
       );
-      for (const row of revoked)
+      for (const row of revoked) {
+        await this.audit.record(
+          'api_key.revoked',
+          { tenantId, target: { type: 'api_key', id: keyId }, details: { name: row.name } },
+          tx,
+        );
         await this.notifications.publish({ kind: 'api_key', hash: row.key_hash }, tx);
+      }
       return revoked;
     });
-    if (rows.length === 0)
-      throw new TenantsError(
-        HttpStatus.NOT_FOUND,
-        'api_key_not_found',
-        `No active API key ${keyId} for this tenant.`,
-      );
+    if (rows.length === 0) throw keyNotFound(keyId);
     for (const row of rows) this.cache.delete(row.key_hash);
   }
 
-  /** Resolves a presented key to its principal, or null. */
+  /**
+   * Rotation without downtime: a successor with the same name and scopes (its key shown once), and the old key kept
+   * working for `graceSeconds` (0: it stops now). One transaction: the old key locked, its `expires_at` set, the
+   * successor stored, the record written, and every instance told to read the old key again. A key is rotated once
+   * (409 naming its successor; rotate the successor instead).
+   */
+  async rotate(tenantId: string, keyId: string, graceSeconds: number): Promise<RotatedApiKeyResponse> {
+    const now = this.clock.now();
+    const expiresAt = new Date(now + graceSeconds * 1000);
+    const result = await this.db.transaction(async (tx) => {
+      const { rows } = await tx.query<ApiKeyRow & { key_hash: string }>(
+        `SELECT ${KEY_COLUMNS}, key_hash FROM api_keys
+          WHERE id = $1 AND tenant_id = $2 AND revoked_at IS NULL FOR UPDATE`,
+        [keyId, tenantId],
+      );
+      const old = rows[0];
+      if (!old || (old.expires_at && old.expires_at.getTime() <= now)) throw keyNotFound(keyId);
+      // A statement after the lock sees a successor committed while we waited for it.
+      const { rows: successors } = await tx.query<{ id: string }>(
+        `SELECT id FROM api_keys WHERE rotated_from = $1`,
+        [keyId],
+      );
+      if (successors[0]) throw alreadyRotated(keyId, successors[0].id);
+      const { rows: updated } = await tx.query<ApiKeyRow>(
+        `UPDATE api_keys SET expires_at = $2 WHERE id = $1 RETURNING ${KEY_COLUMNS}`,
+        [keyId, expiresAt],
+      );
+      const successor = await createApiKey(tx, tenantId, old.name, old.scopes, keyId).catch(
+        (error: unknown) => {
+          // Two rotations of one key at once: the unique index on rotated_from lets one through.
+          if ((error as { code?: string }).code === '23505') throw alreadyRotated(keyId, null);
+          throw error;
+        },
+      );
+      await this.audit.record(
+        'api_key.rotated',
+        {
+          tenantId,
+          target: { type: 'api_key', id: keyId },
+          details: {
+            name: old.name,
+            successor_id: successor.row.id,
+            grace_period_seconds: graceSeconds,
+            expires_at: expiresAt.toISOString(),
+          },
+        },
+        tx,
+      );
+      await this.notifications.publish({ kind: 'api_key', hash: old.key_hash }, tx);
+      await this.notifications.publish({ kind: 'api_key_prefix', prefix: successor.row.prefix }, tx);
+      return { previous: updated[0], oldHash: old.key_hash, successor };
+    });
+    this.cache.delete(result.oldHash);
+    this.unknownPrefixes.delete(result.successor.row.prefix);
+    return {
+      ...toResponse(result.successor.row),
+      key: result.successor.key,
+      previous_key: toResponse(result.previous),
+    };
+  }
+
+  /** Resolves a presented key to its principal, or null (unknown, revoked or expired). */
   async authenticate(presented: string): Promise<Principal | null> {
     if (presented.length < 16 || presented.length > 200) return null;
     const hash = hashApiKey(presented);
     if (timingSafeEqual(Buffer.from(hash, 'hex'), this.operatorKeyHash)) {
-      return { kind: 'operator', keyId: null };
+      return { kind: 'operator', keyId: null, name: null };
     }
-    const now = Date.now();
+    const now = this.clock.now();
     const cached = this.cache.get(hash);
     if (cached && cached.expiresAt > now) {
+      if (cached.keyExpiresAt !== null && cached.keyExpiresAt <= now) return null;
       this.touch(hash, cached);
       return cached.principal;
     }
     const prefix = keyPrefix(presented);
     if (prefix && (this.unknownPrefixes.get(prefix) ?? 0) > now) return null;
-    const { rows } = await this.db.main.query<{ id: string; tenant_id: string | null }>(
-      `SELECT id, tenant_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+    const { rows } = await this.db.main.query<{
+      id: string;
+      tenant_id: string | null;
+      name: string;
+      scopes: ApiKeyScope[];
+      expires_at: Date | null;
+    }>(
+      `SELECT id, tenant_id, name, scopes, expires_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
       [hash],
     );
     const row = rows[0];
@@ -152,18 +261,30 @@ export class ApiKeysService {
     }
     const principal: Principal =
       row.tenant_id === null
-        ? { kind: 'operator', keyId: row.id }
-        : { kind: 'tenant', tenantId: row.tenant_id, keyId: row.id };
+        ? { kind: 'operator', keyId: row.id, name: row.name }
+        : {
+            kind: 'tenant',
+            tenantId: row.tenant_id,
+            keyId: row.id,
+            name: row.name,
+            scopes: row.scopes.filter(isScope),
+          };
     if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
-    const entry = { principal, expiresAt: now + CACHE_TTL_MS, lastUsedWrite: cached?.lastUsedWrite ?? 0 };
+    const entry: CacheEntry = {
+      principal,
+      expiresAt: now + CACHE_TTL_MS,
+      keyExpiresAt: row.expires_at?.getTime() ?? null,
+      lastUsedWrite: cached?.lastUsedWrite ?? 0,
+    };
     this.cache.set(hash, entry);
+    if (entry.keyExpiresAt !== null && entry.keyExpiresAt <= now) return null;
     this.touch(hash, entry);
     return principal;
   }
 
   /** Records last use at most once a minute per key and process; never on the request's critical path. */
   private touch(hash: string, entry: { lastUsedWrite: number }): void {
-    const now = Date.now();
+    const now = this.clock.now();
     if (now - entry.lastUsedWrite < LAST_USED_WRITE_INTERVAL_MS) return;
     entry.lastUsedWrite = now;
     this.db.main
@@ -180,13 +301,36 @@ export class ApiKeysService {
   }
 }
 
+const isScope = (scope: string): scope is ApiKeyScope =>
+  (API_KEY_SCOPES as readonly string[]).includes(scope);
+
+function keyNotFound(keyId: string): TenantsError {
+  return new TenantsError(
+    HttpStatus.NOT_FOUND,
+    'api_key_not_found',
+    `No active API key ${keyId} for this tenant.`,
+  );
+}
+
+function alreadyRotated(keyId: string, successorId: string | null): TenantsError {
+  return new TenantsError(
+    HttpStatus.CONFLICT,
+    'api_key_already_rotated',
+    `API key ${keyId} was already rotated; rotate its successor instead.`,
+    [{ field: 'keyId', reason: 'already rotated', successor_id: successorId }],
+  );
+}
+
 function toResponse(row: ApiKeyRow): ApiKeyResponse {
   return {
     id: row.id,
     name: row.name,
     prefix: row.prefix,
+    scopes: row.scopes,
     created_at: row.created_at.toISOString(),
     last_used_at: row.last_used_at?.toISOString() ?? null,
+    expires_at: row.expires_at?.toISOString() ?? null,
     revoked_at: row.revoked_at?.toISOString() ?? null,
+    rotated_from: row.rotated_from,
   };
 }

@@ -17,14 +17,17 @@ import {
   notAUuid,
   validationFailed,
 } from '../common/api-docs';
-import { OperatorOnly } from './auth/auth.decorators';
-import { ApiKeysService } from './api-keys.service';
+import { OperatorOnly, RequiresScope } from './auth/auth.decorators';
+import { API_KEY_SCOPES } from './auth/principal';
+import { ApiKeysService, DEFAULT_ROTATION_GRACE_S } from './api-keys.service';
 import { TenantsService } from './tenants.service';
 import {
   ApiKeyResponse,
   CreateApiKeyDto,
   CreateTenantDto,
   CreatedApiKeyResponse,
+  RotateApiKeyDto,
+  RotatedApiKeyResponse,
   TenantResponse,
   UpdateTenantDto,
 } from './dto/tenant.dto';
@@ -67,7 +70,8 @@ export class TenantsController {
   }
 
   @Get(':tenant')
-  @ApiOperation({ summary: 'Read a tenant (its own key or an operator key).' })
+  @RequiresScope(...API_KEY_SCOPES)
+  @ApiOperation({ summary: 'Read a tenant (its own key, with any scope, or an operator key).' })
   @ApiOkResponse({ type: TenantResponse })
   @ApiErrors(TENANT_ROUTE)
   get(@Param('tenant') tenant: string): Promise<TenantResponse> {
@@ -103,24 +107,84 @@ export class TenantsController {
   })
   @ApiCreatedResponse({ type: CreatedApiKeyResponse })
   @ApiJsonBody(CreateApiKeyDto, {
-    service: { summary: 'A key for one internal service', value: { name: 'payments-service' } },
+    service: {
+      summary: 'A key for one internal service, with every scope',
+      value: { name: 'payments-service' },
+    },
+    scoped: {
+      summary: 'A key that may only send rewards and read them',
+      value: { name: 'payroll-sender', scopes: ['rewards:send', 'rewards:read'] },
+    },
   })
   @ApiErrors(
     TENANT_ROUTE,
     OPERATOR_KEY_REQUIRED,
     JSON_BODY,
     validationFailed('name', 'name must be a string'),
+    validationFailed(
+      'scopes',
+      'unknown scope "rewards:write"; the scopes are rewards:send, rewards:read, connection:manage, webhooks:manage',
+    ),
   )
   async createKey(
     @Param('tenant') tenant: string,
     @Body() dto: CreateApiKeyDto,
   ): Promise<CreatedApiKeyResponse> {
     await this.tenants.require(tenant);
-    return this.apiKeys.create(tenant, dto.name);
+    return this.apiKeys.create(tenant, dto.name, dto.scopes && [...new Set(dto.scopes)]);
+  }
+
+  @Post(':tenant/api-keys/:keyId/rotate')
+  @OperatorOnly()
+  @ApiOperation({
+    summary:
+      'Rotate a key: a successor with the same name and scopes (its key returned once); the old key keeps working until `expires_at` (operator key).',
+    description:
+      'The old key works for `grace_period_seconds` more (default 24 h, at most 7 days; 0: it stops now), then answers ' +
+      '401 invalid_api_key on every instance. A key is rotated once: rotate its successor next time.',
+  })
+  @ApiCreatedResponse({ type: RotatedApiKeyResponse })
+  @ApiJsonBody(RotateApiKeyDto, {
+    default: { summary: 'The old key keeps working 24 hours', value: {} },
+    hour: { summary: 'The old key keeps working one more hour', value: { grace_period_seconds: 3600 } },
+  })
+  @ApiErrors(
+    TENANT_ROUTE,
+    OPERATOR_KEY_REQUIRED,
+    JSON_BODY,
+    validationFailed('grace_period_seconds', 'grace_period_seconds must not be greater than 604800'),
+    {
+      status: 404,
+      code: 'api_key_not_found',
+      message: 'No active API key 3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f for this tenant.',
+      when: 'no such key for this tenant, or it is revoked or expired',
+    },
+    notAUuid('POST', '/v1/tenants/acme/api-keys/123/rotate'),
+    {
+      status: 409,
+      code: 'api_key_already_rotated',
+      message:
+        'API key 3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f was already rotated; rotate its successor instead.',
+      details: [
+        { field: 'keyId', reason: 'already rotated', successor_id: '9a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d' },
+      ],
+      when: 'the key has a successor already',
+    },
+  )
+  async rotateKey(
+    @Param('tenant') tenant: string,
+    @Param('keyId', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) keyId: string,
+    @Body() dto: RotateApiKeyDto,
+  ): Promise<RotatedApiKeyResponse> {
+    return this.apiKeys.rotate(tenant, keyId, dto.grace_period_seconds ?? DEFAULT_ROTATION_GRACE_S);
   }
 
   @Get(':tenant/api-keys')
-  @ApiOperation({ summary: 'List the tenant’s API keys (metadata only, never the keys).' })
+  @RequiresScope('connection:manage')
+  @ApiOperation({
+    summary:
+      'List the tenant’s API keys with their scopes, last use and expiry (metadata only, never the keys or their hashes).',
+  })
   @ApiOkResponse({ type: [ApiKeyResponse] })
   @ApiErrors(TENANT_ROUTE)
   async listKeys(@Param('tenant') tenant: string): Promise<ApiKeyResponse[]> {

@@ -1,4 +1,5 @@
 import { HttpStatus, Injectable } from '@nestjs/common';
+import { AuditLog } from '../audit/audit-log.service';
 import { Database } from '../database/database';
 import { NotificationsService } from '../database/notifications.service';
 import { TenantNotFoundError, TenantsError } from './tenants.errors';
@@ -29,6 +30,7 @@ export class TenantsService {
   constructor(
     private readonly db: Database,
     private readonly notifications: NotificationsService,
+    private readonly audit: AuditLog,
   ) {
     notifications.onEviction((eviction) => {
       if (eviction === null) this.cache.clear();
@@ -47,11 +49,20 @@ export class TenantsService {
   }
 
   async create(dto: CreateTenantDto): Promise<TenantResponse> {
-    const { rows } = await this.db.main.query<Tenant>(
-      `INSERT INTO tenants (id, name, return_urls, default_funding_source_id) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (id) DO NOTHING RETURNING ${TENANT_COLUMNS}`,
-      [dto.id, dto.name, dto.return_urls ?? [], dto.default_funding_source_id ?? null],
-    );
+    const rows = await this.db.transaction(async (tx) => {
+      const { rows: inserted } = await tx.query<Tenant>(
+        `INSERT INTO tenants (id, name, return_urls, default_funding_source_id) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (id) DO NOTHING RETURNING ${TENANT_COLUMNS}`,
+        [dto.id, dto.name, dto.return_urls ?? [], dto.default_funding_source_id ?? null],
+      );
+      if (inserted[0])
+        await this.audit.record(
+          'tenant.created',
+          { tenantId: dto.id, target: { type: 'tenant', id: dto.id }, details: { name: dto.name } },
+          tx,
+        );
+      return inserted;
+    });
     if (!rows[0]) {
       throw new TenantsError(
         HttpStatus.CONFLICT,
@@ -69,18 +80,31 @@ export class TenantsService {
 
   /** An absent field is left as it is; `default_funding_source_id: null` clears it. */
   async update(id: string, dto: UpdateTenantDto): Promise<TenantResponse> {
-    const { rows } = await this.db.main.query<Tenant>(
-      `UPDATE tenants SET name = coalesce($2, name), return_urls = coalesce($3, return_urls),
-              default_funding_source_id = CASE WHEN $4 THEN $5 ELSE default_funding_source_id END
-        WHERE id = $1 RETURNING ${TENANT_COLUMNS}`,
-      [
-        id,
-        dto.name ?? null,
-        dto.return_urls ?? null,
-        dto.default_funding_source_id !== undefined,
-        dto.default_funding_source_id ?? null,
-      ],
-    );
+    const rows = await this.db.transaction(async (tx) => {
+      const { rows: updated } = await tx.query<Tenant>(
+        `UPDATE tenants SET name = coalesce($2, name), return_urls = coalesce($3, return_urls),
+                default_funding_source_id = CASE WHEN $4 THEN $5 ELSE default_funding_source_id END
+          WHERE id = $1 RETURNING ${TENANT_COLUMNS}`,
+        [
+          id,
+          dto.name ?? null,
+          dto.return_urls ?? null,
+          dto.default_funding_source_id !== undefined,
+          dto.default_funding_source_id ?? null,
+        ],
+      );
+      // The fields the request set (their values are in the tenant itself).
+      const changed = (['name', 'return_urls', 'default_funding_source_id'] as const).filter(
+        (field) => dto[field] !== undefined,
+      );
+      if (updated[0])
+        await this.audit.record(
+          'tenant.updated',
+          { tenantId: id, target: { type: 'tenant', id }, details: { changed } },
+          tx,
+        );
+      return updated;
+    });
     if (!rows[0]) throw new TenantNotFoundError(id);
     this.cache.delete(id);
     await this.notifications.publish({ kind: 'tenant', id });

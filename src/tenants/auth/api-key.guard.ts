@@ -6,15 +6,21 @@ import type { NextFunction, Request, Response } from 'express';
 import { closeAfterAnswer } from '../../common/close-after-answer';
 import { AuthThrottle } from './auth-throttle';
 import { ApiKeysService, keyPrefix } from '../api-keys.service';
-import { TenantNotFoundError, TenantsError, type TenantErrorCode } from '../tenants.errors';
+import {
+  InsufficientScopeError,
+  TenantNotFoundError,
+  TenantsError,
+  type TenantErrorCode,
+} from '../tenants.errors';
 import { TenantsService } from '../tenants.service';
-import type { Principal } from './principal';
-import { BASIC_AUTH_ALLOWED, OPERATOR_ONLY, PUBLIC_ROUTE } from './principal';
+import type { ApiKeyScope, Principal } from './principal';
+import { BASIC_AUTH_ALLOWED, OPERATOR_ONLY, PUBLIC_ROUTE, REQUIRED_SCOPES } from './principal';
 
 /**
  * Global guard: every route needs `Authorization: Bearer <key>` unless marked @Public().
  * A tenant key reaches only routes whose `:tenant` parameter is its own tenant; any other tenant answers 404,
- * exactly as a tenant that does not exist, so keys cannot probe for other tenants.
+ * exactly as a tenant that does not exist, so keys cannot probe for other tenants. It must also hold one of the
+ * route's scopes (`@RequiresScope`), else 403 insufficient_scope; a route that declares no scope is for operators.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -35,11 +41,17 @@ export class ApiKeyGuard implements CanActivate {
     // A body-carrying request was already authenticated from its headers, before its body was read (earlyAuth).
     const principal = req.principal ?? (await this.authenticate(req, rules.basicAllowed));
     req.principal = principal;
-    await this.authorize(principal, req.params?.tenant as string | undefined, rules.operatorOnly);
+    await this.authorize(
+      principal,
+      req.params?.tenant as string | undefined,
+      rules.operatorOnly,
+      rules.scopes,
+    );
     return true;
   }
 
-  private rulesOf(context: ExecutionContext): RouteRules {
+  /** The access rules of the route `context` runs (also read by the request context interceptor). */
+  rulesOf(context: ExecutionContext): RouteRules {
     const handler = context.getHandler();
     const controller = context.getClass();
     let rules = this.rules.get(handler);
@@ -51,6 +63,7 @@ export class ApiKeyGuard implements CanActivate {
         public: flag(PUBLIC_ROUTE),
         basicAllowed: flag(BASIC_AUTH_ALLOWED),
         operatorOnly: flag(OPERATOR_ONLY),
+        scopes: this.reflector.getAllAndOverride<ApiKeyScope[] | undefined>(REQUIRED_SCOPES, targets) ?? [],
       };
       this.rules.set(handler, rules);
     }
@@ -58,23 +71,29 @@ export class ApiKeyGuard implements CanActivate {
   }
 
   /**
-   * May this principal use a route of `tenantParam` (undefined: a route without one)? Throws tenant_not_found or
-   * operator_key_required.
+   * May this principal use a route of `tenantParam` (undefined: a route without one) that accepts `scopes`? Throws
+   * tenant_not_found, operator_key_required or insufficient_scope, in that order: another tenant's path is a 404
+   * whatever the key's scopes, so scopes reveal nothing about other tenants.
    */
   async authorize(
     principal: Principal,
     tenantParam: string | undefined,
     operatorOnly = false,
+    scopes: readonly ApiKeyScope[] = [],
   ): Promise<void> {
     if (principal.kind === 'tenant' && tenantParam !== undefined && tenantParam !== principal.tenantId) {
       throw new TenantNotFoundError(tenantParam);
     }
-    if (principal.kind !== 'operator' && operatorOnly) {
+    // A route that declares no scope is an operator's: failing closed if a route forgets its decorator.
+    if (principal.kind !== 'operator' && (operatorOnly || scopes.length === 0)) {
       throw new TenantsError(
         HttpStatus.FORBIDDEN,
         'operator_key_required',
         'This operation needs an operator API key.',
       );
+    }
+    if (principal.kind === 'tenant' && !scopes.some((scope) => principal.scopes.includes(scope))) {
+      throw new InsufficientScopeError(scopes, principal.scopes);
     }
     // The tenant in the path must exist on every route (an unknown tenant is tenant_not_found, never e.g.
     // connection_not_found); 5-second cache. A tenant key's own tenant exists by construction.
@@ -111,7 +130,11 @@ export class ApiKeyGuard implements CanActivate {
     const principal = await this.apiKeys.authenticate(presented);
     if (!principal) {
       await this.throttle.fail(address, prefix);
-      throw unauthorized('invalid_api_key', 'The API key is not valid or has been revoked.', challenge);
+      throw unauthorized(
+        'invalid_api_key',
+        'The API key is not valid, or was revoked or has expired.',
+        challenge,
+      );
     }
     return principal;
   }
@@ -141,11 +164,13 @@ export class ApiKeyGuard implements CanActivate {
   }
 }
 
-interface RouteRules {
+export interface RouteRules {
   controller: object;
   public: boolean;
   basicAllowed: boolean;
   operatorOnly: boolean;
+  /** Any one of these lets a tenant key in; none declared: operators only. */
+  scopes: readonly ApiKeyScope[];
 }
 
 /** What authentication reads of a request: its headers and the client address (Express's `req.ip` when there). */

@@ -1,13 +1,27 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { SetMetadata, createParamDecorator } from '@nestjs/common';
-import type { Principal } from './principal';
-import { BASIC_AUTH_ALLOWED, OPERATOR_ONLY, PUBLIC_ROUTE } from './principal';
+import { SetMetadata, applyDecorators, createParamDecorator } from '@nestjs/common';
+import { ApiExtension } from '@nestjs/swagger';
+import { ApiErrors, insufficientScope } from '../../common/api-docs';
+import type { ApiKeyScope, Principal } from './principal';
+import { BASIC_AUTH_ALLOWED, OPERATOR_ONLY, PUBLIC_ROUTE, REQUIRED_SCOPES } from './principal';
 
 /** A route anyone may call (the connect page, the OAuth callback, health). Each use is listed in a test. */
 export const Public = () => SetMetadata(PUBLIC_ROUTE, true);
 
 /** A route only an operator key may call. */
 export const OperatorOnly = () => SetMetadata(OPERATOR_ONLY, true);
+
+/**
+ * A route a tenant key may call when it holds one of `scopes` (operator keys hold every scope); otherwise
+ * `403 insufficient_scope`. Every route that is neither public nor operator-only declares its scopes (a test checks
+ * every route of the app, and the table in docs/api.md); the OpenAPI document lists them as `x-required-scopes`, with the 403.
+ */
+export const RequiresScope = (...scopes: [ApiKeyScope, ...ApiKeyScope[]]) =>
+  applyDecorators(
+    SetMetadata(REQUIRED_SCOPES, scopes),
+    ApiExtension('x-required-scopes', scopes),
+    ApiErrors(insufficientScope(scopes)),
+  );
 
 export const CurrentPrincipal = createParamDecorator(
   (_: unknown, ctx: ExecutionContext): Principal =>

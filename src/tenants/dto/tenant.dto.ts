@@ -1,17 +1,26 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
+  ArrayNotEmpty,
   IsArray,
+  IsInt,
   IsOptional,
   IsString,
   IsUrl,
   Length,
   Matches,
+  Max,
   MaxLength,
+  Min,
   Validate,
   ValidateIf,
+  type ValidationArguments,
+  ValidatorConstraint,
+  type ValidatorConstraintInterface,
 } from 'class-validator';
 import { BrowserUrl } from '../../common/url';
+import { DEFAULT_ROTATION_GRACE_S, MAX_ROTATION_GRACE_S } from '../api-keys.service';
+import { API_KEY_SCOPES, type ApiKeyScope } from '../auth/principal';
 
 const URL_OPTIONS = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
 
@@ -83,23 +92,97 @@ export class TenantResponse {
   created_at: string;
 }
 
+/** Each entry one of the API key scopes; the unknown ones named. */
+@ValidatorConstraint({ name: 'knownScopes' })
+export class KnownScopes implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return !Array.isArray(value) || value.every((v) => typeof v === 'string' && isScope(v));
+  }
+  defaultMessage(args: ValidationArguments): string {
+    const unknown = (args.value as unknown[]).filter((v) => typeof v !== 'string' || !isScope(v));
+    return `unknown scope ${unknown.map((v) => JSON.stringify(v)).join(', ')}; the scopes are ${API_KEY_SCOPES.join(', ')}`;
+  }
+}
+
+const isScope = (v: string) => (API_KEY_SCOPES as readonly string[]).includes(v);
+
 export class CreateApiKeyDto {
   @ApiProperty({ example: 'payments-service', description: 'What the key is for; shown in listings.' })
   @IsString()
   @Length(1, 100)
   name: string;
+
+  @ApiPropertyOptional({
+    type: [String],
+    enum: API_KEY_SCOPES,
+    example: ['rewards:send', 'rewards:read'],
+    description:
+      'What the key may do (docs/api.md lists the scope of every route). Default: every scope. An operator key has every scope.',
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayNotEmpty({ message: 'scopes must list at least one scope (leave it out for every scope)' })
+  @ArrayMaxSize(20)
+  @Validate(KnownScopes)
+  scopes?: ApiKeyScope[];
+}
+
+export class RotateApiKeyDto {
+  @ApiPropertyOptional({
+    example: 3600,
+    minimum: 0,
+    maximum: MAX_ROTATION_GRACE_S,
+    default: DEFAULT_ROTATION_GRACE_S,
+    description:
+      'How long the old key keeps working, in seconds (0: it stops now). Default 24 h, at most 7 days.',
+  })
+  @IsOptional()
+  @IsInt({ message: 'grace_period_seconds must be a whole number of seconds' })
+  @Min(0)
+  @Max(MAX_ROTATION_GRACE_S)
+  grace_period_seconds?: number;
 }
 
 export class ApiKeyResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty() name: string;
   @ApiProperty({ example: 'rgk_Ab3x', description: 'The first characters of the key.' }) prefix: string;
+  @ApiProperty({ type: [String], enum: API_KEY_SCOPES, example: ['rewards:send', 'rewards:read'] })
+  scopes: string[];
   @ApiProperty({ format: 'date-time' }) created_at: string;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_used_at: string | null;
+  @ApiProperty({
+    format: 'date-time',
+    nullable: true,
+    type: String,
+    description: 'Last successful use, written at most about once a minute per gateway instance.',
+  })
+  last_used_at: string | null;
+  @ApiProperty({
+    format: 'date-time',
+    nullable: true,
+    type: String,
+    description: 'When the key stops working: the end of a rotated key’s grace period. Null: no expiry.',
+  })
+  expires_at: string | null;
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) revoked_at: string | null;
+  @ApiProperty({
+    format: 'uuid',
+    nullable: true,
+    type: String,
+    description: 'On a key made by a rotation: the key it replaces.',
+  })
+  rotated_from: string | null;
 }
 
 export class CreatedApiKeyResponse extends ApiKeyResponse {
   @ApiProperty({ description: 'The plaintext key. Shown once; only its hash is stored.' })
   key: string;
+}
+
+export class RotatedApiKeyResponse extends CreatedApiKeyResponse {
+  @ApiProperty({
+    type: ApiKeyResponse,
+    description: 'The old key, with the end of its grace period (`expires_at`).',
+  })
+  previous_key: ApiKeyResponse;
 }
