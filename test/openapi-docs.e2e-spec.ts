@@ -252,7 +252,15 @@ describe('OpenAPI: every error answer with the error schema and an example; requ
       )
       .filter(({ key }) => !NOT_SENDABLE.has(key));
     const run = async (b: (typeof bodies)[number]) => {
-      const url = b.path.replace('{tenant}', 'acme');
+      let url = b.path.replace('{tenant}', 'acme');
+      // A key to rotate: a fresh one for each example (a key is rotated once).
+      if (url.includes('{keyId}')) {
+        const key = await request(t.baseUrl)
+          .post('/v1/tenants/acme/api-keys')
+          .set(op)
+          .send({ name: 'to-rotate' });
+        url = url.replace('{keyId}', key.body.id as string);
+      }
       expect({ example: `${b.key} ${b.name}`, unfilled: /[{}]/.test(url) }).toMatchObject({
         unfilled: false,
       });
@@ -283,6 +291,7 @@ describe('OpenAPI: every error answer with the error schema and an example; requ
       'POST /v1/tenants',
       'PATCH /v1/tenants/{tenant}',
       'POST /v1/tenants/{tenant}/api-keys',
+      'POST /v1/tenants/{tenant}/api-keys/{keyId}/rotate',
       'POST /v1/tenants/{tenant}/connect-sessions',
       'POST /v1/tenants/{tenant}/rewards',
       'POST /v1/tenants/{tenant}/webhooks',
