@@ -16,6 +16,7 @@ import { jsonBody } from './common/json-body';
 import { createValidationPipe } from './common/validation';
 import { REQUEST_ID_HEADER, assignRequestId } from './common/request-id';
 import { securityHeaders } from './common/security-headers';
+import { openRequestContext } from './audit/request-context';
 import { ApiKeyGuard } from './tenants/auth/api-key.guard';
 import { DeliveryWebhookIntake } from './delivery-webhooks/delivery-webhook.intake';
 import { createSandbox } from './sandbox/sandbox.app';
@@ -65,6 +66,8 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   app.use('/webhooks/rewards', app.get(DeliveryWebhookIntake).bodyReader());
   app.use('/ops/connections', formBody); // the dashboard's buttons
   app.use(['/v1', '/ops', '/connect', '/oauth'], rejectNulCharacters);
+  // Last before the routes (after the body readers): each request's audit context (request id, address, caller).
+  app.use(openRequestContext);
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
     const { status, body, headers } = toErrorResponse(error, req, errorLogger);

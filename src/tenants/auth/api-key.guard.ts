@@ -3,6 +3,8 @@ import { HttpStatus, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
+import type { AuditActor, AuditVia } from '../../audit/audit-actions';
+import { currentRequestContext } from '../../audit/request-context';
 import { closeAfterAnswer } from '../../common/close-after-answer';
 import { AuthThrottle } from './auth-throttle';
 import { ApiKeysService, keyPrefix } from '../api-keys.service';
@@ -47,11 +49,13 @@ export class ApiKeyGuard implements CanActivate {
       rules.operatorOnly,
       rules.scopes,
     );
+    // The caller of the changes this request makes, for the audit trail (request-context.ts).
+    const requestContext = currentRequestContext();
+    if (requestContext) requestContext.actor = actorOf(principal, rules.basicAllowed ? 'dashboard' : 'api');
     return true;
   }
 
-  /** The access rules of the route `context` runs (also read by the request context interceptor). */
-  rulesOf(context: ExecutionContext): RouteRules {
+  private rulesOf(context: ExecutionContext): RouteRules {
     const handler = context.getHandler();
     const controller = context.getClass();
     let rules = this.rules.get(handler);
@@ -164,13 +168,21 @@ export class ApiKeyGuard implements CanActivate {
   }
 }
 
-export interface RouteRules {
+interface RouteRules {
   controller: object;
   public: boolean;
   basicAllowed: boolean;
   operatorOnly: boolean;
   /** Any one of these lets a tenant key in; none declared: operators only. */
   scopes: readonly ApiKeyScope[];
+}
+
+/** The audit trail's view of a caller; `via` says whether through the API or the dashboard's pages. */
+export function actorOf(principal: Principal, via: AuditVia): AuditActor {
+  if (principal.kind === 'tenant') return { type: 'api_key', id: principal.keyId, name: principal.name, via };
+  return principal.keyId === null
+    ? { type: 'operator_env_key', id: null, name: null, via }
+    : { type: 'operator_key', id: principal.keyId, name: principal.name, via };
 }
 
 /** What authentication reads of a request: its headers and the client address (Express's `req.ip` when there). */
