@@ -10,8 +10,8 @@ import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
  * retention purge does.
  *
  * `tenant_id` has no foreign key on purpose: a tenant's trail outlives the tenant (deleting it must not delete, nor be
- * refused by, its records). Indexes: the tenant's listing (newest first by `id`), the operators' listing by action
- * (the unfiltered one walks the primary key), and `at` for the retention purge's bounded batches.
+ * refused by, its records). Indexes: the listings, newest first by `id`, by tenant, by tenant and action, by action
+ * (the unfiltered one, and the retention purge's batches of the oldest records, walk the primary key).
  */
 export class AuditEvents1700000016100 implements MigrationInterface {
   name = 'AuditEvents1700000016100';
@@ -34,8 +34,10 @@ export class AuditEvents1700000016100 implements MigrationInterface {
         details        jsonb        NOT NULL DEFAULT '{}'
       )`);
     await queryRunner.query(`CREATE INDEX audit_events_tenant_idx ON audit_events (tenant_id, id DESC)`);
+    await queryRunner.query(
+      `CREATE INDEX audit_events_tenant_action_idx ON audit_events (tenant_id, action, id DESC)`,
+    );
     await queryRunner.query(`CREATE INDEX audit_events_action_idx ON audit_events (action, id DESC)`);
-    await queryRunner.query(`CREATE INDEX audit_events_at_idx ON audit_events (at)`);
     await queryRunner.query(`
       CREATE FUNCTION rg_audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN

@@ -45,6 +45,44 @@ export interface AuditListFilter {
 }
 
 /**
+ * The listing's statement: one form per combination of filters, each a range of one index read newest first, whatever
+ * plan Postgres keeps and however long the trail: (tenant_id, id), (tenant_id, action, id), (action, id), or the
+ * primary key. Exported for the plan test.
+ */
+export function listingStatement(filter: AuditListFilter): { text: string; values: unknown[] } {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  if (filter.tenantId !== undefined) {
+    values.push(filter.tenantId);
+    where.push(`tenant_id = $${values.length}`);
+  }
+  if (filter.action !== undefined) {
+    values.push(filter.action);
+    where.push(`action = $${values.length}`);
+  }
+  if (filter.beforeId !== undefined) {
+    values.push(filter.beforeId);
+    where.push(`id < $${values.length}::bigint`);
+  }
+  values.push(filter.limit);
+  return {
+    text: `SELECT id, at, tenant_id, action, actor_type, actor_id, actor_name, via, client_address, request_id,
+                  target_type, target_id, details
+             FROM audit_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+            ORDER BY id DESC LIMIT $${values.length}`,
+    values,
+  };
+}
+
+/**
+ * The retention purge's statement: of the `$2` oldest records (by id, the primary key: a bounded range whatever the
+ * trail's size or statistics), those older than the cutoff. Ids follow insertion, so the old records are those first;
+ * a record not yet old enough among them is simply left, never deleted early.
+ */
+export const PURGE_SQL = `DELETE FROM audit_events
+  WHERE id = ANY (ARRAY(SELECT id FROM audit_events ORDER BY id LIMIT $2)) AND at < $1`;
+
+/**
  * Every statement that writes `audit_events`: appends, and the retention purge — the only DELETE the table's trigger
  * lets through, because it sets `rg.audit_retention` for its own transaction. Nothing updates a record.
  */
@@ -78,49 +116,22 @@ export class AuditStore {
     );
   }
 
-  /**
-   * Newest first, `limit` records after `beforeId`. One statement per combination of filters, so that each is a plain
-   * range of one index whatever plan Postgres keeps: (tenant_id, id), (action, id), or the primary key.
-   */
+  /** Newest first, `limit` records after `beforeId` (listingStatement). */
   async list(filter: AuditListFilter): Promise<AuditEventRow[]> {
-    const where: string[] = [];
-    const values: unknown[] = [];
-    if (filter.tenantId !== undefined) {
-      values.push(filter.tenantId);
-      where.push(`tenant_id = $${values.length}`);
-    }
-    if (filter.action !== undefined) {
-      values.push(filter.action);
-      where.push(`action = $${values.length}`);
-    }
-    if (filter.beforeId !== undefined) {
-      values.push(filter.beforeId);
-      where.push(`id < $${values.length}::bigint`);
-    }
-    values.push(filter.limit);
-    const { rows } = await this.db.main.query<AuditEventRow>(
-      `SELECT id, at, tenant_id, action, actor_type, actor_id, actor_name, via, client_address,
-              request_id, target_type, target_id, details
-         FROM audit_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-        ORDER BY id DESC LIMIT $${values.length}`,
-      values,
-    );
+    const { text, values } = listingStatement(filter);
+    const { rows } = await this.db.main.query<AuditEventRow>(text, values);
     return rows;
   }
 
   /**
    * Retention: deletes at most `limit` records older than `days` (by this process's clock), oldest first; returns how
-   * many. Call it again until it returns less than `limit`: each batch is a short transaction.
+   * many. Call it again until it returns less than `limit`: each batch is one short transaction.
    */
   async purgeOlderThan(days: number, limit: number): Promise<number> {
     const cutoff = new Date(this.clock.now() - days * DAY_MS);
     return this.db.transaction(async (tx) => {
       await tx.query(`SELECT set_config('rg.audit_retention', 'on', true)`);
-      const { rowCount } = await tx.query(
-        `DELETE FROM audit_events
-          WHERE id IN (SELECT id FROM audit_events WHERE at < $1 ORDER BY at LIMIT $2)`,
-        [cutoff, limit],
-      );
+      const { rowCount } = await tx.query(PURGE_SQL, [cutoff, limit]);
       return rowCount ?? 0;
     });
   }
