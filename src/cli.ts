@@ -95,7 +95,7 @@ async function main(args: string[]): Promise<number> {
         const { Vault } = await import('./token-vault/vault.service');
         const rotated = await rotateVault(db.main, new Vault(config.vaultKeys));
         // Many transactions (page by page, beside live gateways): recorded once, after the last one committed.
-        await auditOf(db).record('vault.key_rotated', {
+        await auditOf(db).recordCommitted('vault.key_rotated', {
           tenantId: null,
           target: { type: 'vault', id: rotated.keyId },
           details: {

@@ -589,6 +589,18 @@ describe('audit trail', () => {
       expect(await sql(`SELECT id FROM audit_events WHERE tenant_id = 'ghost'`)).toEqual([]);
     });
 
+    it('a record that cannot be written after its change committed is logged, never a failed answer', async () => {
+      const audit = t.app.get(AuditLog);
+      const circular: Record<string, unknown> = {};
+      circular.self = circular;
+      const before = await lastId();
+      await expect(
+        audit.recordCommitted('dispatch.cancelled', { tenantId: 'audited', details: circular }),
+      ).resolves.toBeUndefined();
+      expect(await lastId()).toBe(before);
+      expect(t.logs.join('')).toMatch(/"action":"dispatch.cancelled".*audit record not written/);
+    });
+
     it('retention deletes records older than the given days, oldest first, in bounded batches — nothing else', async () => {
       const store = t.app.get(AuditStore);
       const total = (await sql(`SELECT count(*)::int AS n FROM audit_events`))[0].n as number;

@@ -1,10 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock';
 import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
 import type { AuditAction, AuditActor, AuditTargetType } from './audit-actions';
 import { SYSTEM_ACTOR } from './audit-actions';
-import { AuditStore } from './audit.store';
+import { type AuditEventInput, AuditStore } from './audit.store';
 import { currentRequestContext } from './request-context';
 
 /** What a change was made to, as the caller of `AuditLog.record` describes it. */
@@ -22,28 +22,49 @@ export interface AuditChange {
 const FORBIDDEN_DETAIL = /secret|token|password|passphrase|email|phone|^key$|plaintext|recipient_name/i;
 
 /**
- * The audit trail's one way in. Services call `record` for each change, with the transaction's client when the change
- * is one transaction (the record commits, or rolls back, with it), else right after the change committed. Who, from
- * where and the request id come from the request context the pipeline set (request-context.ts).
+ * The audit trail's one way in: who, from where and the request id come from the request context the pipeline set
+ * (request-context.ts). Two calls, one per kind of change:
+ * - `record(action, change, tx)` when the change is one transaction: the record commits, or rolls back, with it;
+ * - `recordCommitted(action, change)` right after a change that committed on its own (several transactions, or a
+ *   store's own): a failure to write the record is logged as an error, never turned into a failed answer for a change
+ *   already made (a webhook secret shown once must reach its caller).
  *
  *     await this.audit.record('recipient.erased', { tenantId, target: { type: 'recipient', id: null },
  *       details: { rewards: 3 } }, tx);
  */
 @Injectable()
 export class AuditLog {
+  private readonly logger = new Logger(AuditLog.name);
+
   constructor(
     private readonly store: AuditStore,
     private readonly db: Database,
     private readonly clock: Clock,
   ) {}
 
-  async record(action: AuditAction, change: AuditChange, on: Sql = this.db.main): Promise<void> {
+  async record(action: AuditAction, change: AuditChange, tx: Sql): Promise<void> {
+    await this.store.insert(tx, this.event(action, change));
+  }
+
+  async recordCommitted(action: AuditAction, change: AuditChange): Promise<void> {
+    const event = this.event(action, change);
+    try {
+      await this.store.insert(this.db.main, event);
+    } catch (error) {
+      this.logger.error(
+        { action, tenantId: change.tenantId, target: change.target, requestId: event.requestId },
+        `audit record not written: ${(error as Error).message}`,
+      );
+    }
+  }
+
+  private event(action: AuditAction, change: AuditChange): AuditEventInput {
     const details = change.details ?? {};
     const forbidden = Object.keys(details).filter((key) => FORBIDDEN_DETAIL.test(key));
     // A programming error, refused loudly (tests catch it) rather than written into an append-only table.
     if (forbidden.length) throw new Error(`audit details must not carry ${forbidden.join(', ')}`);
     const context = currentRequestContext();
-    await this.store.insert(on, {
+    return {
       at: new Date(this.clock.now()),
       action,
       tenantId: change.tenantId,
@@ -52,6 +73,6 @@ export class AuditLog {
       requestId: context?.requestId ?? null,
       target: change.target ?? null,
       details,
-    });
+    };
   }
 }

@@ -307,7 +307,7 @@ export class OpsService {
     }
     const detail = await this.detail(id);
     // An operator's change to the grant (rotated, or lost: needs_reauth). A probe (check) changes nothing: not recorded.
-    await this.audit.record('connection.refreshed', {
+    await this.audit.recordCommitted('connection.refreshed', {
       tenantId: detail.tenant_id,
       target: { type: 'connection', id },
       details: { status: detail.status },

@@ -318,7 +318,7 @@ export class RewardDispatchService {
         [{ field: 'id', reason: `already ${row.status}` }],
       );
     }
-    await this.audit.record('dispatch.cancelled', { tenantId, target: { type: 'dispatch', id } });
+    await this.audit.recordCommitted('dispatch.cancelled', { tenantId, target: { type: 'dispatch', id } });
     return this.get(tenantId, id);
   }
 

@@ -95,7 +95,7 @@ export class TenantWebhooksService {
       );
     }
     // After the store's own transaction committed. The host only: a URL's query may carry the receiver's secret.
-    await this.audit.record('webhook_endpoint.created', {
+    await this.audit.recordCommitted('webhook_endpoint.created', {
       tenantId,
       target: { type: 'webhook_endpoint', id: row.id },
       details: { host: new URL(row.url).host, events: row.events },
@@ -119,7 +119,7 @@ export class TenantWebhooksService {
 
   async remove(tenantId: string, id: string): Promise<void> {
     if (!(await this.store.deleteEndpoint(tenantId, id))) throw notFound(id);
-    await this.audit.record('webhook_endpoint.deleted', {
+    await this.audit.recordCommitted('webhook_endpoint.deleted', {
       tenantId,
       target: { type: 'webhook_endpoint', id },
     });
@@ -128,7 +128,7 @@ export class TenantWebhooksService {
   async enable(tenantId: string, id: string) {
     const row = await this.store.enableEndpoint(tenantId, id);
     if (!row) throw notFound(id);
-    await this.audit.record('webhook_endpoint.enabled', {
+    await this.audit.recordCommitted('webhook_endpoint.enabled', {
       tenantId,
       target: { type: 'webhook_endpoint', id },
     });
@@ -157,7 +157,7 @@ export class TenantWebhooksService {
         `The endpoint has no event ${JSON.stringify(eventId)} (delivered and failed events are kept 30 days).`,
       );
     }
-    await this.audit.record('webhook_event.replayed', {
+    await this.audit.recordCommitted('webhook_event.replayed', {
       tenantId,
       target: { type: 'webhook_event', id: eventId },
       details: { endpoint_id: id, type: row.event_type },
