@@ -16,6 +16,7 @@ import { Dashboard1700000014000 } from './1700000014000-dashboard';
 import { DispatchOpenIndexes1700000015000 } from './1700000015000-dispatch-open-indexes';
 import { ApiKeyScopes1700000016000 } from './1700000016000-api-key-scopes';
 import { AuditEvents1700000016100 } from './1700000016100-audit-events';
+import { ConnectionOrganization1700000017400 } from './1700000017400-connection-organization';
 
 /** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
 export const MIGRATIONS = [
@@ -37,4 +38,5 @@ export const MIGRATIONS = [
   DispatchOpenIndexes1700000015000,
   ApiKeyScopes1700000016000,
   AuditEvents1700000016100,
+  ConnectionOrganization1700000017400,
 ];

@@ -14,6 +14,7 @@ export const AUDIT_ACTIONS = [
   'connect_session.created',
   'connection.connected',
   'connection.reconsented',
+  'connection.reconsent_refused',
   'connection.disconnected',
   'connection.refreshed',
   'webhook_endpoint.created',

@@ -13,6 +13,7 @@ import type { ConnectRequest } from './oauth-state.store';
 import { isBrowserUrl } from '../common/url';
 import { BROWSER_COOKIE, PgStateStore, STATE_TTL_MS } from './oauth-state.store';
 import type { OAuthResult } from './rewards-oauth.strategies';
+import type { UpstreamOrganization } from '../rewards-api/rewards-api.types';
 import { strategyName } from './rewards-oauth.strategies';
 
 const TOKEN_EXCHANGE_TIMEOUT_MS = 15_000;
@@ -32,6 +33,23 @@ const MESSAGES: Record<string, string> = {
   token_exchange_timeout: 'The rewards service did not answer in time. Start again in a moment.',
   provider_error: 'The rewards service reported an error. Start again; if it keeps failing, contact support.',
   session_used: 'This connect link was already used. Ask the platform for a new one.',
+  account_mismatch:
+    'You approved a different rewards account than the one this platform is connected to, so nothing was changed: ' +
+    'the platform keeps its current account. Start again and approve with the same account; to switch to another ' +
+    'account, the platform must disconnect the current one first.',
+  account_check_failed:
+    'The rewards service did not tell us which account you approved, so nothing was changed. Start again in a moment.',
+};
+
+/** The result page's status and title where they differ from a failed sign-in's (400, "did not complete"). */
+const STATUSES: Record<string, number> = {
+  access_denied: 200,
+  account_mismatch: 409,
+  account_check_failed: 503,
+};
+const TITLES: Record<string, string> = {
+  access_denied: 'Connection not approved',
+  account_mismatch: 'A different rewards account',
 };
 
 /** The browser side of connecting: the hosted page, the redirect to the rewards service, and the callback. */
@@ -123,9 +141,13 @@ export class ConnectFlowController {
       return this.finish(res, session, timedOut ? 'token_exchange_timeout' : 'token_exchange_failed');
     }
     if (!outcome.user) return this.finish(res, session, outcome.info?.message ?? 'state_invalid');
-    const connectionId = await this.connections.completeConnection(session, outcome.user);
-    if (!connectionId) return this.finish(res, session, 'session_used');
-    return this.finish(res, session, 'connected');
+    const completed = await this.connections.completeConnection(session, outcome.user);
+    return this.finish(
+      res,
+      session,
+      completed.outcome,
+      completed.outcome === 'account_mismatch' ? completed.organization : null,
+    );
   }
 
   /** Runs passport-oauth2 on the callback: state check (consumes it), code exchange with the PKCE verifier. */
@@ -151,7 +173,13 @@ export class ConnectFlowController {
     });
   }
 
-  private async finish(res: Response, session: ConnectSession, outcome: string): Promise<void> {
+  /** `organization`: on account_mismatch, the one the connection keeps (named on the gateway's own page only). */
+  private async finish(
+    res: Response,
+    session: ConnectSession,
+    outcome: string,
+    organization: UpstreamOrganization | null = null,
+  ): Promise<void> {
     if (outcome !== 'connected') await this.connections.recordOutcome(session.id, outcome);
     // A stored return_url that no longer parses (stored before it was checked at the door) shows the page instead.
     if (session.return_url && isBrowserUrl(session.return_url)) {
@@ -161,10 +189,15 @@ export class ConnectFlowController {
       res.redirect(302, url.toString());
       return;
     }
-    this.result(res, session, outcome);
+    this.result(res, session, outcome, organization);
   }
 
-  private result(res: Response, session: ConnectSession | null, outcome: string): void {
+  private result(
+    res: Response,
+    session: ConnectSession | null,
+    outcome: string,
+    organization: UpstreamOrganization | null = null,
+  ): void {
     if (outcome === 'connected' && session) {
       res
         .type('html')
@@ -177,15 +210,21 @@ export class ConnectFlowController {
         );
       return;
     }
-    const status = outcome === 'access_denied' ? 200 : 400;
-    const title = outcome === 'access_denied' ? 'Connection not approved' : 'The connection did not complete';
+    const status = STATUSES[outcome] ?? 400;
+    const title = TITLES[outcome] ?? 'The connection did not complete';
+    // The organization the connection keeps, so the admin knows which account to approve (the page is the admin's:
+    // reached only through the tenant's connect link).
+    const keeps =
+      outcome === 'account_mismatch' && organization
+        ? `<p id="organization">The platform is connected to <strong>${escapeHtml(organization.name ?? organization.id)}</strong>.</p>`
+        : '';
     res
       .status(status)
       .type('html')
       .send(
         connectPage(
           title,
-          `%TITLE%<p id="reason" data-reason="${escapeHtml(outcome)}">${escapeHtml(MESSAGES[outcome] ?? MESSAGES.provider_error)}</p>`,
+          `%TITLE%<p id="reason" data-reason="${escapeHtml(outcome)}">${escapeHtml(MESSAGES[outcome] ?? MESSAGES.provider_error)}</p>${keeps}`,
           'error',
         ),
       );

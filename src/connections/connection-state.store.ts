@@ -50,17 +50,36 @@ export class ConnectionStateStore implements ConnectionStatus {
     return rows;
   }
 
+  /**
+   * The tenant's live connection in an environment, locked for the rest of the transaction — with a transaction-level
+   * advisory lock on (tenant, environment) first, so that two callbacks of the same tenant take turns: the second
+   * reads the connection the first one made, not a row that was replaced while it waited.
+   */
+  async lockLive(q: Sql, tenantId: string, environment: string): Promise<ConnectionRow | null> {
+    await q.query(`SELECT pg_advisory_xact_lock(hashtext('rg.connect'), hashtext($1 || '/' || $2))`, [
+      tenantId,
+      environment,
+    ]);
+    const { rows } = await q.query<ConnectionRow>(
+      `SELECT * FROM connections WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected' FOR UPDATE`,
+      [tenantId, environment],
+    );
+    return rows[0] ?? null;
+  }
+
   async insertActive(
     q: Sql,
     tenantId: string,
     environment: string,
     scopes: string[],
     accessExpiresAt: Date,
+    organization: { id: string; name: string | null } | null,
   ): Promise<string> {
     const { rows } = await q.query<{ id: string }>(
-      `INSERT INTO connections (tenant_id, environment, status, scopes, access_expires_at, last_refreshed_at)
-       VALUES ($1, $2, 'active', $3, $4, now()) RETURNING id`,
-      [tenantId, environment, scopes, accessExpiresAt],
+      `INSERT INTO connections (tenant_id, environment, status, scopes, access_expires_at, last_refreshed_at,
+                                organization_id, organization_name)
+       VALUES ($1, $2, 'active', $3, $4, now(), $5, $6) RETURNING id`,
+      [tenantId, environment, scopes, accessExpiresAt, organization?.id ?? null, organization?.name ?? null],
     );
     return rows[0].id;
   }
@@ -141,10 +160,24 @@ export class ConnectionStateStore implements ConnectionStatus {
 
   // --- ops ---
 
-  async recordProbe(q: Sql, connectionId: string, ok: boolean, error: string | null): Promise<void> {
+  /**
+   * A probe's outcome. The organization it named fills in a connection that does not know its own yet (made before the
+   * column existed) and refreshes the name for display; it never changes a known organization id.
+   */
+  async recordProbe(
+    q: Sql,
+    connectionId: string,
+    ok: boolean,
+    error: string | null,
+    organization: { id: string; name: string | null } | null = null,
+  ): Promise<void> {
     await q.query(
-      `UPDATE connections SET last_probe_at = now(), last_probe_ok = $2, last_probe_error = $3, updated_at = now() WHERE id = $1`,
-      [connectionId, ok, error],
+      `UPDATE connections SET last_probe_at = now(), last_probe_ok = $2, last_probe_error = $3, updated_at = now(),
+              organization_name = CASE WHEN $4::text IS NOT NULL AND coalesce(organization_id, $4) = $4
+                                       THEN coalesce($5, organization_name) ELSE organization_name END,
+              organization_id = coalesce(organization_id, $4)
+        WHERE id = $1`,
+      [connectionId, ok, error, organization?.id ?? null, organization?.name ?? null],
     );
     await this.event(q, connectionId, 'probe', { ok, error });
   }

@@ -5,6 +5,7 @@ import type { RewardsConfig } from '../config/app-config';
 import { TenantsModule } from '../tenants/tenants.module';
 import { ConnectionStatus } from '../token-vault/access-token.provider';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
+import { AlertsModule } from '../ops/alerts.module';
 import { ConnectFlowController } from './connect-flow.controller';
 import { ConnectionsController } from './connections.controller';
 import { ConnectSessionStore } from './connect-session.store';
@@ -13,6 +14,8 @@ import { ConnectionActivationHooks } from './connection-activation';
 import { HousekeepingService } from './housekeeping.service';
 import { PgStateStore } from './oauth-state.store';
 import { ConnectionsService } from './connections.service';
+import { AccountCheck } from './account-check.service';
+import { ConnectionProbe } from './connection-probe.service';
 import { ProductionOAuthStrategy, SandboxOAuthStrategy } from './rewards-oauth.strategies';
 
 /** The passport-oauth2 strategies of the configured environments (each registers itself with passport when built). */
@@ -33,10 +36,13 @@ export class ConnectionStateModule {}
     ConnectionStateModule,
     TenantsModule,
     TokenVaultModule,
+    AlertsModule,
   ],
   controllers: [ConnectionsController, ConnectFlowController],
   providers: [
     ConnectionsService,
+    AccountCheck,
+    ConnectionProbe,
     ConnectSessionStore,
     ConnectionActivationHooks,
     PgStateStore,
@@ -50,6 +56,6 @@ export class ConnectionStateModule {}
       ],
     },
   ],
-  exports: [ConnectionsService, HousekeepingService, ConnectionActivationHooks],
+  exports: [ConnectionsService, ConnectionProbe, HousekeepingService, ConnectionActivationHooks],
 })
 export class ConnectionsModule {}

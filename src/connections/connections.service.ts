@@ -22,9 +22,17 @@ import type {
   CreateConnectSessionDto,
 } from './dto/connection.dto';
 import type { OAuthResult } from './rewards-oauth.strategies';
+import { AccountCheck, type AccountRefusal, connectLinkActor, organizationOf } from './account-check.service';
 
 export const CONNECT_SESSION_TTL_MS = 15 * 60_000;
 const LIVE_CACHE_TTL_MS = 5_000;
+
+/**
+ * How a connect callback ended once the code was exchanged: connected; the connect link used already (by another
+ * callback); or the new grant refused by the account check (another organization, or one that could not be told).
+ */
+export type ConnectOutcome =
+  { outcome: 'connected'; connectionId: string } | { outcome: 'session_used' } | AccountRefusal;
 
 export interface ConnectSession {
   id: string;
@@ -59,6 +67,7 @@ export class ConnectionsService {
     private readonly notifications: NotificationsService,
     private readonly activation: ConnectionActivationHooks,
     private readonly audit: AuditLog,
+    private readonly accounts: AccountCheck,
   ) {
     notifications.onEviction((eviction) => {
       if (eviction === null) this.liveCache.clear();
@@ -150,19 +159,24 @@ export class ConnectionsService {
 
   /**
    * Stores a new grant and makes the connection active, in one transaction: the previous live connection of the
-   * tenant and environment is disconnected (grant deleted), the session consumed (once), an event recorded.
-   * Returns null when the session was already used (a second callback for it): nothing is stored then. Once active,
-   * the activation hooks run (registered by other modules) before this returns, so before the browser is redirected.
+   * tenant and environment is disconnected (grant deleted), the session consumed (once), an event recorded. A re-consent
+   * must authorize the live connection's organization: `AccountCheck` asks the grant's before the transaction and
+   * compares first thing in it — a refused grant is stored nowhere, the session stays usable, and the live connection
+   * is left as it is. Once active, the activation hooks run (registered by other modules) before this returns, so
+   * before the browser is redirected.
    */
-  async completeConnection(session: ConnectSession, result: OAuthResult): Promise<string | null> {
+  async completeConnection(session: ConnectSession, result: OAuthResult): Promise<ConnectOutcome> {
     const tokens = normaliseTokenResponse({
       ...result.params,
       access_token: result.accessToken,
       refresh_token: result.refreshToken,
     });
     if (!tokens.refreshToken) throw new Error('the token response carried no refresh_token');
-    const id = await this.db.transaction(async (tx) => {
-      if (!(await this.sessions.consume(tx, session.id))) return null;
+    const granted = await this.accounts.grantOrganization(session, tokens.accessToken);
+    const outcome = await this.db.transaction(async (tx): Promise<ConnectOutcome> => {
+      const refused = await this.accounts.check(tx, session, granted);
+      if (refused) return refused;
+      if (!(await this.sessions.consume(tx, session.id))) return { outcome: 'session_used' };
       const previous = await this.state.disconnectLive(tx, session.tenant_id, session.environment);
       for (const old of previous) {
         await this.grants.delete(tx, old.id);
@@ -178,6 +192,7 @@ export class ConnectionsService {
         session.environment,
         tokens.scope ? tokens.scope.split(' ') : session.scopes,
         tokens.expiresAt,
+        granted,
       );
       await this.grants.insert(tx, connectionId, {
         accessTokenEnc: this.vault.seal(GRANT_ACCESS, connectionId, tokens.accessToken),
@@ -191,6 +206,7 @@ export class ConnectionsService {
       await this.state.event(tx, connectionId, 'connected', {
         scopes: tokens.scope,
         replaced: previous.map((p) => p.id),
+        organization_id: granted?.id ?? null,
       });
       // A live connection replaced (active, failing or needing a new consent) makes this a re-consent. The actor is
       // the admin in the browser, known by the connect link; the link's creator is on its connect_session.created.
@@ -203,8 +219,9 @@ export class ConnectionsService {
             environment: session.environment,
             scopes: tokens.scope ? tokens.scope.split(' ') : session.scopes,
             replaced: previous.map((p) => p.id),
+            organization_id: granted?.id ?? null,
           },
-          actor: { type: 'connect_link', id: session.id, name: null, via: 'connect' },
+          actor: connectLinkActor(session),
         },
         tx,
       );
@@ -212,18 +229,20 @@ export class ConnectionsService {
         { kind: 'connection', id: connectionId, tenant: session.tenant_id, environment: session.environment },
         tx,
       );
-      return connectionId;
+      return { outcome: 'connected', connectionId };
     });
+    if (outcome.outcome === 'account_mismatch' || outcome.outcome === 'account_check_failed')
+      this.accounts.logRefusal(session, outcome);
+    if (outcome.outcome !== 'connected') return outcome;
+    const id = outcome.connectionId;
     this.liveCache.delete(`${session.tenant_id}/${session.environment}`);
-    if (id) {
-      this.logger.log(
-        { tenantId: session.tenant_id, connectionId: id, environment: session.environment },
-        'connection active',
-      );
-      // Before the browser goes back (e.g. the delivery webhook's registration); never fails the connect.
-      await this.activation.run({ id, tenantId: session.tenant_id, environment: session.environment });
-    }
-    return id;
+    this.logger.log(
+      { tenantId: session.tenant_id, connectionId: id, environment: session.environment },
+      'connection active',
+    );
+    // Before the browser goes back (e.g. the delivery webhook's registration); never fails the connect.
+    await this.activation.run({ id, tenantId: session.tenant_id, environment: session.environment });
+    return outcome;
   }
 
   /**
@@ -326,5 +345,6 @@ export function toConnectionResponse(row: Record<string, unknown>): ConnectionRe
       : null,
     consecutive_failures: row.consecutive_failures as number,
     refresh_count: row.refresh_count as number,
+    organization: organizationOf(row),
   };
 }

@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { OpsConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { Database } from '../database/database';
+import type { Sql } from '../database/sql';
 import { AppCredentialsStore } from '../token-vault/app-credentials.store';
 import { ConnectionStateStore } from '../connections/connection-state.store';
 
@@ -82,6 +83,22 @@ export class AlertsService {
       else this.logger.error({ alert: alert.kind, ...alert.payload }, `environment alert: ${alert.kind}`);
     }
     return alerts.length;
+  }
+
+  /**
+   * Records an alert about one event that is not a change of health — `connection.account_mismatch`, a re-consent
+   * refused — in the caller's transaction, so it exists exactly when the event's other records do. Delivered like the
+   * others; the caller logs it once its transaction committed.
+   */
+  async raise(
+    tx: Sql,
+    alert: { connectionId: string; kind: 'connection.account_mismatch'; payload: Record<string, unknown> },
+  ): Promise<void> {
+    await tx.query(`INSERT INTO ops_alerts (connection_id, kind, payload) VALUES ($1, $2, $3)`, [
+      alert.connectionId,
+      alert.kind,
+      { event: alert.kind, ...alert.payload, at: new Date().toISOString() },
+    ]);
   }
 
   /** Delivers due alerts (one instance each, SKIP LOCKED); returns how many were delivered. */

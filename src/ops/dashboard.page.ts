@@ -252,7 +252,7 @@ export function dashboardPage(
         `<form method="post" action="/ops/connections/${e(c.id)}/${name}"><input type="hidden" name="csrf" value="${e(csrf)}"><button type="submit" data-action="${name}">${label}</button></form>`;
       return `<tr class="health-${e(c.health ?? 'none')}" data-connection="${e(c.id)}" data-tenant="${e(c.tenant_id)}">
         <td data-label="Tenant"><strong>${e(c.tenant_name)}</strong><br><span class="muted">${e(c.tenant_id)}</span></td>
-        <td data-label="Env">${e(c.environment)}</td>
+        <td data-label="Env">${e(c.environment)}${c.organization ? `<br><span class="muted" data-organization="${e(c.organization.id)}">${e(c.organization.name ?? c.organization.id)}</span>` : ''}</td>
         <td data-label="Status">${e(c.status)}</td>
         <td data-label="Health"><span class="badge" style="background:${colour}">${e(c.health ?? '—')}</span></td>
         <td data-label="Last refresh">${when(c.last_refreshed_at)}<br><span class="muted">expires ${when(c.access_expires_at)}</span></td>

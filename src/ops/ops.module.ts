@@ -4,7 +4,8 @@ import { TerminusModule } from '@nestjs/terminus';
 import { MetricsModule } from '../metrics/metrics.module';
 import { TenantWebhooksModule } from '../tenant-webhooks/tenant-webhooks.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
-import { AlertsService } from './alerts.service';
+import { AlertsModule } from './alerts.module';
+import { ConnectionsModule } from '../connections/connections.module';
 import { DashboardController } from './dashboard.controller';
 import { HealthController } from './health.controller';
 import { HomeController } from './home.controller';
@@ -23,9 +24,11 @@ import { OpsService } from './ops.service';
     MetricsModule,
     TokenVaultModule,
     TenantWebhooksModule,
+    ConnectionsModule,
+    AlertsModule,
   ],
   controllers: [HomeController, HealthController, OpsController, DashboardController],
-  providers: [OpsService, AlertsService, OpsScheduler],
-  exports: [OpsService, AlertsService],
+  providers: [OpsService, OpsScheduler],
+  exports: [OpsService, AlertsModule],
 })
 export class OpsModule {}

@@ -3,13 +3,13 @@ import { AuditLog } from '../audit/audit-log.service';
 import { AppError, ValidationFailedError } from '../common/app-error';
 import type { OpsConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
-import { RewardsApi } from '../token-vault/rewards-api.service';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { VaultError } from '../token-vault/token-vault.errors';
 import { ConnectionStateStore } from '../connections/connection-state.store';
 import { Database } from '../database/database';
 import { MetricsService } from '../metrics/metrics.service';
 import { toConnectionResponse } from '../connections/connections.service';
+import { ConnectionProbe } from '../connections/connection-probe.service';
 import { type GaugeCounts, OpsMetricsService } from './ops-metrics.service';
 
 export type Health = 'healthy' | 'degraded' | 'broken' | 'idle';
@@ -56,6 +56,8 @@ const LIST_COLUMNS_SQL = [
   'last_probe_at',
   'last_probe_ok',
   'last_probe_error',
+  'organization_id',
+  'organization_name',
 ]
   .map((column) => `c.${column}`)
   .join(', ');
@@ -133,7 +135,7 @@ export class OpsService {
     @InjectConfig('ops') private readonly config: OpsConfig,
     private readonly db: Database,
     private readonly tokens: AccessTokenProvider,
-    private readonly rewardsApi: RewardsApi,
+    private readonly probes: ConnectionProbe,
     private readonly metrics: MetricsService,
     private readonly connectionState: ConnectionStateStore,
     private readonly audit: AuditLog,
@@ -284,15 +286,7 @@ export class OpsService {
   /** Probes `GET /api/v2/organizations` with the connection's token and records the outcome. */
   async check(id: string) {
     await this.requireLive(id);
-    let ok = false;
-    let error: string | null = null;
-    try {
-      await this.rewardsApi.forConnection(id).probe();
-      ok = true;
-    } catch (e) {
-      error = e instanceof AppError ? e.code : e instanceof Error ? e.message : String(e);
-    }
-    await this.connectionState.recordProbe(this.db.main, id, ok, error);
+    await this.probes.probe(id);
     return this.detail(id);
   }
 

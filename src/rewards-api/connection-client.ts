@@ -6,6 +6,7 @@ import type {
   OrderRequest,
   UpstreamOrder,
   UpstreamReward,
+  UpstreamOrganization,
   UpstreamRewardDetail,
   UpstreamWebhook,
 } from './rewards-api.types';
@@ -121,9 +122,13 @@ export class ConnectionClient {
     return reward;
   }
 
-  /** `GET /organizations`: the cheapest authenticated call, used as a probe. */
-  async probe(timeoutMs = 10_000): Promise<void> {
-    await this.call('GET', '/organizations', undefined, timeoutMs);
+  /**
+   * `GET /organizations`: the cheapest authenticated call, used as a probe. The list holds only the organization the
+   * token belongs to: that one is returned (null when the answer does not name exactly one).
+   */
+  async probe(timeoutMs = 10_000): Promise<UpstreamOrganization | null> {
+    const res = await this.call<{ organizations?: unknown }>('GET', '/organizations', undefined, timeoutMs);
+    return onlyOrganization(res.body.organizations);
   }
 
   /**
@@ -192,4 +197,12 @@ function requireOrder(order: UpstreamOrder | undefined, status: number): Upstrea
     );
   }
   return order;
+}
+
+/** The one organization of a `GET /organizations` list; null for none, several, or one without a usable id. */
+export function onlyOrganization(list: unknown): UpstreamOrganization | null {
+  if (!Array.isArray(list) || list.length !== 1) return null;
+  const org = list[0] as { id?: unknown; name?: unknown } | null;
+  if (!org || typeof org.id !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(org.id)) return null;
+  return { id: org.id, name: typeof org.name === 'string' ? org.name.slice(0, 200) : null };
 }

@@ -65,3 +65,9 @@ export interface UpstreamWebhook {
 export type UpstreamRewardDetail = UpstreamReward & {
   delivery?: { method: string; status: string; failure_reason?: string };
 };
+
+/** The organization a token belongs to (`GET /organizations` lists only that one): its id, and its name for display. */
+export interface UpstreamOrganization {
+  id: string;
+  name: string | null;
+}

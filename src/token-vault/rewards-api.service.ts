@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import type { RewardsConfig } from '../config/app-config';
+import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { AccountPacer, type Priority } from '../rewards-api/account-pacer';
-import { ConnectionClient } from '../rewards-api/connection-client';
+import { ConnectionClient, type TokenSource } from '../rewards-api/connection-client';
 import { RewardsApiClient } from '../rewards-api/rewards-api.client';
 import { AccessTokenProvider } from './access-token.provider';
 
@@ -31,6 +31,26 @@ export class RewardsApi {
       connectionId,
       this.pacer,
       priority,
+    );
+  }
+
+  /**
+   * A client for a grant not stored yet: the connect callback asks, with the token it just received, which organization
+   * the grant belongs to before deciding to store it. No vault, so no refresh and no retry after a 401. Paced as
+   * `paceAs` (the live connection it may replace, most often of the same account) when given, else not paced: the
+   * account is not known yet.
+   */
+  forGrant(environment: RewardsEnvironment, accessToken: string, paceAs: string | null): ConnectionClient {
+    const grant: TokenSource = {
+      withToken: (_connectionId, call) => call({ token: accessToken, environment }),
+    };
+    return new ConnectionClient(
+      this.http,
+      grant,
+      this.environments,
+      paceAs ?? 'unstored-grant',
+      paceAs ? this.pacer : null,
+      'interactive',
     );
   }
 }

@@ -39,18 +39,22 @@ export async function startConnect(
   return { session: session.body, connectPath, cookie, upstream };
 }
 
-/** Approves at the sandbox consent page and returns the callback URL (path and query) it redirects to. */
+/**
+ * Approves at the sandbox consent page — as `accountId` (one of the page's accounts) when given, else the page's
+ * default (Demo Rewards Co) — and returns the callback URL (path and query) it redirects to.
+ */
 export async function approve(
   t: TestApp,
   upstream: URL,
   decision: 'approve' | 'deny' = 'approve',
+  accountId?: string,
 ): Promise<string> {
   const consent = await request(t.baseUrl).get(`${upstream.pathname}${upstream.search}`).expect(200);
   const requestId = /name="request_id" value="([^"]+)"/.exec(consent.text)?.[1] as string;
   const decided = await request(t.baseUrl)
     .post('/sandbox/oauth/authorize/decision')
     .type('form')
-    .send({ request_id: requestId, decision })
+    .send({ request_id: requestId, decision, ...(accountId ? { account_id: accountId } : {}) })
     .expect(302);
   const callback = new URL(decided.headers.location);
   return `${callback.pathname}${callback.search}`;

@@ -58,6 +58,11 @@ export class ConnectionErrorView {
   @ApiProperty({ format: 'date-time' }) at: string;
 }
 
+export class ConnectionOrganizationView {
+  @ApiProperty({ example: 'SFZCMH4NMC5X' }) id: string;
+  @ApiProperty({ nullable: true, type: String, example: 'Acme Corp' }) name: string | null;
+}
+
 export class ConnectionResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty() tenant_id: string;
@@ -73,4 +78,11 @@ export class ConnectionResponse {
   @ApiProperty({ nullable: true, type: ConnectionErrorView }) last_error: ConnectionErrorView | null;
   @ApiProperty() consecutive_failures: number;
   @ApiProperty() refresh_count: number;
+  @ApiProperty({
+    nullable: true,
+    type: ConnectionOrganizationView,
+    description:
+      'The rewards organization the grant belongs to; a re-consent must authorize the same one. Null until known.',
+  })
+  organization: ConnectionOrganizationView | null;
 }

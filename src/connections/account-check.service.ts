@@ -1,0 +1,177 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { AuditLog } from '../audit/audit-log.service';
+import { AppError } from '../common/app-error';
+import { Database } from '../database/database';
+import type { Sql } from '../database/sql';
+import { AlertsService } from '../ops/alerts.service';
+import type { UpstreamOrganization } from '../rewards-api/rewards-api.types';
+import { RewardsApi } from '../token-vault/rewards-api.service';
+import { accountVerdict } from './account-check';
+import { ConnectionProbe } from './connection-probe.service';
+import { type ConnectionRow, ConnectionStateStore } from './connection-state.store';
+
+/** The connect session a callback belongs to, as far as the account check needs it. */
+interface CheckedSession {
+  id: string;
+  tenant_id: string;
+  environment: 'sandbox' | 'production';
+}
+
+/** A new grant refused by the account check (see `accountVerdict`). */
+export type AccountRefusal =
+  | {
+      outcome: 'account_mismatch';
+      connectionId: string;
+      /** The organization the connection keeps. */
+      organization: UpstreamOrganization | null;
+      refused: UpstreamOrganization;
+    }
+  | { outcome: 'account_check_failed'; connectionId: string };
+
+/** The admin in the browser, known by the connect link (the link's creator is on its connect_session.created). */
+export const connectLinkActor = (session: { id: string }) =>
+  ({ type: 'connect_link', id: session.id, name: null, via: 'connect' }) as const;
+
+/** The organization a connection row records (null: not known yet). */
+export function organizationOf(row: Record<string, unknown>): UpstreamOrganization | null {
+  return typeof row.organization_id === 'string'
+    ? { id: row.organization_id, name: (row.organization_name as string | null) ?? null }
+    : null;
+}
+
+/**
+ * The connect callback's account check, in two steps around its transaction:
+ * 1. `grantOrganization` (before it, no lock held across upstream calls): which organization the new grant belongs
+ *    to — `GET /organizations` with the new token — after a live connection that does not know its own was probed;
+ * 2. `check` (inside it): the tenant's live connection locked, `accountVerdict` applied; a grant of another
+ *    organization is refused and the refusal recorded on the connection (event), in the audit trail and as an ops
+ *    alert, in that same transaction. The new grant is then dropped: never stored, and — the service offering no
+ *    revocation endpoint — left to lapse unused.
+ */
+@Injectable()
+export class AccountCheck {
+  private readonly logger = new Logger(AccountCheck.name);
+
+  constructor(
+    private readonly db: Database,
+    private readonly rewardsApi: RewardsApi,
+    private readonly state: ConnectionStateStore,
+    private readonly probes: ConnectionProbe,
+    private readonly audit: AuditLog,
+    private readonly alerts: AlertsService,
+  ) {}
+
+  /**
+   * The organization the new grant belongs to, or null when the service does not say (the call failed, or the answer
+   * does not name exactly one). Paced as the live connection, most often of the same account. Never logs the token.
+   */
+  async grantOrganization(
+    session: CheckedSession,
+    accessToken: string,
+  ): Promise<UpstreamOrganization | null> {
+    const { rows } = await this.db.main.query<ConnectionRow>(
+      `SELECT * FROM connections WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected'`,
+      [session.tenant_id, session.environment],
+    );
+    const live = rows[0] ?? null;
+    // A connection made before organizations were recorded learns its own now, with its grant (a needs_reauth
+    // one's grant no longer works: see accountVerdict).
+    if (live && live.organization_id === null && live.status !== 'needs_reauth')
+      await this.probes.probe(live.id);
+    try {
+      return await this.rewardsApi.forGrant(session.environment, accessToken, live?.id ?? null).probe();
+    } catch (error) {
+      this.logger.warn(
+        {
+          sessionId: session.id,
+          reason: error instanceof AppError ? error.code : (error as { name?: string })?.name,
+        },
+        'could not ask the organization of a new grant',
+      );
+      return null;
+    }
+  }
+
+  /** Null when the grant may be stored; else the refusal, recorded. Run it first in the callback's transaction. */
+  async check(
+    tx: Sql,
+    session: CheckedSession,
+    granted: UpstreamOrganization | null,
+  ): Promise<AccountRefusal | null> {
+    // Locked (and two callbacks of the tenant serialised) until the transaction ends: the connection compared is the
+    // one replaced, or kept.
+    const current = await this.state.lockLive(tx, session.tenant_id, session.environment);
+    const verdict = accountVerdict(
+      current && {
+        status: current.status,
+        organization_id: (current.organization_id as string | null) ?? null,
+      },
+      granted,
+    );
+    if (verdict === 'accept' || !current) return null;
+    if (verdict === 'unverifiable' || !granted)
+      return { outcome: 'account_check_failed', connectionId: current.id };
+    const organization = organizationOf(current);
+    const detail = {
+      environment: session.environment,
+      reason: 'account_mismatch',
+      organization_id: organization?.id ?? null,
+      refused_organization_id: granted.id,
+      connect_session_id: session.id,
+    };
+    await this.state.event(tx, current.id, 'reconsent_refused', detail);
+    await this.audit.record(
+      'connection.reconsent_refused',
+      {
+        tenantId: session.tenant_id,
+        target: { type: 'connection', id: current.id },
+        details: detail,
+        actor: connectLinkActor(session),
+      },
+      tx,
+    );
+    await this.alerts.raise(tx, {
+      connectionId: current.id,
+      kind: 'connection.account_mismatch',
+      payload: {
+        connection_id: current.id,
+        tenant_id: session.tenant_id,
+        environment: session.environment,
+        status: current.status,
+        last_error: 'account_mismatch',
+        message:
+          `A re-consent authorized organization ${granted.id} (${granted.name ?? 'no name'}), not the connection's ` +
+          `${organization?.id ?? '?'} (${organization?.name ?? 'no name'}): refused, the connection is unchanged.`,
+        organization,
+        refused_organization: granted,
+        connect_session_id: session.id,
+      },
+    });
+    return { outcome: 'account_mismatch', connectionId: current.id, organization, refused: granted };
+  }
+
+  /** The refusal's log line, once its transaction committed (the alert's, for a mismatch). */
+  logRefusal(session: CheckedSession, refusal: AccountRefusal): void {
+    const context = {
+      tenantId: session.tenant_id,
+      environment: session.environment,
+      connectionId: refusal.connectionId,
+    };
+    if (refusal.outcome === 'account_check_failed') {
+      this.logger.warn(
+        context,
+        'a re-consent was refused for now: the organization it authorized is not known',
+      );
+      return;
+    }
+    this.logger.warn(
+      {
+        ...context,
+        alert: 'connection.account_mismatch',
+        organizationId: refusal.organization?.id ?? null,
+        refusedOrganizationId: refusal.refused.id,
+      },
+      'connection alert: connection.account_mismatch (a re-consent authorized another organization: refused)',
+    );
+  }
+}
