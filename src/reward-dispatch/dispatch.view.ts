@@ -21,6 +21,8 @@ export const DISPATCH_STATUSES = [
   'cancelled',
 ] as const;
 export type DispatchStatus = (typeof DISPATCH_STATUSES)[number];
+/** Once every reward is settled: a dispatch never goes back to `sending` / `queued` from these. */
+export type SettledStatus = Exclude<DispatchStatus, 'sending' | 'queued'>;
 
 /**
  * One reward of a dispatch: `pending` (never sent), `sending` (a call may be under way or its outcome is unknown),
@@ -118,7 +120,7 @@ export interface RewardRow {
  * memory (deriveStatus), the store to the stored counts (settle, approvals) — TypeScript rather than SQL so that both
  * paths and its unit tests share it.
  */
-export function statusOf(counts: Record<RewardStatus, number>): DispatchStatus | null {
+export function statusOf(counts: Record<RewardStatus, number>): SettledStatus | null {
   if (counts.pending + counts.sending > 0) return null;
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   const out = counts.sent + counts.pending_approval;
@@ -128,7 +130,7 @@ export function statusOf(counts: Record<RewardStatus, number>): DispatchStatus |
 }
 
 /** A settled dispatch's status, from its rewards (statusOf). Null while any reward is unsettled. */
-export function deriveStatus(rewards: { status: RewardStatus }[]): DispatchStatus | null {
+export function deriveStatus(rewards: { status: RewardStatus }[]): SettledStatus | null {
   return statusOf(countsOf(rewards));
 }
 
