@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { InFlightCounts } from '../common/claim-loop';
 import { Database } from '../database/database';
+import type { Sql } from '../database/sql';
+import type { TenantEvent } from './webhook-events';
 
 export interface EndpointRow {
   id: string;
@@ -41,7 +43,7 @@ export interface ClaimedDelivery {
   endpoint_id: string;
   tenant_id: string;
   event_type: string;
-  payload: { type: string; timestamp: string; data: Record<string, unknown> };
+  payload: TenantEvent;
   attempts: number;
   url: string;
   secret_enc: string;
@@ -66,12 +68,39 @@ const DELIVERY_COLUMNS = `id, endpoint_id, event_type, status, attempts, next_at
   last_status_code, last_error, delivered_at, created_at`;
 
 /**
- * Every statement of the gateway's code that writes `webhook_endpoints` and `webhook_outbox`.
+ * The outbox's one INSERT, for the transaction or the statement of a state change: each event `events` yields (a
+ * query of one `jsonb` column, the event) becomes one row per active endpoint of its tenant subscribed to its type or
+ * to `*` — the fan-out happens here, at insert, so an endpoint registered later never receives older events, and a
+ * tenant without endpoints gets no row. The subscriptions are read in the caller's transaction. When no endpoint is
+ * active at all, one probe of the partial index of active endpoints skips the rest.
  *
- * `webhook_outbox` has a second writer: the trigger functions of migration 1700000013000-tenant-webhooks, which INSERT
- * the events in the transaction of the state change (reward sent or delivered, dispatch settled, connection broken or
- * recovered), one row per subscribed active endpoint. This store never inserts events; it claims, records outcomes,
- * replays and purges them.
+ * Embedded as a CTE (`WITH queued AS (${outboxInsert('SELECT …')})`) in a statement that decides which candidate events
+ * stand (the hot send path's write keeps those whose row the statement changed), or run alone by `enqueueEvents`.
+ */
+export function outboxInsert(events: string): string {
+  return `INSERT INTO webhook_outbox (endpoint_id, tenant_id, event_type, payload)
+    SELECT e.id, e.tenant_id, ev.event->>'type', ev.event
+      FROM (${events}) AS ev(event)
+      JOIN webhook_endpoints e
+        ON e.tenant_id = ev.event->'data'->>'tenant_id' AND e.disabled_at IS NULL
+       AND e.events && ARRAY[ev.event->>'type', '*']
+     WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL)`;
+}
+
+const ENQUEUE = outboxInsert(`SELECT jsonb_array_elements($1::jsonb)`);
+
+/**
+ * Queues events in the caller's transaction (`sql`: the client holding it), with the change they describe: a change
+ * that commits has its events, one that rolls back has none, whatever happens to the process afterwards.
+ */
+export async function enqueueEvents(sql: Sql, events: readonly TenantEvent[]): Promise<void> {
+  if (events.length) await sql.query(ENQUEUE, [JSON.stringify(events)]);
+}
+
+/**
+ * Every statement that writes `webhook_endpoints` and `webhook_outbox`. The events enter the outbox through
+ * `outboxInsert` / `enqueueEvents` above, in the transactions of the stores whose changes they describe; this store
+ * claims them, records outcomes, replays and purges them.
  */
 @Injectable()
 export class WebhookStore {
