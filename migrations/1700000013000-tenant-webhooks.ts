@@ -3,6 +3,10 @@ import type { MigrationInterface, QueryRunner } from '../src/database/migrator';
 /**
  * Tenant webhooks: endpoints a tenant registers, and the durable outbox of the events to deliver to them.
  *
+ * (Since 1700000017500-tenant-events-in-code the triggers below are gone: the code that makes a change builds its
+ * events as typed values and writes them to the outbox in its own transaction, through webhook.store.ts, the outbox's
+ * one writer. What follows describes this migration as it was.)
+ *
  * `webhook_endpoints` (writer: src/tenant-webhooks/webhook.store.ts): url, subscribed event types (or `*`), the signing
  * secret encrypted with the vault (AAD `webhook_endpoint/<id>/secret`), and the delivery health — consecutive failures,
  * `failing_since`, `disabled_at` / `disabled_reason`. The partial index on active endpoints by tenant is what the
@@ -88,8 +92,24 @@ export class TenantWebhooks1700000013000 implements MigrationInterface {
       `CREATE INDEX webhook_outbox_endpoint_idx ON webhook_outbox (endpoint_id, created_at DESC)`,
     );
 
+    for (const statement of TENANT_EVENT_TRIGGERS.create) await queryRunner.query(statement);
+  }
+
+  async down(queryRunner: QueryRunner): Promise<void> {
+    for (const statement of TENANT_EVENT_TRIGGERS.drop) await queryRunner.query(statement);
+    await queryRunner.query(`DROP TABLE webhook_outbox`);
+    await queryRunner.query(`DROP TABLE webhook_endpoints`);
+  }
+}
+
+/**
+ * The tenant event triggers and their functions, as this migration created them; 1700000017500-tenant-events-in-code
+ * drops them (the events are built in code since) and its `down` creates them again from here.
+ */
+export const TENANT_EVENT_TRIGGERS = {
+  create: [
     // One row per active endpoint of the tenant subscribed to the event. Called only by the trigger functions below.
-    await queryRunner.query(`
+    `
       CREATE FUNCTION rg_webhooks_enqueue(p_tenant text, p_type text, p_data jsonb) RETURNS void
       LANGUAGE plpgsql AS $$
       BEGIN
@@ -100,8 +120,8 @@ export class TenantWebhooks1700000013000 implements MigrationInterface {
                                   'data', p_data)
           FROM webhook_endpoints e
          WHERE e.tenant_id = p_tenant AND e.disabled_at IS NULL AND e.events && ARRAY[p_type, '*'];
-      END $$`);
-    await queryRunner.query(`
+      END $$`,
+    `
       CREATE FUNCTION rg_webhooks_reward_changed() RETURNS trigger
       LANGUAGE plpgsql AS $$
       DECLARE
@@ -135,16 +155,15 @@ export class TenantWebhooks1700000013000 implements MigrationInterface {
           END IF;
         END IF;
         RETURN NULL;
-      END $$`);
-    await queryRunner.query(`
+      END $$`,
+    `
       CREATE TRIGGER webhooks_reward_changed
         AFTER UPDATE OF status, delivery_state ON dispatch_rewards
         FOR EACH ROW
         WHEN ((NEW.status = 'sent' AND OLD.status IS DISTINCT FROM 'sent')
               OR (NEW.delivery_state IN ('delivered', 'delivery_failed') AND OLD.delivery_state IS DISTINCT FROM NEW.delivery_state))
-        EXECUTE FUNCTION rg_webhooks_reward_changed()`);
-
-    await queryRunner.query(`
+        EXECUTE FUNCTION rg_webhooks_reward_changed()`,
+    `
       CREATE FUNCTION rg_webhooks_dispatch_completed() RETURNS trigger
       LANGUAGE plpgsql AS $$
       DECLARE
@@ -166,15 +185,14 @@ export class TenantWebhooks1700000013000 implements MigrationInterface {
           'error_code', NEW.last_error->>'code',
           'created_at', to_char(NEW.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')));
         RETURN NULL;
-      END $$`);
-    await queryRunner.query(`
+      END $$`,
+    `
       CREATE TRIGGER webhooks_dispatch_completed
         AFTER UPDATE OF status ON reward_dispatches
         FOR EACH ROW
         WHEN (OLD.status IN ('sending', 'queued') AND NEW.status NOT IN ('sending', 'queued'))
-        EXECUTE FUNCTION rg_webhooks_dispatch_completed()`);
-
-    await queryRunner.query(`
+        EXECUTE FUNCTION rg_webhooks_dispatch_completed()`,
+    `
       CREATE FUNCTION rg_webhooks_connection_changed() RETURNS trigger
       LANGUAGE plpgsql AS $$
       BEGIN
@@ -199,15 +217,14 @@ export class TenantWebhooks1700000013000 implements MigrationInterface {
           END IF;
         END IF;
         RETURN NULL;
-      END $$`);
-    await queryRunner.query(`
+      END $$`,
+    `
       CREATE TRIGGER webhooks_connection_changed
         AFTER UPDATE OF status ON connections
         FOR EACH ROW
         WHEN (OLD.status IS DISTINCT FROM NEW.status AND (NEW.status = 'needs_reauth' OR OLD.status = 'needs_reauth'))
-        EXECUTE FUNCTION rg_webhooks_connection_changed()`);
-
-    await queryRunner.query(`
+        EXECUTE FUNCTION rg_webhooks_connection_changed()`,
+    `
       CREATE FUNCTION rg_webhooks_connection_created() RETURNS trigger
       LANGUAGE plpgsql AS $$
       DECLARE
@@ -223,26 +240,23 @@ export class TenantWebhooks1700000013000 implements MigrationInterface {
           'status', NEW.status, 'previous_status', 'needs_reauth',
           'replaced_connection_id', split_part(v_replaced, E'\\t', 3)));
         RETURN NULL;
-      END $$`);
-    await queryRunner.query(`
+      END $$`,
+    `
       CREATE TRIGGER webhooks_connection_created
         AFTER INSERT ON connections
         FOR EACH ROW
         WHEN (NEW.status = 'active')
-        EXECUTE FUNCTION rg_webhooks_connection_created()`);
-  }
-
-  async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`DROP TRIGGER webhooks_connection_created ON connections`);
-    await queryRunner.query(`DROP TRIGGER webhooks_connection_changed ON connections`);
-    await queryRunner.query(`DROP TRIGGER webhooks_dispatch_completed ON reward_dispatches`);
-    await queryRunner.query(`DROP TRIGGER webhooks_reward_changed ON dispatch_rewards`);
-    await queryRunner.query(`DROP FUNCTION rg_webhooks_connection_created()`);
-    await queryRunner.query(`DROP FUNCTION rg_webhooks_connection_changed()`);
-    await queryRunner.query(`DROP FUNCTION rg_webhooks_dispatch_completed()`);
-    await queryRunner.query(`DROP FUNCTION rg_webhooks_reward_changed()`);
-    await queryRunner.query(`DROP FUNCTION rg_webhooks_enqueue(text, text, jsonb)`);
-    await queryRunner.query(`DROP TABLE webhook_outbox`);
-    await queryRunner.query(`DROP TABLE webhook_endpoints`);
-  }
-}
+        EXECUTE FUNCTION rg_webhooks_connection_created()`,
+  ],
+  drop: [
+    `DROP TRIGGER webhooks_connection_created ON connections`,
+    `DROP TRIGGER webhooks_connection_changed ON connections`,
+    `DROP TRIGGER webhooks_dispatch_completed ON reward_dispatches`,
+    `DROP TRIGGER webhooks_reward_changed ON dispatch_rewards`,
+    `DROP FUNCTION rg_webhooks_connection_created()`,
+    `DROP FUNCTION rg_webhooks_connection_changed()`,
+    `DROP FUNCTION rg_webhooks_dispatch_completed()`,
+    `DROP FUNCTION rg_webhooks_reward_changed()`,
+    `DROP FUNCTION rg_webhooks_enqueue(text, text, jsonb)`,
+  ],
+};

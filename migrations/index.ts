@@ -17,6 +17,7 @@ import { DispatchOpenIndexes1700000015000 } from './1700000015000-dispatch-open-
 import { ApiKeyScopes1700000016000 } from './1700000016000-api-key-scopes';
 import { AuditEvents1700000016100 } from './1700000016100-audit-events';
 import { ConnectionOrganization1700000017400 } from './1700000017400-connection-organization';
+import { TenantEventsInCode1700000017500 } from './1700000017500-tenant-events-in-code';
 
 /** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   ApiKeyScopes1700000016000,
   AuditEvents1700000016100,
   ConnectionOrganization1700000017400,
+  TenantEventsInCode1700000017500,
 ];

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { DISPATCH_SQL, DispatchStore } from '../src/reward-dispatch/dispatch.store';
 import type { DispatchRow } from '../src/reward-dispatch/dispatch.view';
+import { dispatchCompleted, rewardSent } from '../src/tenant-webhooks/webhook-events';
 import type { TestApp } from './support/app';
 import { startTestApp } from './support/app';
 
@@ -72,6 +73,8 @@ describe('DispatchStore: every statement reaches its rows by key, whatever the p
   const recorded = new Map<StatementName, unknown[]>();
   const failures: string[] = [];
   let connectionId: string;
+  /** A connection the tenant disconnected: a dispatch of it that comes due is cancelled when claimed. */
+  let goneConnectionId: string;
 
   const names = new Map<string, StatementName>(
     Object.entries(DISPATCH_SQL).map(([name, text]) => [text, name as StatementName]),
@@ -151,9 +154,21 @@ describe('DispatchStore: every statement reaches its rows by key, whatever the p
         payload,
         attempts: status === 'sending' ? 1 : 0,
       });
-      const [a, b, c, d, e] = [randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+      const [a, b, c, d, e, f] = [
+        randomUUID(),
+        randomUUID(),
+        randomUUID(),
+        randomUUID(),
+        randomUUID(),
+        randomUUID(),
+      ];
       await store.insert(row(a, 2), [reward(a, 0, 'sending'), reward(a, 1, 'pending')]);
       await store.insert(row(b, 1, true), [reward(b, 0, 'pending')], true);
+      await store.insert(
+        { ...row(f, 1, true), connection_id: goneConnectionId },
+        [reward(f, 0, 'pending')],
+        true,
+      );
       // Concurrent sends: their inserts and writes share statements (group commit).
       await Promise.all([
         store.insert(row(c, 1), [reward(c, 0, 'sending')]),
@@ -161,7 +176,10 @@ describe('DispatchStore: every statement reaches its rows by key, whatever the p
         store.insert(row(e, 1), [reward(e, 0, 'sending')]),
       ]);
       await Promise.all([c, d, e].map((id) => store.write(id, [], null)));
-      // A lane marks a reward sending (lease extended), then the attempt ends: one sent, one held for approval.
+      // A lane marks a reward sending (lease extended), then the attempt ends: one sent, one held for approval — each
+      // with the tenant event the sender builds for it.
+      const now = new Date();
+      const facts = { ...row(a, 2), created_at: now };
       await store.write(a, [{ position: 1, status: 'sending', bump: 1, last_error: null }], null);
       await store.write(
         a,
@@ -174,7 +192,20 @@ describe('DispatchStore: every statement reaches its rows by key, whatever the p
             upstream_order_status: 'EXECUTED',
             delivery_status: 'PENDING',
             last_error: null,
-            sent_at: new Date(),
+            sent_at: now,
+            event: rewardSent(
+              facts,
+              {
+                position: 0,
+                external_id: `${a}-r0`,
+                upstream_reward_id: `RWD-${a}`,
+                upstream_order_id: 'ORD-A0',
+                upstream_order_status: 'EXECUTED',
+                delivery_method: 'EMAIL',
+                sent_at: now,
+              },
+              now,
+            ),
           },
           {
             position: 1,
@@ -190,7 +221,16 @@ describe('DispatchStore: every statement reaches its rows by key, whatever the p
           responseStatus: 201,
           lastError: null,
           nextAttemptAt: null,
-          sentAt: new Date(),
+          sentAt: now,
+          event: dispatchCompleted(
+            { ...facts, external_reference: null },
+            {
+              status: 'partially_failed',
+              counts: { pending: 0, sending: 0, sent: 1, pending_approval: 1, failed: 0, cancelled: 0 },
+              error_code: null,
+            },
+            now,
+          ),
         },
       );
       await store.write(
@@ -257,6 +297,12 @@ describe('DispatchStore: every statement reaches its rows by key, whatever the p
       await c.query(`ALTER TABLE reward_dispatches SET (autovacuum_enabled = false)`);
       await c.query(`ALTER TABLE dispatch_rewards SET (autovacuum_enabled = false)`);
       await c.query(`INSERT INTO tenants (id, name) VALUES ('plans', 'Plans')`);
+      goneConnectionId = (
+        await c.query<{ id: string }>(
+          `INSERT INTO connections (tenant_id, environment, status, scopes) VALUES ('plans', 'sandbox', 'disconnected', '{default}')
+           RETURNING id`,
+        )
+      ).rows[0].id;
       connectionId = (
         await c.query<{ id: string }>(
           `INSERT INTO connections (tenant_id, environment, status, scopes) VALUES ('plans', 'sandbox', 'active', '{default}')

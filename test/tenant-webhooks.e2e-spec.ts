@@ -1,6 +1,8 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import dns from 'node:dns';
 import request from 'supertest';
+import { ConnectionStateStore } from '../src/connections/connection-state.store';
+import { Database } from '../src/database/database';
 import { DispatchStore } from '../src/reward-dispatch/dispatch.store';
 import { TenantWebhooksService } from '../src/tenant-webhooks/tenant-webhooks.service';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
@@ -353,7 +355,7 @@ describe('tenant webhooks: registration, events, retries, replay, SSRF', () => {
 
   it('turns the rewards service’s delivery events into reward.delivered / reward.delivery_failed, end to end', async () => {
     // The real path: the sandbox delivers the rewards and POSTs its signed delivery events to the gateway, which
-    // records them (delivery-webhooks → DispatchStore); the trigger queues the tenant's events in that transaction.
+    // records them (delivery-webhooks → DispatchStore), which queues the tenant's events in that transaction.
     await control(t, '/webhooks', { enabled: true, delay_ms: 100, fail_recipients: ['bounce@example.com'] });
     try {
       await createTenant(t, 'delivering');
@@ -399,6 +401,122 @@ describe('tenant webhooks: registration, events, retries, replay, SSRF', () => {
     expect((await sql(`SELECT count(*)::int AS n FROM webhook_outbox WHERE tenant_id = 'quiet'`))[0].n).toBe(
       0,
     );
+  });
+
+  it('queues an event with the change that commits, none with one that rolls back, and none for a non-change', async () => {
+    await createTenant(t, 'atomic');
+    const connectionId = await connectTenant(t, 'atomic');
+    await register('atomic', receiver.url('/atomic'), ['connection.needs_reauth', 'connection.recovered']);
+    const state = t.app.get(ConnectionStateStore);
+    const db = t.app.get(Database);
+    const queued = async () =>
+      (
+        await sql(
+          `SELECT event_type, payload FROM webhook_outbox WHERE tenant_id = 'atomic' ORDER BY created_at, event_type`,
+        )
+      ).map((r) => ({ type: r.event_type, data: r.payload.data }));
+    const status = async () =>
+      (await sql(`SELECT status FROM connections WHERE id = $1`, [connectionId]))[0].status;
+
+    // The change rolls back (the transaction fails after it): neither the change nor its event remains.
+    await expect(
+      db.transaction(async (tx) => {
+        await state.markNeedsReauth(tx, connectionId, 'invalid_grant', 'revoked', {});
+        throw new Error('the rest of the transaction failed');
+      }),
+    ).rejects.toThrow('the rest of the transaction failed');
+    expect(await status()).toBe('active');
+    expect(await queued()).toEqual([]);
+
+    // It commits: one event. Marked again (already broken), nothing more. Refreshed: active again, recovered.
+    await db.transaction((tx) => state.markNeedsReauth(tx, connectionId, 'invalid_grant', 'revoked', {}));
+    await db.transaction((tx) => state.markNeedsReauth(tx, connectionId, 'invalid_grant', 'again', {}));
+    await db.transaction((tx) => state.markRefreshed(tx, connectionId, new Date(Date.now() + 3_600_000), {}));
+    await db.transaction((tx) => state.markRefreshed(tx, connectionId, new Date(Date.now() + 3_600_000), {}));
+    expect(await status()).toBe('active');
+    expect(await queued()).toEqual([
+      {
+        type: 'connection.needs_reauth',
+        data: {
+          tenant_id: 'atomic',
+          connection_id: connectionId,
+          environment: 'sandbox',
+          status: 'needs_reauth',
+          previous_status: 'active',
+          reason: 'invalid_grant',
+          message: 'revoked',
+        },
+      },
+      {
+        type: 'connection.recovered',
+        data: {
+          tenant_id: 'atomic',
+          connection_id: connectionId,
+          environment: 'sandbox',
+          status: 'active',
+          previous_status: 'needs_reauth',
+          replaced_connection_id: null,
+        },
+      },
+    ]);
+    await waitFor(
+      async () => receiver.accepted('/atomic').length,
+      (n) => n >= 2,
+    );
+  });
+
+  it('settles a due dispatch of a disconnected connection as cancelled, with its dispatch.completed', async () => {
+    await createTenant(t, 'gone');
+    const connectionId = await connectTenant(t, 'gone');
+    const endpoint = await register('gone', receiver.url('/gone'), ['dispatch.completed']);
+    await request(t.baseUrl).delete('/v1/tenants/gone/connection').set(op).expect(200);
+    // Queued before the disconnect (as the store keeps it), due now: the worker claims it and ends it.
+    const id = randomUUID();
+    const store = t.app.get(DispatchStore);
+    await store.insert(
+      {
+        id,
+        tenant_id: 'gone',
+        connection_id: connectionId,
+        environment: 'sandbox',
+        order_shape: 'single',
+        idempotency_key: 'gone-1',
+        request_hash: 'f'.repeat(64),
+        request: { external_reference: 'late', funding_source_id: 'BALANCE', custom_fields: [[]] },
+        upstream_payload: { payment: { funding_source_id: 'BALANCE' } },
+        status: 'queued',
+        attempts: 0,
+        next_attempt_at: null,
+        upstream_order_id: null,
+        last_error: null,
+        response_status: null,
+        response_body: null,
+        sent_at: null,
+        reward_count: 1,
+        priority: 0,
+      },
+      [{ position: 0, external_id: `${id}-r0`, status: 'pending', payload: reward(), attempts: 0 }],
+      true,
+    );
+    const [event] = await waitFor(
+      async () => receiver.accepted('/gone').map((r) => verified(endpoint.secret, r)),
+      (list) => list.length >= 1,
+    );
+    expect(event.data).toMatchObject({
+      dispatch_id: id,
+      status: 'cancelled',
+      external_reference: 'late',
+      error_code: 'dispatch_cancelled',
+      counts: { pending: 0, sending: 0, sent: 0, pending_approval: 0, failed: 0, cancelled: 1 },
+    });
+    const [row] = await sql(`SELECT status, attempts, last_error FROM reward_dispatches WHERE id = $1`, [id]);
+    expect(row).toMatchObject({
+      status: 'cancelled',
+      attempts: 0,
+      last_error: { code: 'dispatch_cancelled' },
+    });
+    await settle(300);
+    expect(receiver.accepted('/gone')).toHaveLength(1);
   });
 
   it('keeps retrying while the endpoint answers 503 and delivers everything once it is back: none lost, none twice', async () => {

@@ -1,13 +1,24 @@
 import { Injectable } from '@nestjs/common';
+import type { RewardsEnvironment } from '../config/app-config';
 import type { Sql } from '../database/sql';
+import { connectionNeedsReauth, connectionRecovered } from '../tenant-webhooks/webhook-events';
+import { enqueueEvents } from '../tenant-webhooks/webhook.store';
 import type { ConnectionStatus } from '../token-vault/access-token.provider';
 
 export interface ConnectionRow {
   id: string;
   tenant_id: string;
-  environment: string;
+  environment: RewardsEnvironment;
   status: string;
   [column: string]: unknown;
+}
+
+/** A connection as a status change left it, and the status it had before (read under the row's lock). */
+interface StatusChange {
+  id: string;
+  tenant_id: string;
+  environment: RewardsEnvironment;
+  previous_status: string;
 }
 
 /** An alert-worthy change of a connection, claimed once across instances (see `claimAlertTransitions`). */
@@ -26,7 +37,8 @@ export interface AlertTransition {
  * needs_reauth, disconnected), its counters, probe results, alert state, and the audit trail. The connections module
  * (connect, disconnect), ops (probes, alerts) and the token vault call it — the vault through `ConnectionStatus`, so
  * that a refresh's outcome is written in the refresh's own transaction. Stateless: each method runs on the pool or
- * transaction it is given.
+ * transaction it is given. A change that is a tenant event (`connection.needs_reauth`, `connection.recovered`) queues
+ * it on the same client: those methods are given a transaction.
  */
 @Injectable()
 export class ConnectionStateStore implements ConnectionStatus {
@@ -40,11 +52,20 @@ export class ConnectionStateStore implements ConnectionStatus {
 
   // --- connect and disconnect (connections module) ---
 
-  /** Ends the tenant's live connection in an environment (if any); returns the rows as they now are. */
-  async disconnectLive(q: Sql, tenantId: string, environment: string): Promise<ConnectionRow[]> {
-    const { rows } = await q.query<ConnectionRow>(
-      `UPDATE connections SET status = 'disconnected', disconnected_at = now(), updated_at = now()
-        WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected' RETURNING *`,
+  /**
+   * Ends the tenant's live connection in an environment (if any); returns the rows as they now are, each with the
+   * status it had (`previous_status`).
+   */
+  async disconnectLive(
+    q: Sql,
+    tenantId: string,
+    environment: string,
+  ): Promise<(ConnectionRow & { previous_status: string })[]> {
+    const { rows } = await q.query<ConnectionRow & { previous_status: string }>(
+      `UPDATE connections c SET status = 'disconnected', disconnected_at = now(), updated_at = now()
+         FROM (SELECT id, status FROM connections
+                WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected' FOR NO KEY UPDATE) old
+        WHERE c.id = old.id RETURNING c.*, old.status AS previous_status`,
       [tenantId, environment],
     );
     return rows;
@@ -67,13 +88,18 @@ export class ConnectionStateStore implements ConnectionStatus {
     return rows[0] ?? null;
   }
 
+  /**
+   * The tenant's new active connection, in the transaction `q` that ended the ones it replaces (`replaced`, from
+   * disconnectLive): a broken one replaced is a recovery (`connection.recovered`, queued in `q`).
+   */
   async insertActive(
     q: Sql,
     tenantId: string,
-    environment: string,
+    environment: RewardsEnvironment,
     scopes: string[],
     accessExpiresAt: Date,
     organization: { id: string; name: string | null } | null,
+    replaced: readonly { id: string; previous_status: string }[],
   ): Promise<string> {
     const { rows } = await q.query<{ id: string }>(
       `INSERT INTO connections (tenant_id, environment, status, scopes, access_expires_at, last_refreshed_at,
@@ -81,7 +107,13 @@ export class ConnectionStateStore implements ConnectionStatus {
        VALUES ($1, $2, 'active', $3, $4, now(), $5, $6) RETURNING id`,
       [tenantId, environment, scopes, accessExpiresAt, organization?.id ?? null, organization?.name ?? null],
     );
-    return rows[0].id;
+    const id = rows[0].id;
+    const broken = replaced.find((old) => old.previous_status === 'needs_reauth');
+    if (broken)
+      await enqueueEvents(q, [
+        connectionRecovered({ id, tenant_id: tenantId, environment }, broken.id, new Date()),
+      ]);
+    return id;
   }
 
   // --- the token vault (ConnectionStatus) ---
@@ -90,7 +122,10 @@ export class ConnectionStateStore implements ConnectionStatus {
     await q.query(`UPDATE connections SET last_used_at = now() WHERE id = $1`, [connectionId]);
   }
 
-  /** needs_reauth with the reason; `fromLiveOnly` leaves a connection alone that is already broken or gone. True if it changed. */
+  /**
+   * needs_reauth with the reason (`connection.needs_reauth` when it was not already); `fromLiveOnly` leaves a
+   * connection alone that is already broken or gone. In the transaction `q`. True if it changed.
+   */
   async markNeedsReauth(
     q: Sql,
     connectionId: string,
@@ -99,14 +134,26 @@ export class ConnectionStateStore implements ConnectionStatus {
     detail: Record<string, unknown>,
     fromLiveOnly = false,
   ): Promise<boolean> {
-    const { rowCount } = await q.query(
-      `UPDATE connections SET status = 'needs_reauth', last_error_code = $2, last_error_message = $3, last_error_at = now(),
+    const { rows } = await q.query<StatusChange>(
+      `UPDATE connections c SET status = 'needs_reauth', last_error_code = $2, last_error_message = $3, last_error_at = now(),
               backoff_until = NULL, updated_at = now()
-        WHERE id = $1 ${fromLiveOnly ? `AND status IN ('active', 'error')` : ''}`,
+         FROM (SELECT id, status FROM connections WHERE id = $1 FOR NO KEY UPDATE) old
+        WHERE c.id = old.id ${fromLiveOnly ? `AND old.status IN ('active', 'error')` : ''}
+        RETURNING c.id, c.tenant_id, c.environment, old.status AS previous_status`,
       [connectionId, code, message],
     );
-    if (rowCount) await this.event(q, connectionId, 'needs_reauth', { ...detail, message });
-    return Boolean(rowCount);
+    const changed = rows[0];
+    if (!changed) return false;
+    await this.event(q, connectionId, 'needs_reauth', { ...detail, message });
+    if (changed.previous_status !== 'needs_reauth')
+      await enqueueEvents(q, [
+        connectionNeedsReauth(
+          changed,
+          { previous_status: changed.previous_status, reason: code, message },
+          new Date(),
+        ),
+      ]);
+    return true;
   }
 
   /** Whether a refresh that timed out after being sent happened since the last successful one (it may have consumed the token). */
@@ -120,20 +167,25 @@ export class ConnectionStateStore implements ConnectionStatus {
     return rows[0]?.outcome_unknown === true;
   }
 
+  /** Active, with the refreshed token's expiry; a broken connection active again is `connection.recovered` (in `q`). */
   async markRefreshed(
     q: Sql,
     connectionId: string,
     accessExpiresAt: Date,
     detail: Record<string, unknown>,
   ): Promise<void> {
-    await q.query(
-      `UPDATE connections SET status = 'active', last_refreshed_at = now(), access_expires_at = $2,
-              refresh_count = refresh_count + 1, consecutive_failures = 0, backoff_until = NULL,
+    const { rows } = await q.query<StatusChange>(
+      `UPDATE connections c SET status = 'active', last_refreshed_at = now(), access_expires_at = $2,
+              refresh_count = c.refresh_count + 1, consecutive_failures = 0, backoff_until = NULL,
               last_error_code = NULL, last_error_message = NULL, updated_at = now()
-        WHERE id = $1`,
+         FROM (SELECT id, status FROM connections WHERE id = $1 FOR NO KEY UPDATE) old
+        WHERE c.id = old.id
+        RETURNING c.id, c.tenant_id, c.environment, old.status AS previous_status`,
       [connectionId, accessExpiresAt],
     );
     await this.event(q, connectionId, 'token_refreshed', detail);
+    if (rows[0]?.previous_status === 'needs_reauth')
+      await enqueueEvents(q, [connectionRecovered(rows[0], null, new Date())]);
   }
 
   /** Counts a transient refresh failure and starts the cooldown; `error` from `errorThreshold` failures. Returns the count. */

@@ -193,6 +193,7 @@ export class ConnectionsService {
         tokens.scope ? tokens.scope.split(' ') : session.scopes,
         tokens.expiresAt,
         granted,
+        previous,
       );
       await this.grants.insert(tx, connectionId, {
         accessTokenEnc: this.vault.seal(GRANT_ACCESS, connectionId, tokens.accessToken),

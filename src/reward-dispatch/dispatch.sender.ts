@@ -13,11 +13,13 @@ import {
   ConnectionNotFoundError,
 } from '../token-vault/token-vault.errors';
 import { REWARD_LINK, Vault } from '../token-vault/vault.service';
+import { dispatchCompleted, rewardSent } from '../tenant-webhooks/webhook-events';
 import { DispatchStore, type DispatchUpdate, type RewardUpdate } from './dispatch.store';
 import {
   type DispatchRow,
   type RewardError,
   type RewardRow,
+  countsOf,
   deriveStatus,
   failureBody,
   httpStatusOf,
@@ -336,6 +338,12 @@ export class DispatchSender {
         lastError,
         nextAttemptAt: null,
         sentAt,
+        // Every reward of the dispatch is here (inline): the counts are known without a query.
+        event: dispatchCompleted(
+          { ...row, external_reference: row.request.external_reference },
+          { status: derived, counts: countsOf(rewards), error_code: lastError?.code ?? null },
+          now,
+        ),
       };
       outcome = { status: update.responseStatus, body: null };
     }
@@ -389,7 +397,12 @@ export class DispatchSender {
       this.metrics.dispatchAttempts.inc({
         outcome: outcome === 'executed' ? 'sent' : outcome === 'held' ? 'pending_approval' : 'failed',
       });
-      if (outcome === 'executed') return { ...base, status: 'sent', last_error: null, sent_at: now };
+      if (outcome === 'executed') {
+        const sent = { ...base, status: 'sent' as const, last_error: null, sent_at: now };
+        // Its event says what the store writes: a reward id the service did not give keeps the one recorded.
+        const reward = { ...r, ...sent, upstream_reward_id: sent.upstream_reward_id ?? r.upstream_reward_id };
+        return { ...sent, event: rewardSent(row, reward, now) };
+      }
       if (outcome === 'held')
         return {
           ...base,

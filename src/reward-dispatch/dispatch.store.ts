@@ -4,8 +4,19 @@ import type { Pool } from 'pg';
 import { Database } from '../database/database';
 import { GroupCommit } from '../database/group-commit';
 import type { Sql } from '../database/sql';
-import type { DispatchConfig } from '../config/app-config';
+import type { DispatchConfig, RewardsEnvironment } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
+import {
+  type DeliveryFacts,
+  type DispatchFacts,
+  type RewardFacts,
+  type TenantEventOf,
+  dispatchCompleted,
+  rewardDelivered,
+  rewardDeliveryFailed,
+  rewardSent,
+} from '../tenant-webhooks/webhook-events';
+import { enqueueEvents, outboxInsert } from '../tenant-webhooks/webhook.store';
 import {
   type DispatchRow,
   type DispatchStatus,
@@ -31,6 +42,8 @@ export interface RewardUpdate {
   last_error?: RewardError | null;
   sent_at?: Date | null;
   next_check_at?: Date | null;
+  /** The tenant event this update makes happen (a reward becoming `sent`): queued only if the update applies. */
+  event?: TenantEventOf<'reward.sent'>;
 }
 
 /** The dispatch's end of an attempt: settled (derived status) or queued for a retry. */
@@ -42,6 +55,8 @@ export interface DispatchUpdate {
   sentAt: Date | null;
   /** The attempt made progress: the give-up count starts again (a long batch is not failed for old hiccups). */
   resetAttempts?: boolean;
+  /** The tenant event of a settled status (`dispatch.completed`): queued only if the update applies. */
+  event?: TenantEventOf<'dispatch.completed'>;
 }
 
 interface WriteItem {
@@ -141,16 +156,18 @@ export const DISPATCH_SQL = {
    * was given would be made again at every execution); the keys are taken from them as arrays for the index
    * conditions. Only rewards still open change, and only dispatches still held. The dispatches are written (locked)
    * before their rewards (`r` waits for all of `d`): the order of every statement here that locks both, so that a
-   * write never deadlocks with a cancel or a claim. Returns per dispatch the positions changed and, read from the
+   * write never deadlocks with a cancel or a claim. The tenant events the records carry (`event`: a reward sent, a
+   * dispatch settled) are queued with them, each only if the statement changed its row — a reward still open, a
+   * dispatch still held: a real transition, once. Returns per dispatch the positions changed and, read from the
    * dispatch as written, its connection's status and whether a cancel was requested.
    */
   write: `WITH w AS (
     SELECT * FROM jsonb_to_recordset($3::jsonb) AS w(dispatch_id uuid, status text, response_status int, last_error jsonb,
-                  next_attempt_at timestamptz, sent_at timestamptz, reset_attempts boolean)
+                  next_attempt_at timestamptz, sent_at timestamptz, reset_attempts boolean, event jsonb)
   ), x AS (
     SELECT * FROM jsonb_to_recordset($4::jsonb) AS x(dispatch_id uuid, position int, status text, bump int,
                   upstream_order_id text, upstream_reward_id text, upstream_order_status text, delivery_status text,
-                  link_enc text, last_error jsonb, sent_at timestamptz, next_check_at timestamptz)
+                  link_enc text, last_error jsonb, sent_at timestamptz, next_check_at timestamptz, event jsonb)
   ), d AS (
     UPDATE reward_dispatches dd
        SET status = coalesce(w.status, dd.status), response_status = coalesce(dd.response_status, w.response_status),
@@ -179,17 +196,31 @@ export const DISPATCH_SQL = {
        AND t.status IN ('pending', 'sending') AND t.dispatch_id = x.dispatch_id AND t.position = x.position
        AND (SELECT count(*) FROM d) >= 0
     RETURNING t.dispatch_id, t.position
+  ), queued AS (
+    ${outboxInsert(`SELECT x.event FROM x JOIN r ON r.dispatch_id = x.dispatch_id AND r.position = x.position
+                     WHERE x.event IS NOT NULL
+                    UNION ALL
+                    SELECT w.event FROM w JOIN d ON d.id = w.dispatch_id WHERE w.event IS NOT NULL`)}
   )
   SELECT w.dispatch_id, (SELECT array_agg(r.position) FROM r WHERE r.dispatch_id = w.dispatch_id) AS changed,
          CASE WHEN w.status IS NULL THEN (SELECT c.status FROM connections c WHERE c.id = d.connection_id) END AS connection_status,
          CASE WHEN w.status IS NULL THEN d.cancel_requested END AS cancel_requested
     FROM w LEFT JOIN d ON d.id = w.dispatch_id`,
 
-  /** Takes a dispatch still being worked on for the settling transaction (none settles it twice at once). */
-  lockOpen: `SELECT 1 FROM reward_dispatches WHERE id = $1 AND status IN ('sending', 'queued') FOR NO KEY UPDATE`,
+  /**
+   * Takes a dispatch still being worked on for the settling transaction (none settles it twice at once), with what its
+   * `dispatch.completed` event says of it.
+   */
+  lockOpen: `SELECT id, tenant_id, environment, idempotency_key, request->>'external_reference' AS external_reference, created_at
+               FROM reward_dispatches WHERE id = $1 AND status IN ('sending', 'queued') FOR NO KEY UPDATE`,
 
   /** Takes a settled dispatch for the transaction that derives its status again (see settleApproval). */
-  lockSettled: `SELECT 1 FROM reward_dispatches WHERE id = $1 FOR NO KEY UPDATE`,
+  lockSettled: `SELECT id, tenant_id, environment, idempotency_key FROM reward_dispatches WHERE id = $1 FOR NO KEY UPDATE`,
+
+  /** The connection is gone (see claimDue): every reward of the dispatch still open ends `cancelled`, unsent. */
+  cancelDisconnected: `UPDATE dispatch_rewards SET status = 'cancelled', updated_at = now(),
+                              last_error = '{"code": "dispatch_cancelled", "message": "The rewards connection was disconnected before this reward was sent; it was not sent."}'
+                        WHERE dispatch_id = $1 AND status IN ('pending', 'sending')`,
 
   /** A give-up: every reward of the dispatch still open fails with `$2` (an unknown outcome is said so). */
   giveUp: `UPDATE dispatch_rewards SET status = 'failed', updated_at = now(),
@@ -247,7 +278,8 @@ export const DISPATCH_SQL = {
 
   /**
    * The worker's claim (see claimDue): the due dispatches from the two partial indexes (queued ones by due time, held
-   * ones whose lease expired), then each candidate locked by key (SKIP LOCKED) in a subquery of its own.
+   * ones whose lease expired), then each candidate locked by key (SKIP LOCKED) in a subquery of its own, and held
+   * (`sending`, leased) — `gone` when its connection was disconnected (an attempt is counted only for the others).
    */
   claimDue: `WITH ready AS (
     SELECT d.id, d.priority, d.due, row_number() OVER (PARTITION BY d.connection_id ORDER BY d.priority, d.due) AS turn
@@ -268,36 +300,35 @@ export const DISPATCH_SQL = {
                        AND ((status = 'queued' AND next_attempt_at <= now()) OR (status = 'sending' AND lease_until < now()))
                        FOR UPDATE SKIP LOCKED) d
            LEFT JOIN connections c ON c.id = d.connection_id
-  ), cancelled_rewards AS (
-    UPDATE dispatch_rewards r SET status = 'cancelled', updated_at = now(),
-           last_error = '{"code": "dispatch_cancelled", "message": "The rewards connection was disconnected before this reward was sent; it was not sent."}'
-      FROM due WHERE due.gone AND r.dispatch_id = due.id AND r.status IN ('pending', 'sending')
-  ), cancelled AS (
-    UPDATE reward_dispatches d
-       SET status = CASE WHEN EXISTS (SELECT 1 FROM dispatch_rewards r WHERE r.dispatch_id = d.id AND r.status IN ('sent', 'pending_approval'))
-                         THEN 'partially_failed' ELSE 'cancelled' END,
-           response_status = coalesce(d.response_status, 409), lease_until = NULL, next_attempt_at = NULL, updated_at = now(),
-           last_error = '{"code": "dispatch_cancelled", "message": "The rewards connection was disconnected; what was not sent was cancelled."}'
-      FROM due WHERE due.gone AND d.id = due.id
   )
   UPDATE reward_dispatches d
-     SET status = 'sending', attempts = d.attempts + 1, updated_at = now(),
+     SET status = 'sending', attempts = d.attempts + CASE WHEN due.gone THEN 0 ELSE 1 END, updated_at = now(),
          lease_until = now() + make_interval(secs => $1::float8 / 1000)
     FROM due
-   WHERE d.id = due.id AND NOT due.gone
-   RETURNING d.*`,
+   WHERE d.id = due.id
+   RETURNING d.*, due.gone`,
 
-  recordDelivery: `UPDATE dispatch_rewards r
-                      SET delivery_state = $3, delivery_status = $4, delivery_reason = $5, delivery_event_at = $6,
-                          delivery_check_at = CASE WHEN $3 = 'pending' THEN r.delivery_check_at END, updated_at = now()
-                     FROM reward_dispatches d
-                    WHERE r.upstream_reward_id = $1 AND d.id = r.dispatch_id AND d.connection_id = ANY($2::uuid[])
-                      AND r.status IN ('sent', 'pending_approval')
-                      AND (r.delivery_event_at IS NULL OR r.delivery_event_at < $6
-                           OR (r.delivery_event_at = $6 AND r.delivery_state = 'pending'))
-                      AND NOT ($3 = 'pending' AND r.delivery_state IN ('delivered', 'delivery_failed'))
-                      AND (r.delivery_state IS DISTINCT FROM $3 OR r.delivery_status IS DISTINCT FROM $4)
-                    RETURNING r.dispatch_id, r.position, d.tenant_id`,
+  /**
+   * A delivery outcome (see recordDelivery), with the reward and its dispatch as written for its tenant event, and
+   * the delivery state it replaced (`prev`, read under the row's lock).
+   */
+  recordDelivery: `WITH prev AS (
+    SELECT dispatch_id, position, delivery_state FROM dispatch_rewards WHERE upstream_reward_id = $1 FOR NO KEY UPDATE
+  )
+  UPDATE dispatch_rewards r
+     SET delivery_state = $3, delivery_status = $4, delivery_reason = $5, delivery_event_at = $6,
+         delivery_check_at = CASE WHEN $3 = 'pending' THEN r.delivery_check_at END, updated_at = now()
+    FROM prev, reward_dispatches d
+   WHERE r.upstream_reward_id = $1 AND r.dispatch_id = prev.dispatch_id AND r.position = prev.position
+     AND d.id = r.dispatch_id AND d.connection_id = ANY($2::uuid[])
+     AND r.status IN ('sent', 'pending_approval')
+     AND (r.delivery_event_at IS NULL OR r.delivery_event_at < $6
+          OR (r.delivery_event_at = $6 AND r.delivery_state = 'pending'))
+     AND NOT ($3 = 'pending' AND r.delivery_state IN ('delivered', 'delivery_failed'))
+     AND (r.delivery_state IS DISTINCT FROM $3 OR r.delivery_status IS DISTINCT FROM $4)
+   RETURNING r.dispatch_id, r.position, d.tenant_id, d.environment, d.idempotency_key, r.external_id, r.status,
+             r.upstream_reward_id, r.upstream_order_id, r.delivery_method, r.delivery_status, r.delivery_reason,
+             r.delivery_event_at, prev.delivery_state AS previous_state`,
 
   /**
    * Due checks, locked (SKIP LOCKED), then updated through the very rows locked (`ctid`, stable while this statement
@@ -333,7 +364,8 @@ export const DISPATCH_SQL = {
                      FROM (SELECT $3::text AS status, $4::text AS upstream_order_status, $5::text AS delivery_status,
                                   $6::jsonb AS last_error, $7::timestamptz AS sent_at, $8::timestamptz AS next_check_at) x
                     WHERE t.dispatch_id = $1 AND t.position = $2 AND t.status = 'pending_approval'
-                    RETURNING t.position`,
+                    RETURNING t.position, t.external_id, t.upstream_reward_id, t.upstream_order_id, t.upstream_order_status,
+                              t.delivery_method, t.sent_at`,
 
   /** The status derived once the approval outcome is in (`$3`: a reward was sent by it). */
   approvalSettled: `UPDATE reward_dispatches
@@ -346,6 +378,42 @@ const iso = (value: Date | null | undefined) => (value ? value.toISOString() : n
 
 /** A JSON value as a parameter (null stays SQL NULL). */
 const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+
+/** A dispatch held by a settling transaction, with what its `dispatch.completed` event says of it. */
+type OpenDispatch = DispatchFacts & { external_reference: string | null; created_at: Date };
+
+async function lockOpen(sql: Sql, dispatchId: string): Promise<OpenDispatch | null> {
+  return (await sql.query<OpenDispatch>(DISPATCH_SQL.lockOpen, [dispatchId])).rows[0] ?? null;
+}
+
+/**
+ * The end of a settling transaction (the dispatch held by lockOpen): its status written and, when it is settled (not
+ * queued again), its `dispatch.completed` event queued, with the counts the transaction read.
+ */
+async function end(
+  sql: Sql,
+  dispatch: OpenDispatch,
+  counts: Record<RewardStatus, number>,
+  outcome: {
+    status: DispatchStatus;
+    sentAt: Date | null;
+    responseStatus: number;
+    lastError: { code: string; message: string } | null;
+  },
+): Promise<void> {
+  const { status, lastError } = outcome;
+  await sql.query(DISPATCH_SQL.settle, [
+    dispatch.id,
+    status,
+    iso(outcome.sentAt),
+    outcome.responseStatus,
+    json(lastError),
+  ]);
+  if (status !== 'queued' && status !== 'sending')
+    await enqueueEvents(sql, [
+      dispatchCompleted(dispatch, { status, counts, error_code: lastError?.code ?? null }, new Date()),
+    ]);
+}
 
 /** The rewards of a dispatch per status, the failure codes among them, and the last time one was sent. */
 interface Summary {
@@ -528,6 +596,7 @@ export class DispatchStore {
             next_attempt_at: d?.nextAttemptAt,
             sent_at: d?.sentAt,
             reset_attempts: d?.resetAttempts ?? false,
+            event: d?.event,
           })),
         ),
         JSON.stringify(items.flatMap((i) => i.rewards.map((r) => ({ ...r, dispatch_id: i.dispatchId })))),
@@ -552,29 +621,55 @@ export class DispatchStore {
    * dispatch's status from the stored rewards (statusOf, the rule the sender applies in memory). With `giveUp`, every
    * reward still open fails first with that reason. A dispatch that still has open rewards (none should) is queued
    * again, due now. One transaction, holding the dispatch: a reward settled meanwhile by the approval checks is
-   * counted, not missed.
+   * counted, not missed; settled, its `dispatch.completed` event is queued in it, with these counts.
    */
   async settle(dispatchId: string, giveUp: RewardError | null = null): Promise<void> {
     await this.db.transaction(async (tx) => {
-      if (!(await tx.query(DISPATCH_SQL.lockOpen, [dispatchId])).rowCount) return;
+      const dispatch = await lockOpen(tx, dispatchId);
+      if (!dispatch) return;
       if (giveUp) await tx.query(DISPATCH_SQL.giveUp, [dispatchId, JSON.stringify(giveUp)]);
-      const { counts, codes, sentAt } = await summaryOf(tx, dispatchId);
-      const status = statusOf(counts) ?? 'queued';
-      const total = Object.values(counts).reduce((a, b) => a + b, 0);
-      const failure = status === 'failed' || status === 'cancelled' ? failureOf(status, codes) : null;
-      const responseStatus = failure
-        ? failure.status
-        : status === 'sent' || status === 'partially_failed'
-          ? 201
-          : 202;
-      const lastError = failure && {
-        code: failure.code,
-        message:
-          total === 1
-            ? 'The reward was not sent; see the reward.'
-            : `None of the ${total} rewards was sent; see each reward.`,
-      };
-      await tx.query(DISPATCH_SQL.settle, [dispatchId, status, iso(sentAt), responseStatus, json(lastError)]);
+      const summary = await summaryOf(tx, dispatchId);
+      const status = statusOf(summary.counts) ?? 'queued';
+      const total = Object.values(summary.counts).reduce((a, b) => a + b, 0);
+      const failure = status === 'failed' || status === 'cancelled' ? failureOf(status, summary.codes) : null;
+      await end(tx, dispatch, summary.counts, {
+        status,
+        sentAt: summary.sentAt,
+        responseStatus: failure
+          ? failure.status
+          : status === 'sent' || status === 'partially_failed'
+            ? 201
+            : 202,
+        lastError: failure && {
+          code: failure.code,
+          message:
+            total === 1
+              ? 'The reward was not sent; see the reward.'
+              : `None of the ${total} rewards was sent; see each reward.`,
+        },
+      });
+    });
+  }
+
+  /**
+   * A dispatch claimed after its connection was disconnected (see claimDue): what was not sent is cancelled, unsent,
+   * and the dispatch ends `cancelled`, or `partially_failed` when some of it went out before.
+   */
+  private async cancelDisconnected(dispatchId: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const dispatch = await lockOpen(tx, dispatchId);
+      if (!dispatch) return;
+      await tx.query(DISPATCH_SQL.cancelDisconnected, [dispatchId]);
+      const { counts } = await summaryOf(tx, dispatchId);
+      await end(tx, dispatch, counts, {
+        status: counts.sent + counts.pending_approval > 0 ? 'partially_failed' : 'cancelled',
+        sentAt: null,
+        responseStatus: 409,
+        lastError: {
+          code: 'dispatch_cancelled',
+          message: 'The rewards connection was disconnected; what was not sent was cancelled.',
+        },
+      });
     });
   }
 
@@ -663,27 +758,34 @@ export class DispatchStore {
    * each. Fair: round-robin over accounts — at most one dispatch per connection per claim, accounts whose oldest due
    * work is oldest first, interactive before bulk — and never a connection this instance is already busy with at
    * that priority (`busyInteractive`, `busyBulk`). The connection's status is read in the same statement: a dispatch
-   * whose connection was disconnected is not claimed but ends here — its unsent rewards `cancelled`, the dispatch
-   * `cancelled` (or `partially_failed` when some of it went out before).
+   * whose connection was disconnected is not sent but ends here (cancelDisconnected) — its unsent rewards
+   * `cancelled`, the dispatch `cancelled` (or `partially_failed` when some of it went out before).
    */
   async claimDue(
     limit: number,
     busyInteractive: string[] = [],
     busyBulk: string[] = [],
   ): Promise<DispatchRow[]> {
-    const { rows } = await this.db.main.query<DispatchRow>({
+    const { rows } = await this.db.main.query<DispatchRow & { gone: boolean }>({
       name: 'rg_dispatch_claim',
       text: DISPATCH_SQL.claimDue,
       values: [this.config.leaseMs, limit, busyInteractive, busyBulk],
     });
-    return rows;
+    const claimed: DispatchRow[] = [];
+    for (const { gone, ...row } of rows) {
+      if (gone) await this.cancelDisconnected(row.id);
+      else claimed.push(row);
+    }
+    return claimed;
   }
 
   /**
    * A delivery outcome for the reward the service knows as `upstreamRewardId` (from a webhook or reconciliation),
    * idempotent and order-proof: applied only when it is not older than the state recorded (`eventAt`), and a final
    * state is never replaced by `pending`. `accountConnectionIds`: the connections the event can belong to (an event of
-   * another account changes nothing). Returns the reward changed, or null when nothing changed.
+   * another account changes nothing). A final state that is new for the reward queues its tenant event
+   * (`reward.delivered`, `reward.delivery_failed`) in the same transaction. Returns the reward changed, or null when
+   * nothing changed.
    */
   async recordDelivery(
     upstreamRewardId: string,
@@ -695,23 +797,38 @@ export class DispatchStore {
       eventAt: Date;
     },
   ): Promise<{ dispatch_id: string; position: number; tenant_id: string } | null> {
-    const { rows } = await this.db.main.query<{
-      dispatch_id: string;
-      position: number;
-      tenant_id: string;
-    }>({
-      name: 'rg_dispatch_record_delivery',
-      text: DISPATCH_SQL.recordDelivery,
-      values: [
-        upstreamRewardId,
-        accountConnectionIds,
-        outcome.state,
-        outcome.status,
-        outcome.reason,
-        outcome.eventAt,
-      ],
+    return this.db.transaction(async (tx) => {
+      const { rows } = await tx.query<
+        DeliveryFacts & {
+          dispatch_id: string;
+          tenant_id: string;
+          environment: RewardsEnvironment;
+          idempotency_key: string;
+          previous_state: string | null;
+        }
+      >({
+        name: 'rg_dispatch_record_delivery',
+        text: DISPATCH_SQL.recordDelivery,
+        values: [
+          upstreamRewardId,
+          accountConnectionIds,
+          outcome.state,
+          outcome.status,
+          outcome.reason,
+          outcome.eventAt,
+        ],
+      });
+      const reward = rows[0];
+      if (!reward) return null;
+      const dispatch = { ...reward, id: reward.dispatch_id };
+      if (outcome.state !== 'pending' && reward.previous_state !== outcome.state)
+        await enqueueEvents(tx, [
+          outcome.state === 'delivered'
+            ? rewardDelivered(dispatch, reward, new Date())
+            : rewardDeliveryFailed(dispatch, reward, new Date()),
+        ]);
+      return { dispatch_id: reward.dispatch_id, position: reward.position, tenant_id: reward.tenant_id };
     });
-    return rows[0] ?? null;
   }
 
   /**
@@ -751,7 +868,8 @@ export class DispatchStore {
 
   /**
    * Settles (or re-schedules) a reward held for approval. Settled, its dispatch's status is derived again (statusOf)
-   * in the same transaction, which holds the dispatch so that two rewards settled at once both count.
+   * in the same transaction, which holds the dispatch so that two rewards settled at once both count; sent, its
+   * `reward.sent` event is queued in it.
    */
   async settleApproval(dispatchId: string, update: RewardUpdate): Promise<void> {
     const values = [
@@ -771,11 +889,18 @@ export class DispatchStore {
       return;
     }
     await this.db.transaction(async (tx) => {
-      await tx.query(DISPATCH_SQL.lockSettled, [dispatchId]);
-      if (!(await tx.query(DISPATCH_SQL.settleApproval, values)).rowCount) return;
+      const [dispatch] = (await tx.query<DispatchFacts>(DISPATCH_SQL.lockSettled, [dispatchId])).rows;
+      const [reward] = (
+        await tx.query<RewardFacts & { upstream_order_status: string | null; sent_at: Date | null }>(
+          DISPATCH_SQL.settleApproval,
+          values,
+        )
+      ).rows;
+      if (!dispatch || !reward) return;
       const status = statusOf((await summaryOf(tx, dispatchId)).counts);
       if (status)
         await tx.query(DISPATCH_SQL.approvalSettled, [dispatchId, status, update.status === 'sent']);
+      if (update.status === 'sent') await enqueueEvents(tx, [rewardSent(dispatch, reward, new Date())]);
     });
   }
 }

@@ -9,9 +9,10 @@ import { WebhookStore } from './webhook.store';
 import { WebhookWorker } from './webhook.worker';
 
 /**
- * Tenant webhooks: endpoints, the durable outbox (filled by Postgres triggers in the transaction of each state change)
- * and its delivery worker. Depends on no other feature module but the vault (the signing secrets): the events come
- * from the database. `TenantWebhooksService.failingEndpoints` is exported for the ops dashboard.
+ * Tenant webhooks: endpoints, the durable outbox and its delivery worker. Depends on no other feature module but the
+ * vault (the signing secrets): the events are built and queued by the modules whose changes they describe, in their
+ * own transactions (webhook-events.ts, and `enqueueEvents` / `outboxInsert` of webhook.store.ts, which need no
+ * injection). `TenantWebhooksService.failingEndpoints` is exported for the ops dashboard.
  */
 @Module({
   imports: [ScheduleModule.forRoot(), MetricsModule, VaultModule],

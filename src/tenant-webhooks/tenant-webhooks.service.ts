@@ -57,8 +57,9 @@ function toDeliveryView(row: DeliveryRow) {
 
 /**
  * Tenant webhook endpoints: registration (the signing secret shown once, stored encrypted with the vault), listing,
- * deletion, re-enabling, recent deliveries and replays; and the ops view of failing endpoints. Events are written to
- * the outbox by Postgres triggers (see the migration) and delivered by `WebhookWorker`.
+ * deletion, re-enabling, recent deliveries and replays; and the ops view of failing endpoints. Events are queued in
+ * the outbox by the code that makes each change, in its transaction (webhook-events.ts), and delivered by
+ * `WebhookWorker`.
  */
 @Injectable()
 export class TenantWebhooksService {

@@ -9,7 +9,7 @@ import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewar
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { GRANT_ACCESS, GRANT_REFRESH, Vault } from './vault.service';
 import { AppCredentialsStore } from './app-credentials.store';
-import type { Sql } from '../database/sql';
+import { type Sql, inTransaction } from '../database/sql';
 import { GrantStore } from './grant.store';
 import {
   AppCredentialsInvalidError,
@@ -61,8 +61,9 @@ const GRANT_SELECT = `
 
 /**
  * What the refresh protocol writes on its connection, each on the pool or transaction it is given, so that a refresh's
- * outcome commits with the rotated grant under the same lock. Declared here, where it is used, so that the vault does
- * not depend on the connections module (which owns the tables, implements this and depends on the vault).
+ * outcome commits with the rotated grant under the same lock (`markNeedsReauth` and `markRefreshed` queue a tenant
+ * event with the change: they are given a transaction). Declared here, where it is used, so that the vault does not
+ * depend on the connections module (which owns the tables, implements this and depends on the vault).
  */
 export abstract class ConnectionStatus {
   abstract markUsed(q: Sql, connectionId: string): Promise<void>;
@@ -183,13 +184,16 @@ export class AccessTokenProvider {
     this.cache.delete(connectionId);
     const message =
       'The rewards service rejected a freshly refreshed access token (401); the tenant must connect again.';
-    await this.connections.markNeedsReauth(
-      this.pool,
-      connectionId,
-      'unauthorized',
-      message,
-      { reason: 'unauthorized' },
-      true,
+    // A transaction: the change and its tenant event (connection.needs_reauth) commit together.
+    await inTransaction(this.pool, (tx) =>
+      this.connections.markNeedsReauth(
+        tx,
+        connectionId,
+        'unauthorized',
+        message,
+        { reason: 'unauthorized' },
+        true,
+      ),
     );
   }
 
