@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { Clock, systemClock } from '../common/clock';
 import type { RewardsEnvironment } from '../config/app-config';
 import type { Sql } from '../database/sql';
 import { connectionNeedsReauth, connectionRecovered } from '../tenant-webhooks/webhook-events';
@@ -42,6 +43,9 @@ export interface AlertTransition {
  */
 @Injectable()
 export class ConnectionStateStore implements ConnectionStatus {
+  /** `clock`: when a tenant event says its change happened. */
+  constructor(private readonly clock: Clock = systemClock) {}
+
   async event(q: Sql, connectionId: string, type: string, detail: unknown = {}): Promise<void> {
     await q.query(`INSERT INTO connection_events (connection_id, type, detail) VALUES ($1, $2, $3)`, [
       connectionId,
@@ -111,7 +115,7 @@ export class ConnectionStateStore implements ConnectionStatus {
     const broken = replaced.find((old) => old.previous_status === 'needs_reauth');
     if (broken)
       await enqueueEvents(q, [
-        connectionRecovered({ id, tenant_id: tenantId, environment }, broken.id, new Date()),
+        connectionRecovered({ id, tenant_id: tenantId, environment }, broken.id, new Date(this.clock.now())),
       ]);
     return id;
   }
@@ -150,7 +154,7 @@ export class ConnectionStateStore implements ConnectionStatus {
         connectionNeedsReauth(
           changed,
           { previous_status: changed.previous_status, reason: code, message },
-          new Date(),
+          new Date(this.clock.now()),
         ),
       ]);
     return true;
@@ -185,7 +189,7 @@ export class ConnectionStateStore implements ConnectionStatus {
     );
     await this.event(q, connectionId, 'token_refreshed', detail);
     if (rows[0]?.previous_status === 'needs_reauth')
-      await enqueueEvents(q, [connectionRecovered(rows[0], null, new Date())]);
+      await enqueueEvents(q, [connectionRecovered(rows[0], null, new Date(this.clock.now()))]);
   }
 
   /** Counts a transient refresh failure and starts the cooldown; `error` from `errorThreshold` failures. Returns the count. */

@@ -1,4 +1,5 @@
 import { Injectable, Optional } from '@nestjs/common';
+import { Clock } from '../common/clock';
 import { MetricsService } from '../metrics/metrics.service';
 import type { Pool } from 'pg';
 import { Database } from '../database/database';
@@ -400,6 +401,7 @@ async function end(
     responseStatus: number;
     lastError: { code: string; message: string } | null;
   },
+  at: Date,
 ): Promise<void> {
   const { status, lastError } = outcome;
   await sql.query(DISPATCH_SQL.settle, [
@@ -411,7 +413,7 @@ async function end(
   ]);
   if (status !== 'queued' && status !== 'sending')
     await enqueueEvents(sql, [
-      dispatchCompleted(dispatch, { status, counts, error_code: lastError?.code ?? null }, new Date()),
+      dispatchCompleted(dispatch, { status, counts, error_code: lastError?.code ?? null }, at),
     ]);
 }
 
@@ -466,6 +468,7 @@ export class DispatchStore {
   constructor(
     @InjectConfig('dispatch') private readonly config: DispatchConfig,
     private readonly db: Database,
+    private readonly clock: Clock,
     @Optional() private readonly metrics?: MetricsService,
   ) {}
 
@@ -632,22 +635,28 @@ export class DispatchStore {
       const status = statusOf(summary.counts) ?? 'queued';
       const total = Object.values(summary.counts).reduce((a, b) => a + b, 0);
       const failure = status === 'failed' || status === 'cancelled' ? failureOf(status, summary.codes) : null;
-      await end(tx, dispatch, summary.counts, {
-        status,
-        sentAt: summary.sentAt,
-        responseStatus: failure
-          ? failure.status
-          : status === 'sent' || status === 'partially_failed'
-            ? 201
-            : 202,
-        lastError: failure && {
-          code: failure.code,
-          message:
-            total === 1
-              ? 'The reward was not sent; see the reward.'
-              : `None of the ${total} rewards was sent; see each reward.`,
+      await end(
+        tx,
+        dispatch,
+        summary.counts,
+        {
+          status,
+          sentAt: summary.sentAt,
+          responseStatus: failure
+            ? failure.status
+            : status === 'sent' || status === 'partially_failed'
+              ? 201
+              : 202,
+          lastError: failure && {
+            code: failure.code,
+            message:
+              total === 1
+                ? 'The reward was not sent; see the reward.'
+                : `None of the ${total} rewards was sent; see each reward.`,
+          },
         },
-      });
+        new Date(this.clock.now()),
+      );
     });
   }
 
@@ -661,15 +670,21 @@ export class DispatchStore {
       if (!dispatch) return;
       await tx.query(DISPATCH_SQL.cancelDisconnected, [dispatchId]);
       const { counts } = await summaryOf(tx, dispatchId);
-      await end(tx, dispatch, counts, {
-        status: counts.sent + counts.pending_approval > 0 ? 'partially_failed' : 'cancelled',
-        sentAt: null,
-        responseStatus: 409,
-        lastError: {
-          code: 'dispatch_cancelled',
-          message: 'The rewards connection was disconnected; what was not sent was cancelled.',
+      await end(
+        tx,
+        dispatch,
+        counts,
+        {
+          status: counts.sent + counts.pending_approval > 0 ? 'partially_failed' : 'cancelled',
+          sentAt: null,
+          responseStatus: 409,
+          lastError: {
+            code: 'dispatch_cancelled',
+            message: 'The rewards connection was disconnected; what was not sent was cancelled.',
+          },
         },
-      });
+        new Date(this.clock.now()),
+      );
     });
   }
 
@@ -821,11 +836,12 @@ export class DispatchStore {
       const reward = rows[0];
       if (!reward) return null;
       const dispatch = { ...reward, id: reward.dispatch_id };
+      const at = new Date(this.clock.now());
       if (outcome.state !== 'pending' && reward.previous_state !== outcome.state)
         await enqueueEvents(tx, [
           outcome.state === 'delivered'
-            ? rewardDelivered(dispatch, reward, new Date())
-            : rewardDeliveryFailed(dispatch, reward, new Date()),
+            ? rewardDelivered(dispatch, reward, at)
+            : rewardDeliveryFailed(dispatch, reward, at),
         ]);
       return { dispatch_id: reward.dispatch_id, position: reward.position, tenant_id: reward.tenant_id };
     });
@@ -900,7 +916,8 @@ export class DispatchStore {
       const status = statusOf((await summaryOf(tx, dispatchId)).counts);
       if (status)
         await tx.query(DISPATCH_SQL.approvalSettled, [dispatchId, status, update.status === 'sent']);
-      if (update.status === 'sent') await enqueueEvents(tx, [rewardSent(dispatch, reward, new Date())]);
+      if (update.status === 'sent')
+        await enqueueEvents(tx, [rewardSent(dispatch, reward, new Date(this.clock.now()))]);
     });
   }
 }
