@@ -14,7 +14,8 @@ type StatementName = keyof typeof DISPATCH_SQL;
 /**
  * History seeded by SQL, never analyzed: 100,000 dispatches over 50 tenants (1 in 200 a batch of 20 rewards; 1 % each
  * queued, held, pending approval, failed, partially failed; the rest sent), 109,500 rewards (a tenth of the sent ones
- * still awaiting their delivery state). Open work is due later, so the gateway's own workers leave it alone.
+ * still awaiting their delivery state), and 500 webhook endpoints (each tenant at its limit of 10). Open work is due
+ * later, so the gateway's own workers leave it alone.
  */
 const SEED = [
   `INSERT INTO tenants (id, name) SELECT 'hist-' || n, 'History ' || n FROM generate_series(1, 50) n`,
@@ -57,11 +58,16 @@ const SEED = [
                                               WHEN 'partially_failed' THEN CASE WHEN p = 0 THEN 'failed' ELSE 'sent' END
                                               ELSE d.status END AS status) s
     WHERE d.tenant_id LIKE 'hist-%'`,
+  // Every tenant at its limit of webhook endpoints: the send path's write reaches the ones of its tenants by key.
+  `INSERT INTO webhook_endpoints (id, tenant_id, url, events, secret_enc)
+   SELECT gen_random_uuid(), 'hist-' || n, 'https://platform.example.com/hooks/' || k, '{*}', 'v1:k:x'
+     FROM generate_series(1, 50) n, generate_series(1, 10) k`,
 ];
 
 /**
  * Every statement of DispatchStore (DISPATCH_SQL, the very texts it runs, with the parameters it bound) must reach
- * its rows without a sequential scan of `reward_dispatches` or `dispatch_rewards`, whatever plan Postgres picks:
+ * its rows without a sequential scan of `reward_dispatches` or `dispatch_rewards` (nor, for the events the write
+ * queues, of `webhook_endpoints`), whatever plan Postgres picks:
  * - planned once while the tables held a handful of rows and cached (a generic plan is kept until the tables are
  *   analyzed: with autovacuum off or behind, that is forever), EXPLAINed again after 100,000 dispatches were added;
  * - planned on that history without statistics, and again after ANALYZE;
@@ -102,10 +108,18 @@ describe('DispatchStore: every statement reaches its rows by key, whatever the p
         `EXPLAIN EXECUTE ${name}(${literals(c, values)})`,
       );
       const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-      if (/Seq Scan on (reward_dispatches|dispatch_rewards)/.test(plan))
+      if (/Seq Scan on (reward_dispatches|dispatch_rewards)/.test(plan) || unkeyedEndpoints(plan))
         failures.push(`${phase}, ${mode}: ${name}\n${plan}`);
     }
   };
+  /** A scan of `webhook_endpoints` (the write's events) not by key: a sequential scan, or an index read whole. */
+  const unkeyedEndpoints = (plan: string) =>
+    plan
+      .split('\n')
+      .some(
+        (line, i, lines) =>
+          / on webhook_endpoints\b/.test(line) && !/(Index|Recheck) Cond:/.test(lines[i + 1] ?? ''),
+      );
   const neverAnalyzed = async (c: Client) =>
     (
       await c.query<{ n: number }>(
@@ -337,6 +351,7 @@ describe('DispatchStore: every statement reaches its rows by key, whatever the p
       await check(late, '100k rows, no statistics', 'force_custom_plan');
       await late.query(`ANALYZE reward_dispatches`);
       await late.query(`ANALYZE dispatch_rewards`);
+      await late.query(`ANALYZE webhook_endpoints`);
       await check(late, '100k rows, analyzed', 'force_generic_plan');
       await check(late, '100k rows, analyzed', 'force_custom_plan');
     } finally {

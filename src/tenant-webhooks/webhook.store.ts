@@ -71,8 +71,9 @@ const DELIVERY_COLUMNS = `id, endpoint_id, event_type, status, attempts, next_at
  * The outbox's one INSERT, for the transaction or the statement of a state change: each event `events` yields (a
  * query of one `jsonb` column, the event) becomes one row per active endpoint of its tenant subscribed to its type or
  * to `*` — the fan-out happens here, at insert, so an endpoint registered later never receives older events, and a
- * tenant without endpoints gets no row. The subscriptions are read in the caller's transaction. When no endpoint is
- * active at all, one probe of the partial index of active endpoints skips the rest.
+ * tenant without endpoints gets no row. The subscriptions are read in the caller's transaction. The endpoints are
+ * found by key — the events' tenants, `= ANY(...)` on the partial index of active endpoints — whatever plan Postgres
+ * keeps for a statement that embeds this (a join alone may become a scan of every active endpoint per statement).
  *
  * Embedded as a CTE (`WITH queued AS (${outboxInsert('SELECT …')})`) in a statement that decides which candidate events
  * stand (the hot send path's write keeps those whose row the statement changed), or run alone by `enqueueEvents`.
@@ -82,9 +83,9 @@ export function outboxInsert(events: string): string {
     SELECT e.id, e.tenant_id, ev.event->>'type', ev.event
       FROM (${events}) AS ev(event)
       JOIN webhook_endpoints e
-        ON e.tenant_id = ev.event->'data'->>'tenant_id' AND e.disabled_at IS NULL
-       AND e.events && ARRAY[ev.event->>'type', '*']
-     WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE disabled_at IS NULL)`;
+        ON e.tenant_id = ev.event->'data'->>'tenant_id' AND e.events && ARRAY[ev.event->>'type', '*']
+     WHERE e.tenant_id = ANY(ARRAY(SELECT t.event->'data'->>'tenant_id' FROM (${events}) AS t(event)))
+       AND e.disabled_at IS NULL`;
 }
 
 const ENQUEUE = outboxInsert(`SELECT jsonb_array_elements($1::jsonb)`);
