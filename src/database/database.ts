@@ -41,11 +41,13 @@ export class Database implements OnApplicationShutdown {
     return new Client(poolConfig(this.config, 'listen'));
   }
 
-  /** Ends every pool (once; waits for checked-out clients to be released). */
+  /**
+   * Ends every pool (once; waits for checked-out clients to be released) and resolves when every connection has
+   * closed. pg's `end()` resolves as soon as it has asked each idle client to end: a server stopped right after (the
+   * embedded Postgres on Ctrl-C) could otherwise still terminate those sessions and log it as a lost connection.
+   */
   close(): Promise<void> {
-    this.closing ??= Promise.all([this.main.end(), this.relaxed.end(), this.lock.end()]).then(
-      () => undefined,
-    );
+    this.closing ??= Promise.all([this.main, this.relaxed, this.lock].map(endPool)).then(() => undefined);
     return this.closing;
   }
 
@@ -57,6 +59,28 @@ export class Database implements OnApplicationShutdown {
     const pool = createPool(this.config, role);
     // An idle client whose server went away: pg drops it; without a listener the event would end the process.
     pool.on('error', (error) => this.logger.warn(`${role} pool: ${error.message}`));
+    const open = new Set<unknown>();
+    pool.on('connect', (client) => open.add(client));
+    pool.on('remove', (client) => open.delete(client));
+    openClients.set(pool, open);
     return pool;
   }
+}
+
+/** The clients of each pool whose connection has not closed yet ('remove' follows the client's end). */
+const openClients = new WeakMap<Pool, Set<unknown>>();
+
+async function endPool(pool: Pool): Promise<void> {
+  const open = openClients.get(pool) ?? new Set();
+  await pool.end();
+  if (open.size === 0) return;
+  await new Promise<void>((resolve) => {
+    const bound = setTimeout(resolve, 2_000); // a server that never answers the goodbye must not hold the stop
+    pool.on('remove', (client) => {
+      open.delete(client);
+      if (open.size > 0) return;
+      clearTimeout(bound);
+      resolve();
+    });
+  });
 }
