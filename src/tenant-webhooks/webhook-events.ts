@@ -119,6 +119,16 @@ export interface DispatchFacts {
   idempotency_key: string;
 }
 
+/** The fields every dispatch and reward event opens with. */
+function aboutDispatch(dispatch: DispatchFacts) {
+  return {
+    tenant_id: dispatch.tenant_id,
+    dispatch_id: dispatch.id,
+    environment: dispatch.environment,
+    idempotency_key: dispatch.idempotency_key,
+  };
+}
+
 /** A reward as its store holds it (a RewardRow has these), as of the change. */
 export interface RewardFacts {
   position: number;
@@ -147,10 +157,7 @@ export function rewardSent(
     type: 'reward.sent',
     timestamp: iso(at),
     data: {
-      tenant_id: dispatch.tenant_id,
-      dispatch_id: dispatch.id,
-      environment: dispatch.environment,
-      idempotency_key: dispatch.idempotency_key,
+      ...aboutDispatch(dispatch),
       position: reward.position,
       external_id: reward.external_id,
       status: 'sent',
@@ -177,10 +184,7 @@ function delivery<S extends 'delivered' | 'delivery_failed'>(
   reward: DeliveryFacts,
 ): RewardDeliveryData<S> {
   return {
-    tenant_id: dispatch.tenant_id,
-    dispatch_id: dispatch.id,
-    environment: dispatch.environment,
-    idempotency_key: dispatch.idempotency_key,
+    ...aboutDispatch(dispatch),
     position: reward.position,
     external_id: reward.external_id,
     status: reward.status,
@@ -233,10 +237,7 @@ export function dispatchCompleted(
     type: 'dispatch.completed',
     timestamp: iso(at),
     data: {
-      tenant_id: dispatch.tenant_id,
-      dispatch_id: dispatch.id,
-      environment: dispatch.environment,
-      idempotency_key: dispatch.idempotency_key,
+      ...aboutDispatch(dispatch),
       external_reference: dispatch.external_reference,
       status: outcome.status,
       counts: { ...outcome.counts },
