@@ -18,6 +18,7 @@ import { ApiKeyScopes1700000016000 } from './1700000016000-api-key-scopes';
 import { AuditEvents1700000016100 } from './1700000016100-audit-events';
 import { ConnectionOrganization1700000017400 } from './1700000017400-connection-organization';
 import { TenantEventsInCode1700000017500 } from './1700000017500-tenant-events-in-code';
+import { Retention1700000018000 } from './1700000018000-retention';
 
 /** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
 export const MIGRATIONS = [
@@ -41,4 +42,5 @@ export const MIGRATIONS = [
   AuditEvents1700000016100,
   ConnectionOrganization1700000017400,
   TenantEventsInCode1700000017500,
+  Retention1700000018000,
 ];

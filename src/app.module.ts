@@ -11,6 +11,7 @@ import { HttpExceptionFilter } from './common/http-exception.filter';
 import { loggerParams } from './common/logging';
 import { AuditModule } from './audit/audit.module';
 import { DatabaseModule } from './database/database.module';
+import { RetentionModule } from './retention/retention.module';
 import { ConnectionsModule } from './connections/connections.module';
 import { DeliveryWebhooksModule } from './delivery-webhooks/delivery-webhooks.module';
 import { FieldsCacheModule } from './fields-cache/fields-cache.module';
@@ -38,6 +39,7 @@ export class AppModule {
         ClockModule.forRoot(options.clock),
         LoggerModule.forRoot(loggerParams(config.logLevel, options.logDestination)),
         DatabaseModule,
+        RetentionModule,
         AuditModule,
         MetricsModule,
         TenantsModule,

@@ -287,6 +287,13 @@ describe('DispatchStore: every statement reaches its rows by key, whatever the p
         last_error: null,
         sent_at: new Date(),
       });
+      // Erasure, retention and a deleted tenant's purge: last, they change or remove what the others used.
+      await store.eraseRecipient(tenant, { email: 'Plan@example.com' });
+      await store.eraseRecipient(tenant, { phone: '+1 555 010 0000' }, 1);
+      const later = new Date(Date.now() + 60_000);
+      await store.redact(later, 10);
+      await store.expire(later, 10);
+      await store.purgeTenant(tenant, 10);
       for (const call of spy.mock.calls) {
         const [config, values] = call as unknown as [
           string | { text: string; values?: unknown[] },

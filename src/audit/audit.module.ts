@@ -3,6 +3,9 @@ import { AuditController } from './audit.controller';
 import { AuditLog } from './audit-log.service';
 import { AuditService } from './audit.service';
 import { AuditStore } from './audit.store';
+import type { AuditConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import { Retention } from '../retention/retention';
 
 /**
  * The audit trail (`audit_events`): `AuditLog.record` for every module that makes changes (global, like the
@@ -14,4 +17,13 @@ import { AuditStore } from './audit.store';
   providers: [AuditStore, AuditLog, AuditService],
   exports: [AuditLog, AuditStore],
 })
-export class AuditModule {}
+export class AuditModule {
+  constructor(@InjectConfig('audit') config: AuditConfig, retention: Retention, store: AuditStore) {
+    // The store reads the same clock for its cutoff.
+    retention.register({
+      name: 'audit_events',
+      days: config.retentionDays,
+      purge: (_olderThan, limit) => store.purgeOlderThan(config.retentionDays, limit),
+    });
+  }
+}

@@ -145,6 +145,23 @@ export interface AuditConfig {
   readonly retentionDays: number;
 }
 
+/**
+ * Retention (src/retention/retention.ts): what is kept how long, and how the job that removes the rest paces itself.
+ * A period of 0 keeps that data forever.
+ */
+export interface RetentionConfig {
+  /** Settled dispatches and their rewards older than this many days are deleted. */
+  readonly dispatchDays: number;
+  /** Recipients' personal data of settled dispatches older than this many days is redacted. */
+  readonly recipientDataDays: number;
+  /** How often an instance tries a pass (one instance at a time runs it). */
+  readonly intervalMs: number;
+  /** Rows per statement. */
+  readonly batchSize: number;
+  /** Pause between two batches, so that a large purge leaves room for the send path. */
+  readonly pauseMs: number;
+}
+
 /** The resolved configuration: complete, validated, deep-frozen. Each top-level key is an injectable slice. */
 export interface AppConfig {
   readonly port: number;
@@ -169,6 +186,7 @@ export interface AppConfig {
   readonly ops: OpsConfig;
   readonly webhooks: TenantWebhooksConfig;
   readonly audit: AuditConfig;
+  readonly retention: RetentionConfig;
 }
 
 /**
@@ -344,6 +362,13 @@ export function readSettings(env: Env, cwd = process.cwd()): Settings {
     ops,
     webhooks,
     audit: { retentionDays: read('AUDIT_RETENTION_DAYS', 400, int(1, 3650)) },
+    retention: {
+      dispatchDays: read('DISPATCH_RETENTION_DAYS', 400, int(0, 36500)),
+      recipientDataDays: read('RECIPIENT_DATA_RETENTION_DAYS', 90, int(0, 36500)),
+      intervalMs: read('RETENTION_INTERVAL_MS', 10 * MINUTE, int(1_000, DAY)),
+      batchSize: read('RETENTION_BATCH_SIZE', 1_000, int(1, 100_000)),
+      pauseMs: read('RETENTION_PAUSE_MS', 50, int(0, 60_000)),
+    },
   };
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return settings;

@@ -17,6 +17,7 @@ import { ConnectionsService } from './connections.service';
 import { AccountCheck } from './account-check.service';
 import { ConnectionProbe } from './connection-probe.service';
 import { ProductionOAuthStrategy, SandboxOAuthStrategy } from './rewards-oauth.strategies';
+import { Retention } from '../retention/retention';
 
 /** The passport-oauth2 strategies of the configured environments (each registers itself with passport when built). */
 export const OAUTH_STRATEGIES = Symbol('OAUTH_STRATEGIES');
@@ -58,4 +59,8 @@ export class ConnectionStateModule {}
   ],
   exports: [ConnectionsService, ConnectionProbe, HousekeepingService, ConnectionActivationHooks],
 })
-export class ConnectionsModule {}
+export class ConnectionsModule {
+  constructor(retention: Retention, connections: ConnectionsService) {
+    retention.onOffboard((tx, tenantId) => connections.offboard(tx, tenantId));
+  }
+}

@@ -13,6 +13,7 @@ import { GrantStore } from '../token-vault/grant.store';
 import { NotificationsService } from '../database/notifications.service';
 import { AuditLog } from '../audit/audit-log.service';
 import { Database } from '../database/database';
+import type { Sql } from '../database/sql';
 import { ConnectSessionStore } from './connect-session.store';
 import { ConnectionActivationHooks } from './connection-activation';
 import { TenantsService } from '../tenants/tenants.service';
@@ -135,7 +136,7 @@ export class ConnectionsService {
   async sessionByToken(token: string): Promise<ConnectSession | 'unknown' | 'expired' | 'used'> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return 'unknown';
     const { rows } = await this.db.main.query<ConnectSession>(
-      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.token_hash = $1`,
+      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id AND t.deleted_at IS NULL WHERE s.token_hash = $1`,
       [sha256Hex(token)],
     );
     const session = rows[0];
@@ -147,7 +148,7 @@ export class ConnectionsService {
 
   async sessionById(id: string): Promise<ConnectSession | null> {
     const { rows } = await this.db.main.query<ConnectSession>(
-      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id WHERE s.id = $1`,
+      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id AND t.deleted_at IS NULL WHERE s.id = $1`,
       [id],
     );
     return rows[0] ?? null;
@@ -313,6 +314,21 @@ export class ConnectionsService {
     if (!row) throw new ConnectionNotFoundError(env);
     this.forget(row.id, tenantId, env);
     return toConnectionResponse(row);
+  }
+
+  /**
+   * Offboarding (in the transaction that marks the tenant deleted): every live connection of the tenant disconnected,
+   * its grant destroyed, an event recorded; every instance forgets them when that transaction commits.
+   */
+  async offboard(tx: Sql, tenantId: string): Promise<void> {
+    for (const environment of ['sandbox', 'production']) {
+      for (const ended of await this.state.disconnectLive(tx, tenantId, environment)) {
+        await this.grants.delete(tx, ended.id);
+        await this.state.event(tx, ended.id, 'disconnected');
+        await this.notifications.publish({ kind: 'connection', id: ended.id, tenant: tenantId, environment }, tx);
+        this.forget(ended.id, tenantId, environment);
+      }
+    }
   }
 
   /** Drops this process's cached state of a connection (also on every other instance's eviction message). */

@@ -8,7 +8,6 @@ import { DispatchStore } from '../reward-dispatch/dispatch.store';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
-import { WebhookEventStore } from './webhook-event.store';
 import { WebhookRegistrar } from './webhook-registrar';
 
 /** Rewards one instance checks per pass at most (each a paced, bulk-priority `GET /rewards/{id}`). */
@@ -16,14 +15,11 @@ export const CHECKS_PER_PASS = 20;
 const CHECK_TIMEOUT_MS = 10_000;
 /** Handled webhook uuids are kept this long (the service's retries and replays fall well within it). */
 export const EVENTS_KEPT_DAYS = 30;
-const PURGE_EVERY_MS = 10 * 60_000;
-const PURGE_BATCH = 1_000;
-const PURGE_MAX_BATCHES = 20;
 const FAILURE_REASON = /^[A-Za-z0-9_.-]{1,100}$/;
 
 /**
  * The background job of every instance (every DELIVERY_RECONCILE_POLL_MS): retries due webhook registrations,
- * reconciles deliveries whose webhook was missed, and purges old webhook uuids.
+ * and reconciles deliveries whose webhook was missed (old webhook uuids are purged by the retention job).
  *
  * Reconciliation: `DispatchStore.claimDeliveryChecks` hands out sent EMAIL/PHONE rewards whose delivery is not final
  * `DELIVERY_RECONCILE_AFTER_MS` after sending (SKIP LOCKED: one instance each; the claim pushes the next check out by
@@ -36,14 +32,12 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
   private readonly logger = new Logger(DeliveryReconciler.name);
   private running = false;
   private stopped = false;
-  private nextPurgeAt = Date.now() + Math.random() * 60_000;
 
   constructor(
     @InjectConfig('dispatch') private readonly config: DispatchConfig,
     private readonly store: DispatchStore,
     private readonly rewardsApi: RewardsApi,
     private readonly registrar: WebhookRegistrar,
-    private readonly events: WebhookEventStore,
     private readonly metrics: MetricsService,
     private readonly scheduler: SchedulerRegistry,
   ) {}
@@ -68,10 +62,6 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
     try {
       await this.step('webhook registration retry', () => this.registrar.retryDue());
       const checked = await this.step('delivery reconciliation', () => this.reconcile());
-      if (Date.now() >= this.nextPurgeAt) {
-        this.nextPurgeAt = Date.now() + PURGE_EVERY_MS;
-        await this.step('webhook events purge', () => this.purge());
-      }
       return checked;
     } finally {
       this.running = false;
@@ -151,16 +141,5 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
     if (!changed && state !== 'pending')
       await this.store.stopDeliveryCheck(reward.dispatch_id, reward.position);
     return state;
-  }
-
-  private async purge(): Promise<number> {
-    let total = 0;
-    for (let i = 0; i < PURGE_MAX_BATCHES && !this.stopped; i++) {
-      const n = await this.events.purgeOlderThan(EVENTS_KEPT_DAYS, PURGE_BATCH);
-      total += n;
-      if (n < PURGE_BATCH) break;
-    }
-    if (total) this.logger.log({ webhook_events: total }, 'housekeeping: purged');
-    return total;
   }
 }

@@ -4,7 +4,8 @@ import { ConnectionsModule } from '../connections/connections.module';
 import { MetricsModule } from '../metrics/metrics.module';
 import { RewardDispatchModule } from '../reward-dispatch/reward-dispatch.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
-import { DeliveryReconciler } from './delivery-reconciler';
+import { Retention } from '../retention/retention';
+import { DeliveryReconciler, EVENTS_KEPT_DAYS } from './delivery-reconciler';
 import { DeliveryWebhookIntake } from './delivery-webhook.intake';
 import { DeliveryWebhooksController } from './delivery-webhooks.controller';
 import { WebhookEventStore } from './webhook-event.store';
@@ -35,4 +36,12 @@ import { WebhookRegistrar } from './webhook-registrar';
   ],
   exports: [DeliveryWebhookIntake, WebhookRegistrar, DeliveryReconciler],
 })
-export class DeliveryWebhooksModule {}
+export class DeliveryWebhooksModule {
+  constructor(retention: Retention, events: WebhookEventStore) {
+    retention.register({
+      name: 'webhook_events',
+      days: EVENTS_KEPT_DAYS,
+      purge: (olderThan, limit) => events.purgeOlderThan(olderThan, limit),
+    });
+  }
+}

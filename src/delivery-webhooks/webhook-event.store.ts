@@ -32,13 +32,12 @@ export class WebhookEventStore {
     return rowCount === 1;
   }
 
-  /** Deletes up to `batch` events received more than `days` days ago; returns how many. */
-  async purgeOlderThan(days: number, batch: number): Promise<number> {
+  /** Retention: deletes up to `limit` events received before `olderThan`; returns how many. */
+  async purgeOlderThan(olderThan: Date, limit: number): Promise<number> {
     const { rowCount } = await this.db.main.query(
       `DELETE FROM webhook_events WHERE uuid IN (
-         SELECT uuid FROM webhook_events WHERE received_at < now() - make_interval(days => $1)
-          ORDER BY received_at LIMIT $2)`,
-      [days, batch],
+         SELECT uuid FROM webhook_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)`,
+      [olderThan, limit],
     );
     return rowCount ?? 0;
   }

@@ -4,6 +4,10 @@ import { MetricsModule } from '../metrics/metrics.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { FieldsCacheController } from './fields-cache.controller';
 import { FieldsCacheService } from './fields-cache.service';
+import { Retention } from '../retention/retention';
+
+/** A cached copy not reloaded for this long (its connection unused or gone) is deleted; the next use reloads it. */
+export const FIELDS_KEPT_DAYS = 30;
 
 /** The per-connection fields cache, label → id resolution and custom-field validation. */
 @Module({
@@ -12,4 +16,12 @@ import { FieldsCacheService } from './fields-cache.service';
   providers: [FieldsCacheService],
   exports: [FieldsCacheService],
 })
-export class FieldsCacheModule {}
+export class FieldsCacheModule {
+  constructor(retention: Retention, fields: FieldsCacheService) {
+    retention.register({
+      name: 'fields_cache',
+      days: FIELDS_KEPT_DAYS,
+      purge: (olderThan, limit) => fields.purgeStale(olderThan, limit),
+    });
+  }
+}

@@ -106,6 +106,16 @@ export class FieldsCacheService {
     this.memory.delete(connectionId);
   }
 
+  /** Retention: deletes up to `limit` copies fetched before `olderThan` (reloaded on next use); returns how many. */
+  async purgeStale(olderThan: Date, limit: number): Promise<number> {
+    const { rowCount } = await this.db.main.query(
+      `DELETE FROM fields_cache
+        WHERE connection_id = ANY(ARRAY(SELECT connection_id FROM fields_cache WHERE fetched_at < $1 LIMIT $2))`,
+      [olderThan, limit],
+    );
+    return rowCount ?? 0;
+  }
+
   async purge(connectionId: string): Promise<void> {
     this.memory.delete(connectionId);
     await this.db.main.query(`DELETE FROM fields_cache WHERE connection_id = $1`, [connectionId]);

@@ -152,4 +152,13 @@ export class AlertsService {
     }
     return delivered;
   }
+
+  /** Retention: deletes up to `limit` alerts raised before `olderThan` (oldest first, by id); returns how many. */
+  async purgeOlderThan(olderThan: Date, limit: number): Promise<number> {
+    const { rowCount } = await this.db.main.query(
+      `DELETE FROM ops_alerts WHERE id = ANY(ARRAY(SELECT id FROM ops_alerts ORDER BY id LIMIT $2)) AND created_at < $1`,
+      [olderThan, limit],
+    );
+    return rowCount ?? 0;
+  }
 }

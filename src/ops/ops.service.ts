@@ -205,6 +205,8 @@ export class OpsService {
       ? [`${URGENCY_SQL} = ${param(URGENCY[query.status] ?? -1)}`, `c.status = ${param(query.status)}`]
       : [`${URGENCY_SQL} < ${URGENCY.disconnected}`, `c.status <> 'disconnected'`];
     if (query.tenant !== undefined) where.push(`c.tenant_id = ${param(query.tenant)}`);
+    // A deleted tenant's connections (disconnected, removed in the background) are listed no more.
+    where.push(`c.tenant_id <> ALL(ARRAY(SELECT id FROM tenants WHERE deleted_at IS NOT NULL))`);
     if (query.environment !== undefined) where.push(`c.environment = ${param(query.environment)}`);
     if (query.health !== undefined) where.push(`${HEALTH_SQL} = ${param(query.health)}`);
     if (after) {

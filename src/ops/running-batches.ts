@@ -40,7 +40,7 @@ export const RUNNING_BATCHES_SQL = `
            WHERE status IN ('queued', 'sending') AND reward_count > 1
            ORDER BY created_at DESC
            LIMIT $1) d
-    JOIN tenants t ON t.id = d.tenant_id
+    JOIN tenants t ON t.id = d.tenant_id AND t.deleted_at IS NULL
     CROSS JOIN LATERAL (
       SELECT ${REWARD_STATUSES.map((s) => `count(*) FILTER (WHERE r.status = '${s}')::int AS ${s}`).join(', ')}
         FROM dispatch_rewards r

@@ -105,6 +105,31 @@ const TRACKED = `t.delivery_method IS DISTINCT FROM 'LINK'`;
 const REWARD_COLUMNS = `dispatch_id, position, external_id, status, upstream_payload, attempts, upstream_order_id, upstream_reward_id,
   upstream_order_status, delivery_method, delivery_status, delivery_state, delivery_reason, link_enc, last_error, sent_at`;
 
+/** The statuses of a dispatch every reward of which is settled for good (`pending_approval` may still change). */
+const SETTLED = `('sent', 'partially_failed', 'failed', 'cancelled')`;
+
+/** A reward's upstream payload without its recipient's personal data: each recipient field and custom field value null. */
+const redactedReward = (p: string) => `${p} || jsonb_build_object(
+  'recipient', (SELECT coalesce(jsonb_object_agg(k, NULL::text), '{}') FROM jsonb_object_keys(coalesce(${p}->'recipient', '{}')) k),
+  'custom_fields', (SELECT coalesce(jsonb_agg(f || '{"value": null}' ORDER BY n), '[]')
+                      FROM jsonb_array_elements(coalesce(${p}->'custom_fields', '[]')) WITH ORDINALITY e(f, n)))`;
+
+/** A dispatch's request with the custom field values of the rewards at `positions` (SQL int[]; all when null) null. */
+const redactedRequest = (r: string, positions: string | null) => `jsonb_set(${r}, '{custom_fields}',
+  (SELECT coalesce(jsonb_agg(CASE WHEN ${positions ? `(n - 1)::int = ANY(${positions})` : 'true'}
+                                  THEN (SELECT coalesce(jsonb_agg(f || '{"value": null}' ORDER BY m), '[]')
+                                          FROM jsonb_array_elements(p) WITH ORDINALITY g(f, m))
+                                  ELSE p END ORDER BY n), '[]')
+     FROM jsonb_array_elements(coalesce(${r}->'custom_fields', '[]')) WITH ORDINALITY e(p, n)))`;
+
+/**
+ * What a dispatch keeps besides its request once its recipients are redacted: the shared payment (older rows also
+ * held the whole array-form order and its answer, which name recipients: dropped; a replay then derives its answer
+ * from the rewards).
+ */
+const REDACTED_DISPATCH = `upstream_payload = jsonb_build_object('payment', dd.upstream_payload->'payment'), upstream_order = NULL,
+  response_body = NULL`;
+
 /**
  * Every statement of this store, one form each. Each reaches its rows by key, or through a partial index of the few
  * rows it can concern, whatever the statistics and whether Postgres plans it for the parameters at hand or once for
@@ -372,6 +397,100 @@ export const DISPATCH_SQL = {
   approvalSettled: `UPDATE reward_dispatches
                        SET status = $2, sent_at = CASE WHEN $3::boolean THEN coalesce(sent_at, now()) ELSE sent_at END, updated_at = now()
                      WHERE id = $1 AND status IN ('pending_approval', 'partially_failed')`,
+
+  /**
+   * Retention: deletes up to `$2` settled dispatches created before `$1` (their rewards go with them, by the foreign
+   * key), walking each tenant's `reward_dispatches_tenant_idx` from its oldest entry — no index of its own to keep up
+   * on every send — and deleting the very rows locked (`ctid`: a TID scan, whatever the estimates). A dispatch still
+   * open or held for approval is kept, however old; one locked by someone else waits for the next batch.
+   */
+  expire: `WITH k AS (
+    SELECT o.row_id, t.id AS tenant_id FROM tenants t,
+           LATERAL (SELECT ctid AS row_id FROM reward_dispatches
+                     WHERE tenant_id = t.id AND created_at < $1 AND status IN ${SETTLED}
+                     ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) o
+     LIMIT $2
+  )
+  DELETE FROM reward_dispatches d
+   WHERE d.ctid = ANY(ARRAY(SELECT row_id FROM k)) AND d.tenant_id = ANY(ARRAY(SELECT DISTINCT tenant_id FROM k))
+     AND d.created_at < $1 AND d.status IN ${SETTLED}`,
+
+  /**
+   * Retention: redacts the recipients' personal data of up to `$2` settled dispatches created before `$1`, oldest
+   * first from `reward_dispatches_unredacted_idx` (a redacted dispatch leaves it), each dispatch then its rewards
+   * locked and written through their `ctid`: each reward's recipient fields and custom field values become null, its
+   * LINK redemption link is dropped; ids, amounts, statuses, external ids and the request hash stay, so a replayed
+   * Idempotency-Key still answers (with the data redacted).
+   */
+  redact: `WITH k AS (
+    SELECT ctid AS row_id FROM reward_dispatches
+     WHERE redacted_at IS NULL AND created_at < $1 AND status IN ${SETTLED}
+     ORDER BY created_at LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED
+  ), d AS (
+    UPDATE reward_dispatches dd
+       SET request = ${redactedRequest('dd.request', null)}, ${REDACTED_DISPATCH}, redacted_at = now()
+     WHERE dd.ctid = ANY(ARRAY(SELECT row_id FROM k)) AND dd.redacted_at IS NULL AND dd.created_at < $1
+       AND dd.status IN ${SETTLED}
+    RETURNING dd.id
+  ), r AS (
+    UPDATE dispatch_rewards t SET upstream_payload = ${redactedReward('t.upstream_payload')}, link_enc = NULL
+      FROM (SELECT x.row_id FROM d,
+                   LATERAL (SELECT ctid AS row_id FROM dispatch_rewards WHERE dispatch_id = d.id FOR NO KEY UPDATE) x) k
+     WHERE t.ctid = k.row_id
+    RETURNING 1
+  )
+  SELECT (SELECT count(*)::int FROM d) AS dispatches, (SELECT count(*)::int FROM r) AS rewards`,
+
+  /** A deleted tenant's data: up to `$2` of its dispatches (oldest first), with their rewards, whatever their state. */
+  purgeTenant: `DELETE FROM reward_dispatches d
+                 USING (SELECT ctid AS row_id FROM reward_dispatches WHERE tenant_id = $1
+                         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) k
+                 WHERE d.ctid = k.row_id`,
+
+  /**
+   * Erasure of one recipient (`$2` the e-mail in lower case, or `$3` the phone's digits and `+`), in one page of the
+   * tenant's dispatches: up to `$6` of them before the cursor (`$4` created_at, `$5` id), newest first, from
+   * `reward_dispatches_tenant_idx`, each one's rewards read by key. Each of their rewards to that recipient is
+   * redacted like `redact` (its custom field values in the request too, and an error message naming the
+   * recipient); one not sent yet is cancelled instead of being sent to no one. Dispatches are locked and written
+   * before their rewards (the lock order of every statement here). Returns the counts changed and the page's last
+   * row, the next cursor.
+   */
+  eraseRecipient: `WITH page AS (
+    SELECT id, created_at FROM reward_dispatches
+     WHERE tenant_id = $1 AND created_at <= $4::timestamptz AND (created_at < $4::timestamptz OR id < $5::uuid)
+     ORDER BY created_at DESC, id DESC LIMIT $6
+  ), hit AS (
+    SELECT r.dispatch_id, r.position FROM page p,
+           LATERAL (SELECT dispatch_id, position, upstream_payload FROM dispatch_rewards WHERE dispatch_id = p.id OFFSET 0) r
+     WHERE lower(r.upstream_payload->'recipient'->>'email') = $2
+        OR regexp_replace(r.upstream_payload->'recipient'->>'phone', '[^0-9+]', '', 'g') = $3
+  ), d AS (
+    UPDATE reward_dispatches dd
+       SET request = ${redactedRequest('dd.request', 'ARRAY(SELECT h.position FROM hit h WHERE h.dispatch_id = dd.id)')},
+           ${REDACTED_DISPATCH}, updated_at = now()
+      FROM (SELECT x.row_id FROM (SELECT DISTINCT dispatch_id FROM hit) h,
+                   LATERAL (SELECT ctid AS row_id FROM reward_dispatches WHERE id = h.dispatch_id FOR NO KEY UPDATE) x) k
+     WHERE dd.ctid = k.row_id
+    RETURNING dd.id
+  ), r AS (
+    UPDATE dispatch_rewards t
+       SET upstream_payload = ${redactedReward('t.upstream_payload')}, link_enc = NULL, updated_at = now(),
+           status = CASE WHEN t.status = 'pending' THEN 'cancelled' ELSE t.status END,
+           last_error = CASE WHEN t.status = 'pending'
+                             THEN '{"code": "dispatch_cancelled", "message": "The recipient was erased before this reward was sent; it was not sent."}'::jsonb
+                             WHEN strpos(lower(t.last_error::text), coalesce($2, $3)) > 0
+                             THEN jsonb_build_object('code', t.last_error->'code', 'message', 'redacted')
+                             ELSE t.last_error END
+      FROM hit
+     WHERE t.dispatch_id = ANY(ARRAY(SELECT dispatch_id FROM hit)) AND t.position = ANY(ARRAY(SELECT position FROM hit))
+       AND t.dispatch_id = hit.dispatch_id AND t.position = hit.position AND (SELECT count(*) FROM d) >= 0
+    RETURNING 1
+  )
+  SELECT (SELECT count(*)::int FROM d) AS dispatches, (SELECT count(*)::int FROM r) AS rewards,
+         (SELECT count(*)::int FROM page) AS seen,
+         (SELECT p.created_at::text AS at FROM page p ORDER BY p.created_at, p.id LIMIT 1) AS last_at,
+         (SELECT id FROM page ORDER BY created_at, id LIMIT 1) AS last_id`,
 } as const;
 
 /** A time as a parameter: ISO 8601 (cheaper than pg's own local-time formatting of a Date). */
@@ -919,5 +1038,50 @@ export class DispatchStore {
       if (update.status === 'sent')
         await enqueueEvents(tx, [rewardSent(dispatch, reward, new Date(this.clock.now()))]);
     });
+  }
+
+  /** Retention: deletes up to `limit` settled dispatches created before `olderThan` (with their rewards). */
+  async expire(olderThan: Date, limit: number): Promise<number> {
+    return (await this.db.main.query(DISPATCH_SQL.expire, [olderThan, limit])).rowCount ?? 0;
+  }
+
+  /** Retention: redacts the recipients of up to `limit` settled dispatches created before `olderThan`. */
+  async redact(olderThan: Date, limit: number): Promise<number> {
+    const { rows } = await this.db.main.query<{ dispatches: number }>(DISPATCH_SQL.redact, [olderThan, limit]);
+    return rows[0]?.dispatches ?? 0;
+  }
+
+  /** A deleted tenant: removes up to `limit` of its dispatches (with their rewards). */
+  async purgeTenant(tenantId: string, limit: number): Promise<number> {
+    return (await this.db.main.query(DISPATCH_SQL.purgeTenant, [tenantId, limit])).rowCount ?? 0;
+  }
+
+  /**
+   * Erasure: redacts one recipient (`email`, compared in lower case, or `phone`, by its digits and `+`) in every
+   * dispatch of the tenant, `page` dispatches per statement. Returns the dispatches and rewards changed.
+   */
+  async eraseRecipient(
+    tenantId: string,
+    recipient: { email?: string; phone?: string },
+    page = 5_000,
+  ): Promise<{ dispatches: number; rewards: number }> {
+    const email = recipient.email?.toLowerCase() ?? null;
+    const phone = recipient.phone?.replace(/[^0-9+]/g, '') ?? null;
+    const total = { dispatches: 0, rewards: 0 };
+    let cursor: [string, string] = ['infinity', 'ffffffff-ffff-ffff-ffff-ffffffffffff'];
+    for (;;) {
+      const { rows } = await this.db.main.query<{
+        dispatches: number;
+        rewards: number;
+        seen: number;
+        last_at: string | null;
+        last_id: string | null;
+      }>(DISPATCH_SQL.eraseRecipient, [tenantId, email, phone, cursor[0], cursor[1], page]);
+      const r = rows[0];
+      total.dispatches += r.dispatches;
+      total.rewards += r.rewards;
+      if (r.seen < page || !r.last_at || !r.last_id) return total;
+      cursor = [r.last_at, r.last_id];
+    }
   }
 }

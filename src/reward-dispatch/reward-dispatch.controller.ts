@@ -25,6 +25,7 @@ import type { Request, Response } from 'express';
 import { DispatchListResponse, DispatchResponse, RewardListResponse } from './dto/dispatch.response';
 import { ListDispatchesDto } from './dto/list-dispatches.dto';
 import { SendBodyPipe } from './dto/send-body.pipe';
+import { ERASE_RECIPIENT_BODY_SCHEMA, EraseBodyPipe, type EraseRecipientDto } from './dto/erase-recipient.dto';
 import { SEND_REWARDS_BODY_SCHEMA, type SendRewardsDto } from './dto/send-rewards.dto';
 import { PageQueryDto } from '../common/page-query.dto';
 import {
@@ -376,5 +377,39 @@ export class RewardDispatchController {
   )
   list(@Param('tenant') tenant: string, @Query() query: ListDispatchesDto): Promise<unknown> {
     return this.dispatches.list(tenant, query.status, query.limit, query.offset);
+  }
+
+  @Post('recipients/erase')
+  @RequiresScope('rewards:send')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Erase one recipient: redact their personal data in every dispatch, reward and pending event of the tenant.',
+    description:
+      'Name the recipient by exactly one of `email` (compared in lower case) or `phone` (by its digits). Their name, ' +
+      'e-mail, phone, custom field values and LINK redemption links become null; ids, amounts, statuses and external ids ' +
+      'stay. A reward to them not sent yet is cancelled. Answers the counts changed; audited as `recipient.erased`, ' +
+      'without the recipient.',
+  })
+  @ApiOkResponse({
+    schema: {
+      type: 'object',
+      properties: {
+        dispatches: { type: 'integer', example: 2 },
+        rewards: { type: 'integer', example: 3 },
+        outbox_events: { type: 'integer', example: 0 },
+      },
+    },
+  })
+  @ApiJsonBody(ERASE_RECIPIENT_BODY_SCHEMA, {
+    email: { summary: 'A recipient by e-mail', value: { email: 'ada@example.com' } },
+    phone: { summary: 'A recipient by phone', value: { phone: '+1 555 010 0000' } },
+  })
+  @ApiErrors(
+    TENANT_ROUTE,
+    jsonBodyErrors(),
+    validationFailed('email', 'name the recipient by exactly one of email and phone'),
+  )
+  erase(@Param('tenant') tenant: string, @Body(EraseBodyPipe) body: EraseRecipientDto): Promise<unknown> {
+    return this.dispatches.erase(tenant, body);
   }
 }

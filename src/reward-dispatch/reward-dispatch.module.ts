@@ -1,5 +1,8 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
+import type { RetentionConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import { Retention } from '../retention/retention';
 import { ConnectionsModule } from '../connections/connections.module';
 import { FieldsCacheModule } from '../fields-cache/fields-cache.module';
 import { MetricsModule } from '../metrics/metrics.module';
@@ -34,4 +37,18 @@ import { RewardListingService } from './reward-listing.service';
   ],
   exports: [RewardDispatchService, DispatchWorker, ApprovalReconciler, DispatchStore],
 })
-export class RewardDispatchModule {}
+export class RewardDispatchModule {
+  constructor(@InjectConfig('retention') config: RetentionConfig, retention: Retention, store: DispatchStore) {
+    retention.register({
+      name: 'recipient_data',
+      days: config.recipientDataDays,
+      purge: (olderThan, limit) => store.redact(olderThan, limit),
+    });
+    retention.register({
+      name: 'reward_dispatches',
+      days: config.dispatchDays,
+      purge: (olderThan, limit) => store.expire(olderThan, limit),
+    });
+    retention.registerTenantStep({ name: 'reward_dispatches', purge: (id, limit) => store.purgeTenant(id, limit) });
+  }
+}

@@ -32,6 +32,9 @@ import { DispatchWorker } from './dispatch.worker';
 import { spacingMs } from '../rewards-api/account-pacer';
 import type { RewardSpecDto, SendRewardsDto } from './dto/send-rewards.dto';
 import { DispatchError } from './reward-dispatch.errors';
+import type { EraseRecipientDto } from './dto/erase-recipient.dto';
+import { Database } from '../database/database';
+import { eraseFromOutbox } from '../tenant-webhooks/webhook.store';
 
 export { backoffMs, type HttpOutcome } from './dispatch.sender';
 
@@ -57,7 +60,29 @@ export class RewardDispatchService {
     private readonly tokens: AccessTokenProvider,
     private readonly worker: DispatchWorker,
     private readonly audit: AuditLog,
+    private readonly db: Database,
   ) {}
+
+  /**
+   * Erasure of one recipient of the tenant (`email` or `phone`): redacted in every stored dispatch and reward (a reward
+   * not sent yet is cancelled) and in the events waiting for delivery. Audited without the recipient.
+   */
+  async erase(
+    tenantId: string,
+    recipient: EraseRecipientDto,
+  ): Promise<{ dispatches: number; rewards: number; outbox_events: number }> {
+    await this.tenants.require(tenantId);
+    const changed = await this.store.eraseRecipient(tenantId, recipient);
+    const needle = recipient.email ?? recipient.phone ?? '';
+    const outbox_events = await eraseFromOutbox(this.db.main, tenantId, needle);
+    const counts = { ...changed, outbox_events };
+    await this.audit.recordCommitted('recipient.erased', {
+      tenantId,
+      target: { type: 'recipient', id: null },
+      details: { by: recipient.email !== undefined ? 'email' : 'phone', ...counts },
+    });
+    return counts;
+  }
 
   async send(
     tenantId: string,

@@ -53,6 +53,19 @@ export class AccountPacer {
     @Optional() private readonly metrics?: MetricsService,
   ) {}
 
+  /**
+   * Retention: deletes up to `limit` accounts not paced since `olderThan` (deleted connections', idle ones'): an
+   * account without a row starts again as an idle one. Returns how many.
+   */
+  async purgeIdle(olderThan: Date, limit: number): Promise<number> {
+    const { rowCount } = await this.db.main.query(
+      `DELETE FROM account_pace
+        WHERE account_key = ANY(ARRAY(SELECT account_key FROM account_pace WHERE updated_at < $1 LIMIT $2))`,
+      [olderThan, limit],
+    );
+    return rowCount ?? 0;
+  }
+
   /** Waits until `account` may send its next request; resolves when the request should go out now. */
   async acquire(account: string, pacing: PacingConfig, priority: Priority): Promise<void> {
     if (pacing.rps <= 0) return;

@@ -2,6 +2,10 @@ import { Module } from '@nestjs/common';
 import { MetricsModule } from '../metrics/metrics.module';
 import { AccountPacer } from './account-pacer';
 import { RewardsApiClient } from './rewards-api.client';
+import { Retention } from '../retention/retention';
+
+/** An account's pacing state not used for this long is deleted. */
+export const PACE_KEPT_DAYS = 7;
 
 /** The typed HTTP client of the rewards service (/oauth/token, /api/v2/...), error mapping and timeouts, and the per-account pacer. */
 @Module({
@@ -9,4 +13,12 @@ import { RewardsApiClient } from './rewards-api.client';
   providers: [RewardsApiClient, AccountPacer],
   exports: [RewardsApiClient, AccountPacer],
 })
-export class RewardsApiModule {}
+export class RewardsApiModule {
+  constructor(retention: Retention, pacer: AccountPacer) {
+    retention.register({
+      name: 'account_pace',
+      days: PACE_KEPT_DAYS,
+      purge: (olderThan, limit) => pacer.purgeIdle(olderThan, limit),
+    });
+  }
+}

@@ -6,7 +6,8 @@ import { TenantWebhooksController } from './tenant-webhooks.controller';
 import { TenantWebhooksService } from './tenant-webhooks.service';
 import { WebhookSender } from './webhook.sender';
 import { WebhookStore } from './webhook.store';
-import { WebhookWorker } from './webhook.worker';
+import { Retention } from '../retention/retention';
+import { OUTBOX_KEPT_DAYS, WebhookWorker } from './webhook.worker';
 
 /**
  * Tenant webhooks: endpoints, the durable outbox and its delivery worker. Depends on no other feature module but the
@@ -20,4 +21,13 @@ import { WebhookWorker } from './webhook.worker';
   providers: [TenantWebhooksService, WebhookStore, WebhookSender, WebhookWorker],
   exports: [TenantWebhooksService, WebhookWorker],
 })
-export class TenantWebhooksModule {}
+export class TenantWebhooksModule {
+  constructor(retention: Retention, store: WebhookStore) {
+    retention.register({
+      name: 'webhook_outbox',
+      days: OUTBOX_KEPT_DAYS,
+      purge: (olderThan, limit) => store.purgeOld(olderThan, limit),
+    });
+    retention.registerTenantStep({ name: 'webhook_outbox', purge: (id, limit) => store.purgeTenant(id, limit) });
+  }
+}

@@ -99,6 +99,22 @@ export async function enqueueEvents(sql: Sql, events: readonly TenantEvent[]): P
 }
 
 /**
+ * Erasure: in the tenant's events still waiting for delivery, every occurrence of `needle` (a recipient's e-mail or
+ * phone, any letter case) becomes `[redacted]`. Events carry ids, statuses and amounts, not recipients: this finds
+ * nothing unless an event type ever names one. Returns the events changed.
+ */
+export async function eraseFromOutbox(sql: Sql, tenantId: string, needle: string): Promise<number> {
+  const pattern = needle.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const { rowCount } = await sql.query(
+    `UPDATE webhook_outbox SET payload = regexp_replace(payload::text, $2, '[redacted]', 'gi')::jsonb
+      WHERE endpoint_id = ANY(ARRAY(SELECT id FROM webhook_endpoints WHERE tenant_id = $1)) AND status = 'pending'
+        AND strpos(lower(payload::text), lower($3)) > 0`,
+    [tenantId, pattern, needle],
+  );
+  return rowCount ?? 0;
+}
+
+/**
  * Every statement that writes `webhook_endpoints` and `webhook_outbox`. The events enter the outbox through
  * `outboxInsert` / `enqueueEvents` above, in the transactions of the stores whose changes they describe; this store
  * claims them, records outcomes, replays and purges them.
@@ -343,17 +359,29 @@ export class WebhookStore {
     return rows[0]?.n ?? 0;
   }
 
-  /** Housekeeping: deletes up to `batch` delivered or failed rows older than `maxAgeDays`; returns how many. */
-  async purgeOld(maxAgeDays: number, batch: number): Promise<number> {
+  /** Retention: deletes up to `limit` delivered or failed rows queued before `olderThan`; returns how many. */
+  async purgeOld(olderThan: Date, limit: number): Promise<number> {
     const { rowCount } = await this.db.main.query(
       `DELETE FROM webhook_outbox WHERE id IN (
          SELECT o.id FROM webhook_endpoints e,
                 LATERAL (SELECT id FROM webhook_outbox
-                          WHERE endpoint_id = e.id AND created_at < now() - make_interval(days => $1) AND status <> 'pending'
+                          WHERE endpoint_id = e.id AND created_at < $1 AND status <> 'pending'
                           ORDER BY created_at LIMIT $2) o
           LIMIT $2)`,
-      [maxAgeDays, batch],
+      [olderThan, limit],
     );
     return rowCount ?? 0;
+  }
+
+  /** A deleted tenant: up to `limit` of its queued events, then (none left) its endpoints. Returns the rows deleted. */
+  async purgeTenant(tenantId: string, limit: number): Promise<number> {
+    const { rowCount } = await this.db.main.query(
+      `DELETE FROM webhook_outbox WHERE id IN (
+         SELECT o.id FROM webhook_endpoints e, LATERAL (SELECT id FROM webhook_outbox WHERE endpoint_id = e.id LIMIT $2) o
+          WHERE e.tenant_id = $1 LIMIT $2)`,
+      [tenantId, limit],
+    );
+    if (rowCount) return rowCount;
+    return (await this.db.main.query(`DELETE FROM webhook_endpoints WHERE tenant_id = $1`, [tenantId])).rowCount ?? 0;
   }
 }

@@ -14,8 +14,7 @@ export const PER_ENDPOINT_IN_FLIGHT = 4;
 /** A claim's lease beyond the attempt's own timeout: a row held by a dead process is due again after this. */
 const LEASE_MARGIN_MS = 20_000;
 /** Delivered and failed rows are kept this long (the deliveries view), then purged. */
-const RETENTION_DAYS = 30;
-const PURGE_EVERY_MS = 10 * 60_000;
+export const OUTBOX_KEPT_DAYS = 30;
 const GAUGE_EVERY_MS = 15_000;
 
 /**
@@ -34,7 +33,6 @@ export class WebhookWorker extends LoopWorker {
   private readonly busy = new InFlightCounts();
   /** Decrypted secrets by endpoint, keyed by their ciphertext (a rotated or replaced secret is read again). */
   private readonly secrets = new Map<string, { enc: string; secret: string }>();
-  private lastPurge = Date.now();
   private depth = 0;
   private lastGauge = 0;
 
@@ -138,10 +136,6 @@ export class WebhookWorker extends LoopWorker {
     if (now - this.lastGauge >= GAUGE_EVERY_MS) {
       this.lastGauge = now;
       this.depth = await this.store.pendingCount();
-    }
-    if (now - this.lastPurge >= PURGE_EVERY_MS) {
-      this.lastPurge = now;
-      await this.store.purgeOld(RETENTION_DAYS, 1_000);
     }
   }
 }

@@ -163,6 +163,18 @@ export class ApiKeysService {
     for (const row of rows) this.cache.delete(row.key_hash);
   }
 
+  /** Offboarding (in the transaction that deletes the tenant): every key of the tenant revoked, on every instance. */
+  async revokeAll(tx: Sql, tenantId: string): Promise<void> {
+    const { rows } = await tx.query<{ key_hash: string }>(
+      `UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND revoked_at IS NULL RETURNING key_hash`,
+      [tenantId],
+    );
+    for (const row of rows) {
+      await this.notifications.publish({ kind: 'api_key', hash: row.key_hash }, tx);
+      this.cache.delete(row.key_hash);
+    }
+  }
+
   /**
    * Rotation without downtime: a successor with the same name and scopes (its key shown once), and the old key kept
    * working for `graceSeconds` (0: it stops now). One transaction: the old key locked, its `expires_at` set, the

@@ -100,6 +100,22 @@ export class TenantsController {
     return this.tenants.update(tenant, dto);
   }
 
+  @Delete(':tenant')
+  @OperatorOnly()
+  @HttpCode(202)
+  @ApiOperation({
+    summary: 'Delete a tenant (operator key): gone at once, its data removed in the background.',
+    description:
+      'In one transaction: the tenant is marked deleted (every route answers 404 tenant_not_found from then on, on ' +
+      'every instance), its API keys are revoked and its connections disconnected (grants destroyed); audited as ' +
+      '`tenant.deleted`. The retention job then removes its dispatches, rewards, events and the rest in bounded ' +
+      'batches, the tenant row last. 202 with no body.',
+  })
+  @ApiErrors(TENANT_ROUTE, OPERATOR_KEY_REQUIRED)
+  async remove(@Param('tenant') tenant: string): Promise<void> {
+    await this.tenants.delete(tenant);
+  }
+
   @Post(':tenant/api-keys')
   @OperatorOnly()
   @ApiOperation({

@@ -5,6 +5,7 @@ import { ApiKeyGuard } from './auth/api-key.guard';
 import { AuthThrottle } from './auth/auth-throttle';
 import { TenantsController } from './tenants.controller';
 import { TenantsService } from './tenants.service';
+import { Retention } from '../retention/retention';
 
 @Module({
   controllers: [TenantsController],
@@ -17,4 +18,9 @@ import { TenantsService } from './tenants.service';
   ],
   exports: [TenantsService, ApiKeysService, ApiKeyGuard],
 })
-export class TenantsModule {}
+export class TenantsModule {
+  constructor(retention: Retention, tenants: TenantsService, keys: ApiKeysService) {
+    retention.onOffboard((tx, tenantId) => keys.revokeAll(tx, tenantId));
+    retention.registerTenantStep({ name: 'tenants', final: true, purge: (id) => tenants.remove(id) });
+  }
+}

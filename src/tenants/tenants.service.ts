@@ -2,6 +2,7 @@ import { HttpStatus, Injectable } from '@nestjs/common';
 import { AuditLog } from '../audit/audit-log.service';
 import { Database } from '../database/database';
 import { NotificationsService } from '../database/notifications.service';
+import { Retention, RetentionJob } from '../retention/retention';
 import { TenantNotFoundError, TenantsError } from './tenants.errors';
 import type { CreateTenantDto, TenantResponse, UpdateTenantDto } from './dto/tenant.dto';
 
@@ -31,6 +32,8 @@ export class TenantsService {
     private readonly db: Database,
     private readonly notifications: NotificationsService,
     private readonly audit: AuditLog,
+    private readonly retention: Retention,
+    private readonly job: RetentionJob,
   ) {
     notifications.onEviction((eviction) => {
       if (eviction === null) this.cache.clear();
@@ -84,7 +87,7 @@ export class TenantsService {
       const { rows: updated } = await tx.query<Tenant>(
         `UPDATE tenants SET name = coalesce($2, name), return_urls = coalesce($3, return_urls),
                 default_funding_source_id = CASE WHEN $4 THEN $5 ELSE default_funding_source_id END
-          WHERE id = $1 RETURNING ${TENANT_COLUMNS}`,
+          WHERE id = $1 AND deleted_at IS NULL RETURNING ${TENANT_COLUMNS}`,
         [
           id,
           dto.name ?? null,
@@ -111,10 +114,37 @@ export class TenantsService {
     return toResponse(rows[0]);
   }
 
+  /**
+   * Offboarding: the tenant marked deleted — gone from every route and list at once (tenant_not_found) — its keys
+   * revoked and its connections disconnected (grants destroyed) by the modules' hooks, audited, every instance told;
+   * all in one transaction, which first takes the tenant row so that sends whose insert holds it finish first. Its
+   * data is then removed in bounded batches by the retention job, the row last.
+   */
+  async delete(id: string): Promise<void> {
+    const deleted = await this.db.transaction(async (tx) => {
+      const { rows } = await tx.query(`SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`, [id]);
+      if (!rows.length) return false;
+      await tx.query(`UPDATE tenants SET deleted_at = now() WHERE id = $1`, [id]);
+      for (const hook of this.retention.offboardHooks) await hook(tx, id);
+      await this.audit.record('tenant.deleted', { tenantId: id, target: { type: 'tenant', id } }, tx);
+      await this.notifications.publish({ kind: 'tenant', id }, tx);
+      return true;
+    });
+    if (!deleted) throw new TenantNotFoundError(id);
+    this.cache.delete(id);
+    this.job.nudge();
+  }
+
+  /** The retention job's last step of a deleted tenant: the row, and what still hangs on it (by foreign keys). */
+  async remove(id: string): Promise<number> {
+    return (await this.db.main.query(`DELETE FROM tenants WHERE id = $1 AND deleted_at IS NOT NULL`, [id])).rowCount ?? 0;
+  }
+
   async require(id: string): Promise<Tenant> {
-    const { rows } = await this.db.main.query<Tenant>(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE id = $1`, [
-      id,
-    ]);
+    const { rows } = await this.db.main.query<Tenant>(
+      `SELECT ${TENANT_COLUMNS} FROM tenants WHERE id = $1 AND deleted_at IS NULL`,
+      [id],
+    );
     if (!rows[0]) throw new TenantNotFoundError(id);
     return rows[0];
   }
