@@ -26,7 +26,10 @@ export class WebhookEventStore {
   async record(uuid: string, connectionId: string | null, event: string): Promise<boolean> {
     const { rowCount } = await this.db.relaxed.query({
       name: 'rg_webhook_event_record',
-      text: `INSERT INTO webhook_events (uuid, connection_id, event) VALUES ($1, $2, $3) ON CONFLICT (uuid) DO NOTHING`,
+      // A connection removed meanwhile (its tenant deleted) has nothing left to protect: nothing is recorded for it.
+      text: `INSERT INTO webhook_events (uuid, connection_id, event)
+             SELECT $1, $2, $3 WHERE $2::uuid IS NULL OR EXISTS (SELECT 1 FROM connections WHERE id = $2::uuid)
+             ON CONFLICT (uuid) DO NOTHING`,
       values: [uuid, connectionId, event],
     });
     return rowCount === 1;
@@ -38,6 +41,17 @@ export class WebhookEventStore {
       `DELETE FROM webhook_events WHERE uuid IN (
          SELECT uuid FROM webhook_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)`,
       [olderThan, limit],
+    );
+    return rowCount ?? 0;
+  }
+
+  /** A deleted tenant: up to `limit` events of its connections (`webhook_events_connection_idx`); returns how many. */
+  async purgeTenant(tenantId: string, limit: number): Promise<number> {
+    const { rowCount } = await this.db.main.query(
+      `DELETE FROM webhook_events WHERE uuid = ANY(ARRAY(
+         SELECT e.uuid FROM connections c, LATERAL (SELECT uuid FROM webhook_events WHERE connection_id = c.id LIMIT $2) e
+          WHERE c.tenant_id = $1 LIMIT $2))`,
+      [tenantId, limit],
     );
     return rowCount ?? 0;
   }

@@ -122,6 +122,10 @@ const redactedRequest = (r: string, positions: string | null) => `jsonb_set(${r}
                                   ELSE p END ORDER BY n), '[]')
      FROM jsonb_array_elements(coalesce(${r}->'custom_fields', '[]')) WITH ORDINALITY e(p, n)))`;
 
+/** A reward's error without what may name the recipient (the service's message, its echo of the payload): the code. */
+const redactedError = (e: string) => `CASE WHEN ${e} IS NULL THEN NULL
+  ELSE jsonb_strip_nulls(jsonb_build_object('code', ${e}->'code', 'message', 'redacted', 'outcome_unknown', ${e}->'outcome_unknown')) END`;
+
 /**
  * What a dispatch keeps besides its request once its recipients are redacted: the shared payment (older rows also
  * held the whole array-form order and its answer, which name recipients: dropped; a replay then derives its answer
@@ -433,7 +437,8 @@ export const DISPATCH_SQL = {
        AND dd.status IN ${SETTLED}
     RETURNING dd.id
   ), r AS (
-    UPDATE dispatch_rewards t SET upstream_payload = ${redactedReward('t.upstream_payload')}, link_enc = NULL
+    UPDATE dispatch_rewards t
+       SET upstream_payload = ${redactedReward('t.upstream_payload')}, link_enc = NULL, last_error = ${redactedError('t.last_error')}
       FROM (SELECT x.row_id FROM d,
                    LATERAL (SELECT ctid AS row_id FROM dispatch_rewards WHERE dispatch_id = d.id FOR NO KEY UPDATE) x) k
      WHERE t.ctid = k.row_id
@@ -451,8 +456,7 @@ export const DISPATCH_SQL = {
    * Erasure of one recipient (`$2` the e-mail in lower case, or `$3` the phone's digits and `+`), in one page of the
    * tenant's dispatches: up to `$6` of them before the cursor (`$4` created_at, `$5` id), newest first, from
    * `reward_dispatches_tenant_idx`, each one's rewards read by key. Each of their rewards to that recipient is
-   * redacted like `redact` (its custom field values in the request too, and an error message naming the
-   * recipient); one not sent yet is cancelled instead of being sent to no one. Dispatches are locked and written
+   * redacted like `redact` (its custom field values in the request too); one not sent yet is cancelled instead of being sent to no one. Dispatches are locked and written
    * before their rewards (the lock order of every statement here). Returns the counts changed and the page's last
    * row, the next cursor.
    */
@@ -479,9 +483,7 @@ export const DISPATCH_SQL = {
            status = CASE WHEN t.status = 'pending' THEN 'cancelled' ELSE t.status END,
            last_error = CASE WHEN t.status = 'pending'
                              THEN '{"code": "dispatch_cancelled", "message": "The recipient was erased before this reward was sent; it was not sent."}'::jsonb
-                             WHEN strpos(lower(t.last_error::text), coalesce($2, $3)) > 0
-                             THEN jsonb_build_object('code', t.last_error->'code', 'message', 'redacted')
-                             ELSE t.last_error END
+                             ELSE ${redactedError('t.last_error')} END
       FROM hit
      WHERE t.dispatch_id = ANY(ARRAY(SELECT dispatch_id FROM hit)) AND t.position = ANY(ARRAY(SELECT position FROM hit))
        AND t.dispatch_id = hit.dispatch_id AND t.position = hit.position AND (SELECT count(*) FROM d) >= 0
