@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
+import { type HistoryDeps, historyRun, purgeRun } from './history';
 import { hostileFlood } from './hostile';
 import { pacingRun } from './pacing';
 
@@ -437,7 +438,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const pg = await startPostgres();
   log(`postgres ready (pg_stat_statements: ${pg.statStatements})`);
-  const [sbPort, gw1Port, gw2Port] = await Promise.all([freePort(), freePort(), freePort()]);
+  const [sbPort, gw1Port, gw2Port, gw3Port] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const sandboxUrl = `http://127.0.0.1:${sbPort}`;
   const gw1 = `http://127.0.0.1:${gw1Port}`;
   const gw2 = `http://127.0.0.1:${gw2Port}`;
@@ -449,7 +450,7 @@ async function main(): Promise<void> {
     SANDBOX_RATE_LIMIT_RPS: '0',
     SANDBOX_CLIENT_ID: CLIENT.id,
     SANDBOX_CLIENT_SECRET: CLIENT.secret,
-    SANDBOX_REDIRECT_URIS: `${gw1}/oauth/callback,${gw2}/oauth/callback`,
+    SANDBOX_REDIRECT_URIS: `${gw1}/oauth/callback,${gw2}/oauth/callback,http://127.0.0.1:${gw3Port}/oauth/callback`,
   });
   await waitReady(`${sandboxUrl}/`, sandbox);
   const gatewayEnv = (port: number): Record<string, string> => ({
@@ -542,6 +543,43 @@ async function main(): Promise<void> {
     process.stdout.write(
       `${JSON.stringify({ hostile: await hostileFlood(gw1, gateway1.pid as number) }, null, 2)}\n`,
     );
+    await shutdown(pg);
+    return;
+  }
+  if (process.env.BENCH_ONLY === 'history' || process.env.BENCH_ONLY === 'purge') {
+    // The history and purge sections (bench/history.ts): their results are printed and recorded in bench/results.json
+    // under their names, the rest of the file kept.
+    const ports = [gw2Port, gw3Port];
+    const deps: HistoryDeps = {
+      pgUrl: pg.url,
+      log,
+      connect,
+      gateway: async (dbUrl, env = {}) => {
+        const port = ports.shift() ?? (await freePort());
+        const child = start(path.join(DIST, 'src/main.js'), { ...gatewayEnv(port), DATABASE_URL: dbUrl, ...env });
+        const url = `http://127.0.0.1:${port}`;
+        await waitReady(`${url}/health/ready`, child);
+        return { url, process: child };
+      },
+      send: (url, pid, prefix, seconds) =>
+        withCpu('gateway', [pid], sandbox.pid as number, () =>
+          load(`${url}/v1/tenants/bench/rewards`, {
+            body: rewardBody,
+            headers: gatewayHeaders(prefix),
+            duration: seconds,
+          }),
+        ),
+    };
+    const section = process.env.BENCH_ONLY;
+    const result =
+      section === 'history'
+        ? await historyRun(deps, { url: gw1, pid: gateway1.pid as number })
+        : await purgeRun(deps);
+    const file = path.join(ROOT, 'bench/results.json');
+    const recorded = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    recorded[section] = { at: new Date().toISOString(), settings: { pg_flags: process.env.BENCH_PG_FLAGS ?? '' }, ...result };
+    writeFileSync(file, `${JSON.stringify(recorded, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ [section]: result }, null, 2)}\n`);
     await shutdown(pg);
     return;
   }

@@ -39,15 +39,16 @@ import { RewardListingService } from './reward-listing.service';
 })
 export class RewardDispatchModule {
   constructor(@InjectConfig('retention') config: RetentionConfig, retention: Retention, store: DispatchStore) {
-    retention.register({
-      name: 'recipient_data',
-      days: config.recipientDataDays,
-      purge: (olderThan, limit) => store.redact(olderThan, limit),
-    });
+    // Deletion first: what is deleted need not be redacted.
     retention.register({
       name: 'reward_dispatches',
       days: config.dispatchDays,
       purge: (olderThan, limit) => store.expire(olderThan, limit),
+    });
+    retention.register({
+      name: 'recipient_data',
+      days: config.recipientDataDays,
+      purge: (olderThan, limit) => store.redact(olderThan, limit),
     });
     retention.registerTenantStep({ name: 'reward_dispatches', purge: (id, limit) => store.purgeTenant(id, limit) });
   }

@@ -1,0 +1,215 @@
+/**
+ * Bench sections "history" and "purge": the send path's cost with a large history, and during a retention purge.
+ *
+ * - `history`: two gateways on two databases of the same server, one empty, one with 1,000,000 dispatches of history
+ *   over 1,000 tenants seeded by SQL (seconds; never analyzed by the bench). Send load on each in turn, the order
+ *   rotating, `BENCH_HISTORY_WINDOW` s (default 30) × `BENCH_HISTORY_ROUNDS` (default 2) each: throughput, gateway
+ *   and Postgres CPU per send, p99, and the sequential scans of the dispatch tables during the load.
+ * - `purge`: one gateway (retention off) on a database holding 1,000,000 settled dispatches 500 days old; send load
+ *   for `BENCH_PURGE_WINDOW` s (default 60) without a purge, then the same while a second gateway instance (retention
+ *   on, its first pass at once) deletes them, then again once the purge is done (or the wait ends): p99 during the
+ *   purge against without, and the rows the purge removed per second.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { Client } from 'pg';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  requests: number;
+  cpu: Record<string, number>;
+}
+
+export interface HistoryDeps {
+  /** The bench server's URL of its main database (another database name is put in its path). */
+  pgUrl: string;
+  log(message: string): void;
+  /** Starts a gateway on `dbUrl` with extra environment; returns its URL and process. */
+  gateway(dbUrl: string, env?: Record<string, string>): Promise<{ url: string; process: ChildProcess }>;
+  connect(gateway: string, tenant: string): Promise<string>;
+  /** Send load on `url` for `seconds` (idempotency keys with `prefix`), with the CPU per send of `pid` and Postgres. */
+  send(url: string, pid: number, prefix: string, seconds: number): Promise<Load>;
+}
+
+const TENANTS = 1_000;
+const HISTORY = 1_000_000;
+
+async function sql(url: string, text: string, params: unknown[] = []): Promise<Json[]> {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(text, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+async function createDatabase(deps: HistoryDeps, name: string): Promise<string> {
+  await sql(deps.pgUrl, `DROP DATABASE IF EXISTS ${name}`);
+  await sql(deps.pgUrl, `CREATE DATABASE ${name}`);
+  const u = new URL(deps.pgUrl);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/**
+ * `HISTORY` settled dispatches of one reward each over `TENANTS` tenants, created `ageSql` ago (an SQL expression of
+ * `g`, 1..HISTORY), with their rewards: two INSERT … SELECT generate_series statements. Returns the seconds it took.
+ */
+async function seed(dbUrl: string, ageSql: string): Promise<number> {
+  const t0 = performance.now();
+  await sql(
+    dbUrl,
+    `INSERT INTO tenants (id, name) SELECT 'hist-' || n, 'History ' || n FROM generate_series(1, ${TENANTS}) n`,
+  );
+  await sql(
+    dbUrl,
+    `INSERT INTO reward_dispatches (id, tenant_id, environment, order_shape, idempotency_key, request_hash, request,
+                                    upstream_payload, status, attempts, response_status, reward_count, priority,
+                                    created_at, updated_at, sent_at)
+     SELECT md5('d' || g)::uuid, 'hist-' || (1 + g % ${TENANTS}), 'sandbox', 'single', 'key-' || g, repeat('0', 64),
+            '{"external_reference": null, "funding_source_id": "FSDEMOMAIN",
+              "custom_fields": [[{"id": "FLDDEPARTMENT", "label": "Department", "value": "Sales"}]]}',
+            '{"payment": {"funding_source_id": "FSDEMOMAIN"}}', 'sent', 1, 201, 1, 0, a.at, a.at, a.at
+       FROM generate_series(1, ${HISTORY}) g, LATERAL (SELECT now() - (${ageSql}) AS at) a`,
+  );
+  await sql(
+    dbUrl,
+    `INSERT INTO dispatch_rewards (dispatch_id, position, external_id, status, upstream_payload, attempts, upstream_order_id,
+                                   upstream_reward_id, upstream_order_status, delivery_method, delivery_status,
+                                   delivery_state, sent_at, updated_at)
+     SELECT md5('d' || g)::uuid, 0, md5('d' || g)::uuid || '-r0', 'sent',
+            jsonb_build_object('value', '{"denomination": 5, "currency_code": "USD"}'::jsonb,
+                               'delivery', '{"method": "EMAIL"}'::jsonb,
+                               'recipient', jsonb_build_object('name', 'History ' || g, 'email', 'h' || g || '@example.com'),
+                               'products', '["PRODAMAZONUS"]'::jsonb,
+                               'custom_fields', '[{"id": "FLDDEPARTMENT", "value": "Sales"}]'::jsonb),
+            1, 'O' || g, 'R' || g, 'EXECUTED', 'EMAIL', 'DELIVERED', 'delivered', a.at, a.at
+       FROM generate_series(1, ${HISTORY}) g, LATERAL (SELECT now() - (${ageSql}) AS at) a`,
+  );
+  return +((performance.now() - t0) / 1000).toFixed(1);
+}
+
+const seqScans = async (dbUrl: string) =>
+  Object.fromEntries(
+    (
+      await sql(
+        dbUrl,
+        `SELECT relname, seq_scan::int AS n, n_live_tup::bigint AS live, coalesce(last_autoanalyze, last_analyze) AS analyzed
+           FROM pg_stat_user_tables WHERE relname IN ('reward_dispatches', 'dispatch_rewards')`,
+      )
+    ).map((r) => [r.relname, { seq_scan: r.n, analyzed: r.analyzed !== null }]),
+  );
+
+const summary = (runs: Load[]) => ({
+  rps: runs.map((r) => Math.round(r.rps)),
+  gateway_cpu_ms_per_send: runs.map((r) => r.cpu.gateway),
+  postgres_cpu_ms_per_send: runs.map((r) => r.cpu.postgres),
+  p50_ms: runs.map((r) => r.p50),
+  p99_ms: runs.map((r) => r.p99),
+  errors: runs.reduce((n, r) => n + r.errors + r.non2xx, 0),
+});
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const ratio = (a: number[], b: number[]) => +(mean(a) / mean(b)).toFixed(3);
+
+export async function historyRun(deps: HistoryDeps, empty: { url: string; pid: number }): Promise<Json> {
+  const window = Number(process.env.BENCH_HISTORY_WINDOW ?? 30);
+  const rounds = Number(process.env.BENCH_HISTORY_ROUNDS ?? 2);
+  const dbUrl = await createDatabase(deps, 'bench_history');
+  const history = await deps.gateway(dbUrl);
+  await deps.connect(history.url, 'bench');
+  // History over the last 80 days: nothing for the gateway's own retention to remove during the load.
+  const seconds = await seed(dbUrl, `(g::float8 / ${HISTORY}) * interval '80 days'`);
+  deps.log(`history: ${HISTORY} dispatches over ${TENANTS} tenants seeded in ${seconds} s (not analyzed)`);
+  const targets = [
+    { name: 'empty', url: empty.url, pid: empty.pid },
+    { name: 'history', url: history.url, pid: history.process.pid as number },
+  ];
+  for (const t of targets) await deps.send(t.url, t.pid, `${t.name}-warm`, 3);
+  const scansBefore = await seqScans(dbUrl);
+  const runs: Record<string, Load[]> = { empty: [], history: [] };
+  for (let r = 0; r < rounds; r++)
+    for (let k = 0; k < targets.length; k++) {
+      const t = targets[(r + k) % targets.length];
+      const result = await deps.send(t.url, t.pid, `${t.name}-r${r}`, window);
+      runs[t.name].push(result);
+      deps.log(`history round ${r} ${t.name}: ${result.rps.toFixed(0)} req/s, ${JSON.stringify(result.cpu)}`);
+    }
+  const scansAfter = await seqScans(dbUrl);
+  history.process.kill('SIGTERM');
+  return {
+    seeded: { dispatches: HISTORY, tenants: TENANTS, seconds },
+    window_s: window,
+    rounds,
+    empty: summary(runs.empty),
+    history: summary(runs.history),
+    history_vs_empty: {
+      rps: ratio(runs.history.map((r) => r.rps), runs.empty.map((r) => r.rps)),
+      gateway_cpu_per_send: ratio(runs.history.map((r) => r.cpu.gateway), runs.empty.map((r) => r.cpu.gateway)),
+      postgres_cpu_per_send: ratio(runs.history.map((r) => r.cpu.postgres), runs.empty.map((r) => r.cpu.postgres)),
+      p99: ratio(runs.history.map((r) => r.p99), runs.empty.map((r) => r.p99)),
+    },
+    history_table_scans: { before_load: scansBefore, after_load: scansAfter },
+  };
+}
+
+export async function purgeRun(deps: HistoryDeps): Promise<Json> {
+  const window = Number(process.env.BENCH_PURGE_WINDOW ?? 60);
+  const dbUrl = await createDatabase(deps, 'bench_purge');
+  // The serving gateway removes nothing itself.
+  const serving = await deps.gateway(dbUrl, { DISPATCH_RETENTION_DAYS: '0', RECIPIENT_DATA_RETENTION_DAYS: '0' });
+  await deps.connect(serving.url, 'bench');
+  const seconds = await seed(dbUrl, `interval '500 days' + g * interval '1 second'`);
+  deps.log(`purge: ${HISTORY} settled dispatches 500 days old over ${TENANTS} tenants seeded in ${seconds} s`);
+  const pid = serving.process.pid as number;
+  const old = async () =>
+    Number(
+      (
+        await sql(
+          dbUrl,
+          `SELECT count(*)::int AS n FROM reward_dispatches WHERE tenant_id LIKE 'hist-%'`,
+        )
+      )[0].n,
+    );
+  await deps.send(serving.url, pid, 'purge-warm', 3);
+  const before = await deps.send(serving.url, pid, 'purge-before', window);
+  deps.log(`purge: without, ${before.rps.toFixed(0)} req/s, p99 ${before.p99} ms`);
+  // A second instance whose retention job starts within a second: the purge runs beside the sends.
+  const purgeStart = performance.now();
+  const purger = await deps.gateway(dbUrl, { RETENTION_INTERVAL_MS: '1000' });
+  const during = await deps.send(serving.url, pid, 'purge-during', window);
+  const leftAfterWindow = await old();
+  const duringSeconds = (performance.now() - purgeStart) / 1000;
+  deps.log(`purge: during, ${during.rps.toFixed(0)} req/s, p99 ${during.p99} ms; ${HISTORY - leftAfterWindow} removed`);
+  let left = leftAfterWindow;
+  const waitUntil = performance.now() + Number(process.env.BENCH_PURGE_WAIT_S ?? 600) * 1000;
+  while (left > 0 && performance.now() < waitUntil) {
+    await new Promise((r) => setTimeout(r, 5_000));
+    left = await old();
+  }
+  const totalSeconds = (performance.now() - purgeStart) / 1000;
+  purger.process.kill('SIGTERM');
+  const after = await deps.send(serving.url, pid, 'purge-after', window);
+  deps.log(`purge: after, ${after.rps.toFixed(0)} req/s, p99 ${after.p99} ms`);
+  const without = [before, after];
+  return {
+    seeded: { dispatches: HISTORY, tenants: TENANTS, seconds },
+    window_s: window,
+    without_purge: summary(without),
+    during_purge: summary([during]),
+    p99_during_vs_without: +(during.p99 / mean(without.map((r) => r.p99))).toFixed(3),
+    rps_during_vs_without: +(during.rps / mean(without.map((r) => r.rps))).toFixed(3),
+    purged: {
+      during_window: HISTORY - leftAfterWindow,
+      rows_per_s_during_load: Math.round((HISTORY - leftAfterWindow) / duringSeconds),
+      total: HISTORY - left,
+      seconds: +totalSeconds.toFixed(1),
+    },
+  };
+}
