@@ -3,6 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { Client } from 'pg';
 import request from 'supertest';
 import { HousekeepingService } from '../src/connections/housekeeping.service';
+import { RetentionJob } from '../src/retention/retention';
 import { Database } from '../src/database/database';
 import { OPS_METRICS_INTERVAL } from '../src/ops/ops-metrics.service';
 import { HEALTH_SQL, OpsService } from '../src/ops/ops.service';
@@ -283,6 +284,7 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     // its own: stop them too.
     await t.app.get(DispatchWorker).onModuleDestroy();
     t.app.get(HousekeepingService).onModuleDestroy();
+    await t.app.get(RetentionJob).onModuleDestroy();
     await new Promise((r) => setTimeout(r, 300));
     const queries: string[] = [];
     const clientQuery = Client.prototype.query;

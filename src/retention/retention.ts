@@ -61,7 +61,7 @@ export class Retention {
 export type PassResult = Record<string, number>;
 
 /**
- * The retention job, on every instance every `RETENTION_INTERVAL_MS` (random start): under a session advisory lock
+ * The retention job, on every instance every `RETENTION_INTERVAL_MS` (the first at a random moment within it): under a session advisory lock
  * (one instance at a time; a process that dies releases it), it removes the data of deleted tenants, then runs each
  * age purge. Every batch is its own short statement of at most `RETENTION_BATCH_SIZE` rows, followed by a pause of
  * `RETENTION_PAUSE_MS`: nothing long-running holds locks or the vacuum horizon, and a pass cut short (a restart) is
@@ -84,7 +84,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
   onApplicationBootstrap(): void {
     const start = setTimeout(
       () => runEvery(this.scheduler, 'retention', this.config.intervalMs, () => this.nudge()),
-      Math.random() * Math.min(this.config.intervalMs, 60_000),
+      Math.random() * this.config.intervalMs,
     );
     start.unref();
     this.scheduler.addTimeout('retention-start', start);

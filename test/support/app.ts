@@ -47,6 +47,8 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
     SANDBOX_RATE_LIMIT_RPS: '0',
     // Pacing off unless a test turns it on (test/pacing*): the sandbox does not limit either.
     REWARDS_SANDBOX_RATE_LIMIT_RPS: '0',
+    // The retention job runs when a test says so (RetentionJob.run) or deletes a tenant, not on its own timer.
+    RETENTION_INTERVAL_MS: '86400000',
     DATA_DIR: mkdtempSync(path.join(tmpdir(), 'rg-data-')),
     ...extra,
   };
