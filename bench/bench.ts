@@ -438,7 +438,12 @@ async function main(): Promise<void> {
   const started = Date.now();
   const pg = await startPostgres();
   log(`postgres ready (pg_stat_statements: ${pg.statStatements})`);
-  const [sbPort, gw1Port, gw2Port, gw3Port] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const [sbPort, gw1Port, gw2Port, gw3Port] = await Promise.all([
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+  ]);
   const sandboxUrl = `http://127.0.0.1:${sbPort}`;
   const gw1 = `http://127.0.0.1:${gw1Port}`;
   const gw2 = `http://127.0.0.1:${gw2Port}`;
@@ -556,7 +561,11 @@ async function main(): Promise<void> {
       connect,
       gateway: async (dbUrl, env = {}) => {
         const port = ports.shift() ?? (await freePort());
-        const child = start(path.join(DIST, 'src/main.js'), { ...gatewayEnv(port), DATABASE_URL: dbUrl, ...env });
+        const child = start(path.join(DIST, 'src/main.js'), {
+          ...gatewayEnv(port),
+          DATABASE_URL: dbUrl,
+          ...env,
+        });
         const url = `http://127.0.0.1:${port}`;
         await waitReady(`${url}/health/ready`, child);
         return { url, process: child };
@@ -577,7 +586,11 @@ async function main(): Promise<void> {
         : await purgeRun(deps);
     const file = path.join(ROOT, 'bench/results.json');
     const recorded = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-    recorded[section] = { at: new Date().toISOString(), settings: { pg_flags: process.env.BENCH_PG_FLAGS ?? '' }, ...result };
+    recorded[section] = {
+      at: new Date().toISOString(),
+      settings: { pg_flags: process.env.BENCH_PG_FLAGS ?? '' },
+      ...result,
+    };
     writeFileSync(file, `${JSON.stringify(recorded, null, 2)}\n`);
     process.stdout.write(`${JSON.stringify({ [section]: result }, null, 2)}\n`);
     await shutdown(pg);

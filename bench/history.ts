@@ -150,10 +150,22 @@ export async function historyRun(deps: HistoryDeps, empty: { url: string; pid: n
     empty: summary(runs.empty),
     history: summary(runs.history),
     history_vs_empty: {
-      rps: ratio(runs.history.map((r) => r.rps), runs.empty.map((r) => r.rps)),
-      gateway_cpu_per_send: ratio(runs.history.map((r) => r.cpu.gateway), runs.empty.map((r) => r.cpu.gateway)),
-      postgres_cpu_per_send: ratio(runs.history.map((r) => r.cpu.postgres), runs.empty.map((r) => r.cpu.postgres)),
-      p99: ratio(runs.history.map((r) => r.p99), runs.empty.map((r) => r.p99)),
+      rps: ratio(
+        runs.history.map((r) => r.rps),
+        runs.empty.map((r) => r.rps),
+      ),
+      gateway_cpu_per_send: ratio(
+        runs.history.map((r) => r.cpu.gateway),
+        runs.empty.map((r) => r.cpu.gateway),
+      ),
+      postgres_cpu_per_send: ratio(
+        runs.history.map((r) => r.cpu.postgres),
+        runs.empty.map((r) => r.cpu.postgres),
+      ),
+      p99: ratio(
+        runs.history.map((r) => r.p99),
+        runs.empty.map((r) => r.p99),
+      ),
     },
     history_table_scans: { before_load: scansBefore, after_load: scansAfter },
   };
@@ -163,19 +175,20 @@ export async function purgeRun(deps: HistoryDeps): Promise<Json> {
   const window = Number(process.env.BENCH_PURGE_WINDOW ?? 60);
   const dbUrl = await createDatabase(deps, 'bench_purge');
   // The serving gateway removes nothing itself.
-  const serving = await deps.gateway(dbUrl, { DISPATCH_RETENTION_DAYS: '0', RECIPIENT_DATA_RETENTION_DAYS: '0' });
+  const serving = await deps.gateway(dbUrl, {
+    DISPATCH_RETENTION_DAYS: '0',
+    RECIPIENT_DATA_RETENTION_DAYS: '0',
+  });
   await deps.connect(serving.url, 'bench');
   const seconds = await seed(dbUrl, `interval '500 days' + g * interval '1 second'`);
-  deps.log(`purge: ${HISTORY} settled dispatches 500 days old over ${TENANTS} tenants seeded in ${seconds} s`);
+  deps.log(
+    `purge: ${HISTORY} settled dispatches 500 days old over ${TENANTS} tenants seeded in ${seconds} s`,
+  );
   const pid = serving.process.pid as number;
   const old = async () =>
     Number(
-      (
-        await sql(
-          dbUrl,
-          `SELECT count(*)::int AS n FROM reward_dispatches WHERE tenant_id LIKE 'hist-%'`,
-        )
-      )[0].n,
+      (await sql(dbUrl, `SELECT count(*)::int AS n FROM reward_dispatches WHERE tenant_id LIKE 'hist-%'`))[0]
+        .n,
     );
   await deps.send(serving.url, pid, 'purge-warm', 3);
   const before = await deps.send(serving.url, pid, 'purge-before', window);
@@ -186,7 +199,9 @@ export async function purgeRun(deps: HistoryDeps): Promise<Json> {
   const during = await deps.send(serving.url, pid, 'purge-during', window);
   const leftAfterWindow = await old();
   const duringSeconds = (performance.now() - purgeStart) / 1000;
-  deps.log(`purge: during, ${during.rps.toFixed(0)} req/s, p99 ${during.p99} ms; ${HISTORY - leftAfterWindow} removed`);
+  deps.log(
+    `purge: during, ${during.rps.toFixed(0)} req/s, p99 ${during.p99} ms; ${HISTORY - leftAfterWindow} removed`,
+  );
   let left = leftAfterWindow;
   const waitUntil = performance.now() + Number(process.env.BENCH_PURGE_WAIT_S ?? 600) * 1000;
   while (left > 0 && performance.now() < waitUntil) {

@@ -18,7 +18,9 @@ export class Retention1700000018000 implements MigrationInterface {
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`ALTER TABLE tenants ADD COLUMN deleted_at timestamptz`);
-    await queryRunner.query(`CREATE INDEX tenants_deleted_idx ON tenants (deleted_at) WHERE deleted_at IS NOT NULL`);
+    await queryRunner.query(
+      `CREATE INDEX tenants_deleted_idx ON tenants (deleted_at) WHERE deleted_at IS NOT NULL`,
+    );
     await queryRunner.query(`ALTER TABLE reward_dispatches ADD COLUMN redacted_at timestamptz`);
     await queryRunner.query(
       `CREATE INDEX reward_dispatches_unredacted_idx ON reward_dispatches (created_at) WHERE redacted_at IS NULL`,

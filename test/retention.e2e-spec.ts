@@ -202,10 +202,19 @@ describe('retention, erasure and tenant offboarding', () => {
 
   describe('erasure', () => {
     const erase = (body: unknown, tenant = 'keep') =>
-      request(t.baseUrl).post(`/v1/tenants/${tenant}/recipients/erase`).set(op).send(body as object);
+      request(t.baseUrl)
+        .post(`/v1/tenants/${tenant}/recipients/erase`)
+        .set(op)
+        .send(body as object);
 
     it('refuses a body that does not name exactly one of email and phone', async () => {
-      for (const body of [{}, { email: 'a@example.com', phone: '+15550100' }, { email: 'nope' }, { name: 'x' }, []]) {
+      for (const body of [
+        {},
+        { email: 'a@example.com', phone: '+15550100' },
+        { email: 'nope' },
+        { name: 'x' },
+        [],
+      ]) {
         const res = await erase(body).expect(400);
         expect(res.body.error.code).toBe('validation_failed');
         expect(res.body.error.details.length).toBeGreaterThan(0);
@@ -244,9 +253,13 @@ describe('retention, erasure and tenant offboarding', () => {
       expect(await traces(t.databaseUrl, 'alice.erased@example.com')).toEqual([]);
       expect(await traces(t.databaseUrl, 'Alice Erased')).toEqual([]);
       const [request2] = await sql(`SELECT request FROM reward_dispatches WHERE idempotency_key = 'erase-2'`);
-      expect(request2.request.custom_fields).toEqual([[{ id: 'FLDDEPARTMENT', label: 'Department', value: null }]]);
+      expect(request2.request.custom_fields).toEqual([
+        [{ id: 'FLDDEPARTMENT', label: 'Department', value: null }],
+      ]);
       // The other recipient of the same dispatch is untouched.
-      expect(await traces(t.databaseUrl, 'bob.kept@example.com')).toEqual(['dispatch_rewards.upstream_payload: 1']);
+      expect(await traces(t.databaseUrl, 'bob.kept@example.com')).toEqual([
+        'dispatch_rewards.upstream_payload: 1',
+      ]);
       // Again: nothing left to change.
       expect((await erase({ email: 'alice.erased@example.com' }).expect(200)).body).toEqual({
         dispatches: 0,
@@ -308,7 +321,11 @@ describe('retention, erasure and tenant offboarding', () => {
 
     it('refuses a tenant key', async () => {
       await createTenant(t, 'other-zq7');
-      const key = await request(t.baseUrl).post('/v1/tenants/other-zq7/api-keys').set(op).send({ name: 'k' }).expect(201);
+      const key = await request(t.baseUrl)
+        .post('/v1/tenants/other-zq7/api-keys')
+        .set(op)
+        .send({ name: 'k' })
+        .expect(201);
       const res = await request(t.baseUrl)
         .delete('/v1/tenants/other-zq7')
         .set('Authorization', `Bearer ${key.body.key as string}`)
@@ -319,7 +336,11 @@ describe('retention, erasure and tenant offboarding', () => {
     it('removes the tenant at once and its data in the background; sends meanwhile are refused cleanly; no trace is left', async () => {
       await createTenant(t, TENANT);
       const connectionId = await connectTenant(t, TENANT);
-      const key = await request(t.baseUrl).post(`/v1/tenants/${TENANT}/api-keys`).set(op).send({ name: 'svc' }).expect(201);
+      const key = await request(t.baseUrl)
+        .post(`/v1/tenants/${TENANT}/api-keys`)
+        .set(op)
+        .send({ name: 'svc' })
+        .expect(201);
       const tenantKey = { Authorization: `Bearer ${key.body.key as string}` };
       await request(t.baseUrl)
         .post(`/v1/tenants/${TENANT}/webhooks`)
@@ -327,7 +348,10 @@ describe('retention, erasure and tenant offboarding', () => {
         .send({ url: 'http://127.0.0.1:9/hooks', events: ['*'] })
         .expect(201);
       for (let i = 0; i < 3; i++)
-        await send(t, TENANT, `before-${i}`, { ...FS, rewards: [reward({ recipient: { name: 'Off Boarded', email: 'off@example.com' } })] }).expect(201);
+        await send(t, TENANT, `before-${i}`, {
+          ...FS,
+          rewards: [reward({ recipient: { name: 'Off Boarded', email: 'off@example.com' } })],
+        }).expect(201);
       // History enough for several batches.
       await sql(
         `INSERT INTO reward_dispatches (id, tenant_id, connection_id, environment, order_shape, idempotency_key, request_hash,
@@ -352,7 +376,9 @@ describe('retention, erasure and tenant offboarding', () => {
       for (const status of await Promise.all(racing)) expect([201, 202, 404, 409]).toContain(status);
 
       // Gone at once, while its data is still there.
-      expect((await sql(`SELECT count(*)::int AS n FROM reward_dispatches WHERE tenant_id = $1`, [TENANT]))[0].n).toBeGreaterThan(200);
+      expect(
+        (await sql(`SELECT count(*)::int AS n FROM reward_dispatches WHERE tenant_id = $1`, [TENANT]))[0].n,
+      ).toBeGreaterThan(200);
       const refused = await send(t, TENANT, 'after-1', { ...FS, rewards: [reward()] }).expect(404);
       expect(refused.body.error.code).toBe('tenant_not_found');
       await request(t.baseUrl).get(`/v1/tenants/${TENANT}`).set(op).expect(404);
@@ -365,11 +391,19 @@ describe('retention, erasure and tenant offboarding', () => {
         .send({ ...FS, rewards: [reward()] })
         .expect(401);
       expect(withKey.body.error.code).toBe('invalid_api_key');
-      const listed = await request(t.baseUrl).get('/v1/ops/connections?status=disconnected').set(op).expect(200);
+      const listed = await request(t.baseUrl)
+        .get('/v1/ops/connections?status=disconnected')
+        .set(op)
+        .expect(200);
       expect(JSON.stringify(listed.body)).not.toContain(TENANT);
-      const [grants] = await sql(`SELECT count(*)::int AS n FROM grants WHERE connection_id = $1`, [connectionId]);
+      const [grants] = await sql(`SELECT count(*)::int AS n FROM grants WHERE connection_id = $1`, [
+        connectionId,
+      ]);
       expect(grants.n).toBe(0);
-      const [audit] = await sql(`SELECT count(*)::int AS n FROM audit_events WHERE action = 'tenant.deleted' AND tenant_id = $1`, [TENANT]);
+      const [audit] = await sql(
+        `SELECT count(*)::int AS n FROM audit_events WHERE action = 'tenant.deleted' AND tenant_id = $1`,
+        [TENANT],
+      );
       expect(audit.n).toBe(1);
       // A send while the background removal runs (batches of 50) is refused the same way.
       const pass = job.run();

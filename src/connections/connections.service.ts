@@ -325,7 +325,10 @@ export class ConnectionsService {
       for (const ended of await this.state.disconnectLive(tx, tenantId, environment)) {
         await this.grants.delete(tx, ended.id);
         await this.state.event(tx, ended.id, 'disconnected');
-        await this.notifications.publish({ kind: 'connection', id: ended.id, tenant: tenantId, environment }, tx);
+        await this.notifications.publish(
+          { kind: 'connection', id: ended.id, tenant: tenantId, environment },
+          tx,
+        );
         this.forget(ended.id, tenantId, environment);
       }
     }

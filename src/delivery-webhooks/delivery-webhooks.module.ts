@@ -43,6 +43,9 @@ export class DeliveryWebhooksModule {
       days: EVENTS_KEPT_DAYS,
       purge: (olderThan, limit) => events.purgeOlderThan(olderThan, limit),
     });
-    retention.registerTenantStep({ name: 'webhook_events', purge: (id, limit) => events.purgeTenant(id, limit) });
+    retention.registerTenantStep({
+      name: 'webhook_events',
+      purge: (id, limit) => events.purgeTenant(id, limit),
+    });
   }
 }

@@ -8,6 +8,11 @@ import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
 
 const DAY_MS = 24 * 3600_000;
+/**
+ * After each batch the job rests at least this many times as long as the batch took (and RETENTION_PAUSE_MS): busy a
+ * fifth of the time at most, so that a large purge leaves the database to the sends.
+ */
+const REST_PER_BUSY = 4;
 /** The session advisory lock of a pass: one instance at a time (arbitrary, constant). */
 const LOCK_ID = 7_240_153;
 
@@ -61,11 +66,12 @@ export class Retention {
 export type PassResult = Record<string, number>;
 
 /**
- * The retention job, on every instance every `RETENTION_INTERVAL_MS` (the first at a random moment within it): under a session advisory lock
- * (one instance at a time; a process that dies releases it), it removes the data of deleted tenants, then runs each
- * age purge. Every batch is its own short statement of at most `RETENTION_BATCH_SIZE` rows, followed by a pause of
- * `RETENTION_PAUSE_MS`: nothing long-running holds locks or the vacuum horizon, and a pass cut short (a restart) is
- * simply resumed by the next one. Cutoffs are read from the injected clock.
+ * The retention job, on every instance every `RETENTION_INTERVAL_MS` (the first at a random moment within it): under a
+ * session advisory lock (one instance at a time; a process that dies releases it), it removes the data of deleted
+ * tenants, then runs each age purge. Every batch is its own short statement of at most `RETENTION_BATCH_SIZE` rows,
+ * followed by a pause of `RETENTION_PAUSE_MS` and at least four times as long as the batch took: nothing long-running
+ * holds locks or the vacuum horizon, and a pass cut short (a restart) is simply resumed by the next one. Cutoffs are
+ * read from the injected clock.
  */
 @Injectable()
 export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
@@ -111,7 +117,8 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
     const client = await this.db.main.connect();
     let locked = false;
     try {
-      locked = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock($1) AS ok`, [LOCK_ID])).rows[0].ok;
+      locked = (await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock($1) AS ok`, [LOCK_ID]))
+        .rows[0].ok;
       if (!locked) return null;
       const result: PassResult = {};
       const count = (name: string, n: number) => {
@@ -149,10 +156,12 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
     const limit = this.config.batchSize;
     let total = 0;
     while (!this.stopped) {
+      const started = performance.now();
       const n = await batch(limit);
       total += n;
       if (n < limit) break;
-      if (this.config.pauseMs > 0) await new Promise((r) => setTimeout(r, this.config.pauseMs));
+      const rest = Math.max(this.config.pauseMs, (performance.now() - started) * REST_PER_BUSY);
+      if (rest > 0) await new Promise((r) => setTimeout(r, rest));
     }
     return total;
   }

@@ -1049,7 +1049,10 @@ export class DispatchStore {
 
   /** Retention: redacts the recipients of up to `limit` settled dispatches created before `olderThan`. */
   async redact(olderThan: Date, limit: number): Promise<number> {
-    const { rows } = await this.db.main.query<{ dispatches: number }>(DISPATCH_SQL.redact, [olderThan, limit]);
+    const { rows } = await this.db.main.query<{ dispatches: number }>(DISPATCH_SQL.redact, [
+      olderThan,
+      limit,
+    ]);
     return rows[0]?.dispatches ?? 0;
   }
 

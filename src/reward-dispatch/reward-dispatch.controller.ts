@@ -25,7 +25,11 @@ import type { Request, Response } from 'express';
 import { DispatchListResponse, DispatchResponse, RewardListResponse } from './dto/dispatch.response';
 import { ListDispatchesDto } from './dto/list-dispatches.dto';
 import { SendBodyPipe } from './dto/send-body.pipe';
-import { ERASE_RECIPIENT_BODY_SCHEMA, EraseBodyPipe, type EraseRecipientDto } from './dto/erase-recipient.dto';
+import {
+  ERASE_RECIPIENT_BODY_SCHEMA,
+  EraseBodyPipe,
+  type EraseRecipientDto,
+} from './dto/erase-recipient.dto';
 import { SEND_REWARDS_BODY_SCHEMA, type SendRewardsDto } from './dto/send-rewards.dto';
 import { PageQueryDto } from '../common/page-query.dto';
 import {
@@ -383,7 +387,8 @@ export class RewardDispatchController {
   @RequiresScope('rewards:send')
   @HttpCode(200)
   @ApiOperation({
-    summary: 'Erase one recipient: redact their personal data in every dispatch, reward and pending event of the tenant.',
+    summary:
+      'Erase one recipient: redact their personal data in every dispatch, reward and pending event of the tenant.',
     description:
       'Name the recipient by exactly one of `email` (compared in lower case) or `phone` (by its digits). Their name, ' +
       'e-mail, phone, custom field values and LINK redemption links become null; ids, amounts, statuses and external ids ' +

@@ -38,7 +38,11 @@ import { RewardListingService } from './reward-listing.service';
   exports: [RewardDispatchService, DispatchWorker, ApprovalReconciler, DispatchStore],
 })
 export class RewardDispatchModule {
-  constructor(@InjectConfig('retention') config: RetentionConfig, retention: Retention, store: DispatchStore) {
+  constructor(
+    @InjectConfig('retention') config: RetentionConfig,
+    retention: Retention,
+    store: DispatchStore,
+  ) {
     // Deletion first: what is deleted need not be redacted.
     retention.register({
       name: 'reward_dispatches',
@@ -50,6 +54,9 @@ export class RewardDispatchModule {
       days: config.recipientDataDays,
       purge: (olderThan, limit) => store.redact(olderThan, limit),
     });
-    retention.registerTenantStep({ name: 'reward_dispatches', purge: (id, limit) => store.purgeTenant(id, limit) });
+    retention.registerTenantStep({
+      name: 'reward_dispatches',
+      purge: (id, limit) => store.purgeTenant(id, limit),
+    });
   }
 }

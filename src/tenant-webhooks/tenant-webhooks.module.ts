@@ -28,6 +28,9 @@ export class TenantWebhooksModule {
       days: OUTBOX_KEPT_DAYS,
       purge: (olderThan, limit) => store.purgeOld(olderThan, limit),
     });
-    retention.registerTenantStep({ name: 'webhook_outbox', purge: (id, limit) => store.purgeTenant(id, limit) });
+    retention.registerTenantStep({
+      name: 'webhook_outbox',
+      purge: (id, limit) => store.purgeTenant(id, limit),
+    });
   }
 }

@@ -382,6 +382,9 @@ export class WebhookStore {
       [tenantId, limit],
     );
     if (rowCount) return rowCount;
-    return (await this.db.main.query(`DELETE FROM webhook_endpoints WHERE tenant_id = $1`, [tenantId])).rowCount ?? 0;
+    return (
+      (await this.db.main.query(`DELETE FROM webhook_endpoints WHERE tenant_id = $1`, [tenantId])).rowCount ??
+      0
+    );
   }
 }

@@ -122,7 +122,10 @@ export class TenantsService {
    */
   async delete(id: string): Promise<void> {
     const deleted = await this.db.transaction(async (tx) => {
-      const { rows } = await tx.query(`SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`, [id]);
+      const { rows } = await tx.query(
+        `SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`,
+        [id],
+      );
       if (!rows.length) return false;
       await tx.query(`UPDATE tenants SET deleted_at = now() WHERE id = $1`, [id]);
       for (const hook of this.retention.offboardHooks) await hook(tx, id);
@@ -137,7 +140,10 @@ export class TenantsService {
 
   /** The retention job's last step of a deleted tenant: the row, and what still hangs on it (by foreign keys). */
   async remove(id: string): Promise<number> {
-    return (await this.db.main.query(`DELETE FROM tenants WHERE id = $1 AND deleted_at IS NOT NULL`, [id])).rowCount ?? 0;
+    return (
+      (await this.db.main.query(`DELETE FROM tenants WHERE id = $1 AND deleted_at IS NOT NULL`, [id]))
+        .rowCount ?? 0
+    );
   }
 
   async require(id: string): Promise<Tenant> {

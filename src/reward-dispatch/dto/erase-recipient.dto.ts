@@ -43,7 +43,8 @@ export function eraseBodyProblems(body: unknown): ErrorDetail[] {
         problems.push({ field: name, reason: `${name} is not a property of this body (email or phone)` });
       } else {
         const name = e.instancePath.slice(1);
-        const rule = (ERASE_RECIPIENT_BODY_SCHEMA.properties as Record<string, { title: string }>)[name]?.title;
+        const rule = (ERASE_RECIPIENT_BODY_SCHEMA.properties as Record<string, { title: string }>)[name]
+          ?.title;
         problems.push({ field: name, reason: `${name} must be ${rule ?? 'valid'}` });
       }
     }
