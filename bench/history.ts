@@ -5,10 +5,10 @@
  *   over 1,000 tenants seeded by SQL (seconds; never analyzed by the bench). Send load on each in turn, the order
  *   rotating, `BENCH_HISTORY_WINDOW` s (default 30) × `BENCH_HISTORY_ROUNDS` (default 2) each: throughput, gateway
  *   and Postgres CPU per send, p99, and the sequential scans of the dispatch tables during the load.
- * - `purge`: one gateway (retention off) on a database holding 1,000,000 settled dispatches 500 days old; send load
- *   for `BENCH_PURGE_WINDOW` s (default 60) without a purge, then the same while a second gateway instance (retention
- *   on, its first pass at once) deletes them, then again once the purge is done (or the wait ends): p99 during the
- *   purge against without, and the rows the purge removed per second.
+ * - `purge`: one gateway (retention off) on a database holding 1,000,000 settled dispatches 500 days old, and a second
+ *   instance whose retention job deletes them; send load on the first in windows of `BENCH_PURGE_WINDOW` s (default
+ *   30), `BENCH_PURGE_ROUNDS` (default 3) with the purger running and as many with it paused, in turn: p99 during the
+ *   purge against without, and the rows the purge removed per second under that load.
  */
 import type { ChildProcess } from 'node:child_process';
 import { Client } from 'pg';
@@ -172,7 +172,8 @@ export async function historyRun(deps: HistoryDeps, empty: { url: string; pid: n
 }
 
 export async function purgeRun(deps: HistoryDeps): Promise<Json> {
-  const window = Number(process.env.BENCH_PURGE_WINDOW ?? 60);
+  const window = Number(process.env.BENCH_PURGE_WINDOW ?? 30);
+  const rounds = Number(process.env.BENCH_PURGE_ROUNDS ?? 3);
   const dbUrl = await createDatabase(deps, 'bench_purge');
   // The serving gateway removes nothing itself.
   const serving = await deps.gateway(dbUrl, {
@@ -185,46 +186,50 @@ export async function purgeRun(deps: HistoryDeps): Promise<Json> {
     `purge: ${HISTORY} settled dispatches 500 days old over ${TENANTS} tenants seeded in ${seconds} s`,
   );
   const pid = serving.process.pid as number;
-  const old = async () =>
+  const left = async () =>
     Number(
       (await sql(dbUrl, `SELECT count(*)::int AS n FROM reward_dispatches WHERE tenant_id LIKE 'hist-%'`))[0]
         .n,
     );
   await deps.send(serving.url, pid, 'purge-warm', 3);
-  const before = await deps.send(serving.url, pid, 'purge-before', window);
-  deps.log(`purge: without, ${before.rps.toFixed(0)} req/s, p99 ${before.p99} ms`);
-  // A second instance whose retention job starts within a second: the purge runs beside the sends.
-  const purgeStart = performance.now();
+  // A second instance whose retention job starts within a second, paused (SIGSTOP) in the windows without a purge and
+  // resumed (SIGCONT) in the others, in turn, the order rotating: both kinds of window meet the same machine.
   const purger = await deps.gateway(dbUrl, { RETENTION_INTERVAL_MS: '1000' });
-  const during = await deps.send(serving.url, pid, 'purge-during', window);
-  const leftAfterWindow = await old();
-  const duringSeconds = (performance.now() - purgeStart) / 1000;
-  deps.log(
-    `purge: during, ${during.rps.toFixed(0)} req/s, p99 ${during.p99} ms; ${HISTORY - leftAfterWindow} removed`,
-  );
-  let left = leftAfterWindow;
-  const waitUntil = performance.now() + Number(process.env.BENCH_PURGE_WAIT_S ?? 600) * 1000;
-  while (left > 0 && performance.now() < waitUntil) {
-    await new Promise((r) => setTimeout(r, 5_000));
-    left = await old();
-  }
-  const totalSeconds = (performance.now() - purgeStart) / 1000;
+  const purgerPid = purger.process.pid as number;
+  process.kill(purgerPid, 'SIGSTOP');
+  const runs: Record<'without' | 'during', Load[]> = { without: [], during: [] };
+  let removed = 0;
+  let purgingSeconds = 0;
+  for (let r = 0; r < rounds; r++)
+    for (const mode of r % 2 ? (['during', 'without'] as const) : (['without', 'during'] as const)) {
+      const before = mode === 'during' ? await left() : 0;
+      process.kill(purgerPid, mode === 'during' ? 'SIGCONT' : 'SIGSTOP');
+      const started = performance.now();
+      const result = await deps.send(serving.url, pid, `purge-${mode}-${r}`, window);
+      if (mode === 'during') {
+        process.kill(purgerPid, 'SIGSTOP');
+        purgingSeconds += (performance.now() - started) / 1000;
+        removed += before - (await left());
+      }
+      runs[mode].push(result);
+      deps.log(
+        `purge round ${r} ${mode}: ${result.rps.toFixed(0)} req/s, p99 ${result.p99} ms; ${removed} removed`,
+      );
+    }
+  process.kill(purgerPid, 'SIGCONT');
   purger.process.kill('SIGTERM');
-  const after = await deps.send(serving.url, pid, 'purge-after', window);
-  deps.log(`purge: after, ${after.rps.toFixed(0)} req/s, p99 ${after.p99} ms`);
-  const without = [before, after];
+  const p99 = (xs: Load[]) => mean(xs.map((x) => x.p99));
   return {
     seeded: { dispatches: HISTORY, tenants: TENANTS, seconds },
     window_s: window,
-    without_purge: summary(without),
-    during_purge: summary([during]),
-    p99_during_vs_without: +(during.p99 / mean(without.map((r) => r.p99))).toFixed(3),
-    rps_during_vs_without: +(during.rps / mean(without.map((r) => r.rps))).toFixed(3),
-    purged: {
-      during_window: HISTORY - leftAfterWindow,
-      rows_per_s_during_load: Math.round((HISTORY - leftAfterWindow) / duringSeconds),
-      total: HISTORY - left,
-      seconds: +totalSeconds.toFixed(1),
-    },
+    rounds,
+    without_purge: summary(runs.without),
+    during_purge: summary(runs.during),
+    p99_during_vs_without: +(p99(runs.during) / p99(runs.without)).toFixed(3),
+    rps_during_vs_without: ratio(
+      runs.during.map((r) => r.rps),
+      runs.without.map((r) => r.rps),
+    ),
+    purged: { rows: removed, rows_per_s_under_load: Math.round(removed / purgingSeconds) },
   };
 }
