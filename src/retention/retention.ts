@@ -13,6 +13,8 @@ const DAY_MS = 24 * 3600_000;
  * fifth of the time at most, so that a large purge leaves the database to the sends.
  */
 const REST_PER_BUSY = 4;
+/** The longest rest (a batch slowed by a stall of the process does not idle the job for minutes). */
+const MAX_REST_MS = 10_000;
 /** The session advisory lock of a pass: one instance at a time (arbitrary, constant). */
 const LOCK_ID = 7_240_153;
 
@@ -160,7 +162,10 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
       const n = await batch(limit);
       total += n;
       if (n < limit) break;
-      const rest = Math.max(this.config.pauseMs, (performance.now() - started) * REST_PER_BUSY);
+      const rest = Math.max(
+        this.config.pauseMs,
+        Math.min(MAX_REST_MS, (performance.now() - started) * REST_PER_BUSY),
+      );
       if (rest > 0) await new Promise((r) => setTimeout(r, rest));
     }
     return total;
