@@ -80,6 +80,8 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(RetentionJob.name);
   private running: Promise<PassResult | null> | null = null;
   private stopped = false;
+  /** Ends the rest under way (shutdown does not wait for it). */
+  private wake: (() => void) | null = null;
 
   constructor(
     @InjectConfig('retention') private readonly config: RetentionConfig,
@@ -100,6 +102,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
+    this.wake?.();
     await this.running?.catch(() => undefined);
   }
 
@@ -166,7 +169,15 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
         this.config.pauseMs,
         Math.min(MAX_REST_MS, (performance.now() - started) * REST_PER_BUSY),
       );
-      if (rest > 0) await new Promise((r) => setTimeout(r, rest));
+      if (rest > 0)
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, rest);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      this.wake = null;
     }
     return total;
   }
