@@ -138,11 +138,8 @@ describe('several instances on one Postgres', () => {
       db.url,
       `UPDATE connection_events SET at = now() - interval '100 days' WHERE type = 'connected'`,
     );
-    const { HousekeepingService } = await import('../src/connections/housekeeping.service');
-    const [first, second] = await Promise.all([
-      a.app.get(HousekeepingService).purge(),
-      b.app.get(HousekeepingService).purge(),
-    ]);
+    const { RetentionJob } = await import('../src/retention/retention');
+    const [first, second] = await Promise.all([a.app.get(RetentionJob).run(), b.app.get(RetentionJob).run()]);
     const ran = [first, second].filter((r) => r !== null);
     expect(ran.length).toBeGreaterThanOrEqual(1);
     const counts = (

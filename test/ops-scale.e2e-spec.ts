@@ -2,7 +2,6 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { Client } from 'pg';
 import request from 'supertest';
-import { HousekeepingService } from '../src/connections/housekeeping.service';
 import { RetentionJob } from '../src/retention/retention';
 import { Database } from '../src/database/database';
 import { OPS_METRICS_INTERVAL } from '../src/ops/ops-metrics.service';
@@ -280,10 +279,9 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     await ops.gauges.refresh();
     // Quiet the app's own background passes (worker, alerts, approvals, this snapshot), then count every query.
     for (const name of scheduler.getIntervals()) scheduler.deleteInterval(name);
-    // The dispatch worker also claims again as each attempt ends (no poll delay), and housekeeping runs on a timer of
-    // its own: stop them too.
+    // The dispatch worker also claims again as each attempt ends (no poll delay), and the retention job runs on a timer
+    // of its own: stop them too.
     await t.app.get(DispatchWorker).onModuleDestroy();
-    t.app.get(HousekeepingService).onModuleDestroy();
     await t.app.get(RetentionJob).onModuleDestroy();
     await new Promise((r) => setTimeout(r, 300));
     const queries: string[] = [];

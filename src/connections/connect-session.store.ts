@@ -46,12 +46,11 @@ export class ConnectSessionStore {
     ]);
   }
 
-  /** Deletes up to `batch` sessions expired more than `graceMs` ago; returns how many. */
-  async purgeExpired(q: Sql, graceMs: number, batch: number): Promise<number> {
+  /** Retention: deletes up to `limit` sessions that expired before `olderThan`; returns how many. */
+  async purgeExpired(q: Sql, olderThan: Date, limit: number): Promise<number> {
     const { rowCount } = await q.query(
-      `DELETE FROM connect_sessions WHERE id IN (
-         SELECT id FROM connect_sessions WHERE expires_at < now() - make_interval(secs => $1::float8 / 1000) LIMIT $2)`,
-      [graceMs, batch],
+      `DELETE FROM connect_sessions WHERE id IN (SELECT id FROM connect_sessions WHERE expires_at < $1 LIMIT $2)`,
+      [olderThan, limit],
     );
     return rowCount ?? 0;
   }

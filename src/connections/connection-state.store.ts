@@ -285,14 +285,13 @@ export class ConnectionStateStore implements ConnectionStatus {
     return rows;
   }
 
-  // --- housekeeping ---
+  // --- retention ---
 
-  /** Deletes up to `batch` connection events older than `maxAgeDays`; returns how many. */
-  async purgeOldEvents(q: Sql, maxAgeDays: number, batch: number): Promise<number> {
+  /** Deletes up to `limit` connection events recorded before `olderThan`; returns how many. */
+  async purgeOldEvents(q: Sql, olderThan: Date, limit: number): Promise<number> {
     const { rowCount } = await q.query(
-      `DELETE FROM connection_events WHERE ctid IN (
-         SELECT ctid FROM connection_events WHERE at < now() - make_interval(days => $1) LIMIT $2)`,
-      [maxAgeDays, batch],
+      `DELETE FROM connection_events WHERE ctid IN (SELECT ctid FROM connection_events WHERE at < $1 LIMIT $2)`,
+      [olderThan, limit],
     );
     return rowCount ?? 0;
   }

@@ -11,16 +11,19 @@ import { ConnectionsController } from './connections.controller';
 import { ConnectSessionStore } from './connect-session.store';
 import { ConnectionStateStore } from './connection-state.store';
 import { ConnectionActivationHooks } from './connection-activation';
-import { HousekeepingService } from './housekeeping.service';
 import { PgStateStore } from './oauth-state.store';
 import { ConnectionsService } from './connections.service';
 import { AccountCheck } from './account-check.service';
 import { ConnectionProbe } from './connection-probe.service';
 import { ProductionOAuthStrategy, SandboxOAuthStrategy } from './rewards-oauth.strategies';
 import { Retention } from '../retention/retention';
+import { Database } from '../database/database';
 
 /** The passport-oauth2 strategies of the configured environments (each registers itself with passport when built). */
 export const OAUTH_STRATEGIES = Symbol('OAUTH_STRATEGIES');
+
+/** Each connection's history (status changes, refreshes, probes) is kept this long. */
+export const CONNECTION_EVENTS_KEPT_DAYS = 90;
 
 /** Global: the token vault writes a refresh's outcome through `ConnectionStatus` without importing this module. */
 @Global()
@@ -47,7 +50,6 @@ export class ConnectionStateModule {}
     ConnectSessionStore,
     ConnectionActivationHooks,
     PgStateStore,
-    HousekeepingService,
     {
       provide: OAUTH_STRATEGIES,
       inject: [configToken('publicBaseUrl'), configToken('rewards'), PgStateStore],
@@ -57,10 +59,33 @@ export class ConnectionStateModule {}
       ],
     },
   ],
-  exports: [ConnectionsService, ConnectionProbe, HousekeepingService, ConnectionActivationHooks],
+  exports: [ConnectionsService, ConnectionProbe, ConnectionActivationHooks],
 })
 export class ConnectionsModule {
-  constructor(retention: Retention, connections: ConnectionsService) {
+  constructor(
+    retention: Retention,
+    connections: ConnectionsService,
+    sessions: ConnectSessionStore,
+    states: PgStateStore,
+    state: ConnectionStateStore,
+    db: Database,
+  ) {
     retention.onOffboard((tx, tenantId) => connections.offboard(tx, tenantId));
+    // Kept after expiry: a late browser still sees "this link has expired", not "unknown".
+    retention.register({
+      name: 'connect_sessions',
+      days: 1,
+      purge: (at, limit) => sessions.purgeExpired(db.main, at, limit),
+    });
+    retention.register({
+      name: 'oauth_states',
+      days: 1 / 24,
+      purge: (at, limit) => states.purgeExpired(at, limit),
+    });
+    retention.register({
+      name: 'connection_events',
+      days: CONNECTION_EVENTS_KEPT_DAYS,
+      purge: (at, limit) => state.purgeOldEvents(db.main, at, limit),
+    });
   }
 }

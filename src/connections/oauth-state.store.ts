@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../common/digest';
 import type { Request } from 'express';
 import { Database } from '../database/database';
-import type { Sql } from '../database/sql';
 import { OAUTH_VERIFIER, Vault } from '../token-vault/vault.service';
 
 export const STATE_TTL_MS = 10 * 60_000;
@@ -31,12 +30,12 @@ export class PgStateStore {
     private readonly vault: Vault,
   ) {}
 
-  /** Deletes up to `batch` states expired (used or not) more than `graceMs` ago; returns how many. */
-  async purgeExpired(q: Sql, graceMs: number, batch: number): Promise<number> {
-    const { rowCount } = await q.query(
+  /** Retention: deletes up to `limit` states (used or not) that expired before `olderThan`; returns how many. */
+  async purgeExpired(olderThan: Date, limit: number): Promise<number> {
+    const { rowCount } = await this.db.main.query(
       `DELETE FROM oauth_states WHERE state_hash IN (
-         SELECT state_hash FROM oauth_states WHERE expires_at < now() - make_interval(secs => $1::float8 / 1000) LIMIT $2)`,
-      [graceMs, batch],
+         SELECT state_hash FROM oauth_states WHERE expires_at < $1 LIMIT $2)`,
+      [olderThan, limit],
     );
     return rowCount ?? 0;
   }

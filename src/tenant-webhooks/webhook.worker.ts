@@ -50,7 +50,7 @@ export class WebhookWorker extends LoopWorker {
       'webhook worker',
       config.concurrency,
       (free) => this.claim(free),
-      () => this.housekeeping(),
+      () => this.gauge(),
     );
     metrics.gauge(
       'rg_webhook_outbox_pending',
@@ -131,7 +131,7 @@ export class WebhookWorker extends LoopWorker {
     return secret;
   }
 
-  private async housekeeping(): Promise<void> {
+  private async gauge(): Promise<void> {
     const now = Date.now();
     if (now - this.lastGauge >= GAUGE_EVERY_MS) {
       this.lastGauge = now;
