@@ -301,6 +301,22 @@ describe('retention, erasure and tenant offboarding', () => {
       expect(row.last_error.code).toBe('dispatch_cancelled');
     });
 
+    it('redacts the recipient in events still waiting for delivery, and counts them', async () => {
+      // No event type names a recipient today: this one is made up, to prove the statement reaches them.
+      await sql(
+        `INSERT INTO webhook_endpoints (id, tenant_id, url, events, secret_enc)
+         VALUES ('00000000-0000-4000-8000-00000000e0e0', 'keep', 'https://platform.example.com/hooks', '{*}', 'v1:k:x')`,
+      );
+      await sql(
+        `INSERT INTO webhook_outbox (endpoint_id, tenant_id, event_type, payload, next_attempt_at)
+         VALUES ('00000000-0000-4000-8000-00000000e0e0', 'keep', 'reward.sent',
+                 '{"data": {"note": "for Outbox.Person@example.com"}}', now() + interval '1 day')`,
+      );
+      expect((await erase({ email: 'outbox.person@example.com' }).expect(200)).body.outbox_events).toBe(1);
+      expect(await traces(t.databaseUrl, 'outbox.person@example.com')).toEqual([]);
+      await sql(`DELETE FROM webhook_endpoints WHERE id = '00000000-0000-4000-8000-00000000e0e0'`);
+    });
+
     it('needs rewards:send (a read-only key is refused)', async () => {
       const key = await request(t.baseUrl)
         .post('/v1/tenants/keep/api-keys')
