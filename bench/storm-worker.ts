@@ -1,6 +1,7 @@
 /** One "gateway instance" of the refresh storm: its own AccessTokenProvider on the shared Postgres. */
 import 'reflect-metadata';
-import { parseConfig, type RewardsEnvironmentConfig } from '../src/config/app-config';
+import { parseConfig } from '../src/config/app-config';
+import { ConnectionClient } from '../src/rewards-api/connection-client';
 import { Database } from '../src/database/database';
 import { RewardsApiClient } from '../src/rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
@@ -19,16 +20,13 @@ const provider = new AccessTokenProvider(
   new ConnectionStateStore(),
   new GrantStore(),
 );
-const env = config.rewards.sandbox as RewardsEnvironmentConfig;
 
 async function call(connectionId: string): Promise<{ status: number | string; ms: number }> {
   const started = performance.now();
   try {
-    // As every module does: through withToken, which retries once on a 401 with a newer or refreshed token.
-    const res = await provider.withToken(connectionId, (token) =>
-      api.call(env, token.token, 'GET', '/organizations'),
-    );
-    return { status: res.status, ms: performance.now() - started };
+    // As every module does: through a ConnectionClient, which reads the token as the request leaves.
+    await new ConnectionClient(api, provider, config.rewards, connectionId).probe();
+    return { status: 200, ms: performance.now() - started };
   } catch (error) {
     return { status: (error as { code?: string }).code ?? String(error), ms: performance.now() - started };
   }

@@ -90,6 +90,11 @@ export interface DispatchConfig {
    * stored, answered 202 at once, and sent by the workers at the account's pace behind interactive sends.
    */
   readonly inlineMaxRewards: number;
+  /**
+   * The longest an interactive send waits for its account's pacing slot: when the slot lies further out, the dispatch
+   * is stored, answered 202 `queued`, and sent by the workers.
+   */
+  readonly interactiveMaxWaitMs: number;
   /** The most rewards one dispatch (a batch) may hold. */
   readonly maxRewards: number;
   /**
@@ -302,6 +307,7 @@ export function readSettings(env: Env, cwd = process.cwd()): Settings {
     upstreamTimeoutMs: read('DISPATCH_UPSTREAM_TIMEOUT_MS', 15_000, int(100, 120_000)),
     approvalCheckMs: read('DISPATCH_APPROVAL_CHECK_MS', 60_000, int(50, DAY)),
     inlineMaxRewards: read('DISPATCH_INLINE_MAX_REWARDS', 10, int(1, 100)),
+    interactiveMaxWaitMs: read('DISPATCH_INTERACTIVE_MAX_WAIT_MS', 5_000, int(0, 600_000)),
     maxRewards: read('DISPATCH_MAX_REWARDS', 10_000, int(1, 10_000)),
     deliveryReconcileAfterMs: read('DELIVERY_RECONCILE_AFTER_MS', 15 * MINUTE, int(100, 7 * DAY)),
     deliveryRecheckMs: read('DELIVERY_RECHECK_MS', 60 * MINUTE, int(100, 7 * DAY)),

@@ -6,6 +6,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.errors';
 import { type OrderRequest, type UpstreamOrder, orderOutcome } from '../rewards-api/rewards-api.types';
 import type { ConnectionClient } from '../rewards-api/connection-client';
+import { SlotTooFarError } from '../rewards-api/account-pacer';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import {
   AppCredentialsInvalidError,
@@ -53,6 +54,8 @@ interface RunState {
   progressed: boolean;
   /** Positions whose order is being sent right now. */
   inFlight: Set<number>;
+  /** How far out the account's next slot was when it lay beyond the interactive bound (ms): nothing more went out. */
+  deferredMs: number | null;
 }
 
 /** Why an attempt stopped early: the upstream (or the token vault) could not take the order now. */
@@ -97,8 +100,12 @@ export class DispatchSender {
     const marked = opts.marked ?? new Set<number>();
     const open = rewards.filter((r) => !isSettled(r.status));
     const units = row.order_shape === 'array' ? (open.length ? [open] : []) : open.map((r) => [r]);
+    // Inline, the caller waits: its orders go first at the account's pace, for as long as the bound allows. The
+    // workers' sends — batches, and sends that were queued — share the account's pace as bulk work.
     const client = row.connection_id
-      ? this.rewardsApi.forConnection(row.connection_id, row.priority === 1 ? 'bulk' : 'interactive')
+      ? inline
+        ? this.rewardsApi.forConnection(row.connection_id, 'interactive', this.config.interactiveMaxWaitMs)
+        : this.rewardsApi.forConnection(row.connection_id, 'bulk')
       : null;
     // Outcomes are written with the next statement (a lane's next `sending` mark, or the end of the attempt), and
     // applied to the rows in memory as they are decided, so the derived status and the answer match what is written.
@@ -108,6 +115,7 @@ export class DispatchSender {
       stop: false,
       progressed: false,
       inFlight: new Set(),
+      deferredMs: null,
     };
     const decide = (updates: RewardUpdate[]) => {
       apply(rewards, updates);
@@ -153,7 +161,7 @@ export class DispatchSender {
       decide(updates);
       run.interruption = null;
     }
-    if (inline) return this.finish(row, rewards, run.carry, run.interruption, run.progressed);
+    if (inline) return this.finish(row, rewards, run);
     return this.finishSlice(row, run, opts.more ?? false);
   }
 
@@ -233,6 +241,13 @@ export class DispatchSender {
         );
       decide(this.settled(row, unit, order));
     } catch (error) {
+      if (error instanceof SlotTooFarError) {
+        // Nothing went out: the rest of the dispatch is queued for the workers, due when the slot comes.
+        run.deferredMs = Math.max(run.deferredMs ?? 0, error.waitMs);
+        run.stop = true;
+        decide(unit.map((r) => ({ position: r.position, status: 'pending', last_error: r.last_error })));
+        return;
+      }
       if (error instanceof AppCredentialsInvalidError && inline && index === 0) {
         // Our own app credentials were refused before the first order could go: nothing reached the service.
         await this.store.discard(row.id);
@@ -300,22 +315,24 @@ export class DispatchSender {
     return { status: 202, body: null };
   }
 
-  private async finish(
-    row: DispatchRow,
-    rewards: RewardRow[],
-    carry: RewardUpdate[],
-    interruption: Interruption | null,
-    progressed: boolean,
-  ): Promise<HttpOutcome> {
-    const derived = interruption ? null : deriveStatus(rewards);
+  /**
+   * The inline attempt's end: settled, or queued for the workers — after an interruption with a backoff, or when the
+   * account's next slot lay beyond the interactive bound, due when that slot comes.
+   */
+  private async finish(row: DispatchRow, rewards: RewardRow[], run: RunState): Promise<HttpOutcome> {
+    const { carry, interruption, progressed, deferredMs } = run;
+    const derived = interruption || deferredMs !== null ? null : deriveStatus(rewards);
     const now = new Date();
     let update: DispatchUpdate;
     let outcome: HttpOutcome;
     if (!derived) {
-      const delay = Math.max(
-        interruption?.retryAfterMs ?? 0,
-        backoffMs(this.config.retryBaseMs, progressed ? 1 : row.attempts, this.config.retryMaxMs),
-      );
+      const backoff = interruption
+        ? Math.max(
+            interruption.retryAfterMs,
+            backoffMs(this.config.retryBaseMs, progressed ? 1 : row.attempts, this.config.retryMaxMs),
+          )
+        : 0;
+      const delay = Math.max(backoff, deferredMs ?? 0);
       const nextAttemptAt = new Date(now.getTime() + delay);
       update = {
         status: 'queued',
@@ -323,9 +340,10 @@ export class DispatchSender {
         lastError: interruption?.error as unknown as Record<string, unknown>,
         nextAttemptAt,
         sentAt: null,
-        resetAttempts: progressed,
+        // Deferred for the pace alone, it was not attempted: the give-up count starts from nothing.
+        resetAttempts: progressed || !interruption,
       };
-      outcome = { status: 202, body: null, headers: { 'Retry-After': String(Math.ceil(delay / 1000)) } };
+      outcome = { status: 202, body: null }; // its answer is the caller's (see RewardDispatchService.accepted)
     } else {
       const sentAt = rewards.some((r) => r.status === 'sent') ? now : null;
       const failure = derived === 'failed' || derived === 'cancelled' ? failureBody(row, rewards) : null;

@@ -223,8 +223,15 @@ export function toView(
   };
 }
 
-/** Progress from counts; `msPerReward` (the account's pace) gives the estimate while rewards are open. */
-export function progressOf(counts: Record<RewardStatus, number>, msPerReward: number | null): Progress {
+/**
+ * Progress from counts; `msPerReward` (the account's pace) gives the estimate while rewards are open, counted from
+ * `fromMs` (when they are due; now by default).
+ */
+export function progressOf(
+  counts: Record<RewardStatus, number>,
+  msPerReward: number | null,
+  fromMs = Date.now(),
+): Progress {
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   const open = counts.pending + counts.sending;
   const settled = total - open;
@@ -233,7 +240,7 @@ export function progressOf(counts: Record<RewardStatus, number>, msPerReward: nu
     settled,
     percent: total ? Math.floor((settled / total) * 1000) / 10 : 100,
     estimated_completion_at:
-      open > 0 && msPerReward !== null ? new Date(Date.now() + open * msPerReward).toISOString() : null,
+      open > 0 && msPerReward !== null ? new Date(fromMs + open * msPerReward).toISOString() : null,
   };
 }
 

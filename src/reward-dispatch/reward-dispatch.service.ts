@@ -178,18 +178,32 @@ export class RewardDispatchService {
     if (answerNow) {
       this.worker.nudge();
       // Just stored: every reward is pending — the counts need no query.
-      const counts = countsOf(newRewards);
-      return {
-        status: 202,
-        body: this.sender.view(stored, rewards, {
-          counts,
-          progress: progressOf(counts, this.msPerReward(stored)),
-        }),
-        headers: { Location: `/v1/tenants/${encodeURIComponent(tenantId)}/dispatches/${id}` },
-      };
+      return this.accepted(stored, rewards, countsOf(newRewards));
     }
     const marked = new Set(newRewards.filter((r) => r.status === 'sending').map((r) => r.position));
-    return this.sender.run(stored, rewards, { inline: true, marked });
+    const outcome = await this.sender.run(stored, rewards, { inline: true, marked });
+    return stored.status === 'queued' ? this.accepted(stored, rewards, countsOf(rewards)) : outcome;
+  }
+
+  /**
+   * A dispatch left `queued` for the workers — a batch, `Prefer: respond-async`, a send whose slot lay beyond the
+   * interactive bound, or one the rewards service could not take now — answers 202: the dispatch with its progress
+   * and estimate (from when it is due, at the account's pace), `Location`, and `Retry-After` (when to look again: the
+   * estimated completion).
+   */
+  private accepted(row: DispatchRow, rewards: RewardRow[], counts: Record<RewardStatus, number>): HttpOutcome {
+    const now = Date.now();
+    const due = dueAt(row, now);
+    const progress = progressOf(counts, this.msPerReward(row), due);
+    const until = progress.estimated_completion_at ? Date.parse(progress.estimated_completion_at) : due;
+    return {
+      status: 202,
+      body: this.sender.view(row, rewards, { counts, progress }),
+      headers: {
+        Location: `/v1/tenants/${encodeURIComponent(row.tenant_id)}/dispatches/${row.id}`,
+        'Retry-After': String(Math.max(1, Math.ceil((until - now) / 1000))),
+      },
+    };
   }
 
   /**
@@ -201,7 +215,7 @@ export class RewardDispatchService {
       rewards.length >= row.reward_count
         ? countsOf(rewards)
         : ((await this.store.countsOf([row.id])).get(row.id) as Record<RewardStatus, number>);
-    return { counts, progress: progressOf(counts, this.msPerReward(row)) };
+    return { counts, progress: progressOf(counts, this.msPerReward(row), dueAt(row, Date.now())) };
   }
 
   /** The account's pace for estimates: the configured spacing (null when pacing is off). */
@@ -305,6 +319,10 @@ export class RewardDispatchService {
         return { status: row.response_status, body: row.response_body };
       return failureBody(row, rewards);
     }
+    if (row.status === 'queued') {
+      const { counts } = await this.storedProgress(row, rewards);
+      return this.accepted(row, rewards, counts);
+    }
     return { status: httpStatusOf(row.status), body: await this.view(row, rewards) };
   }
 
@@ -375,6 +393,11 @@ export class RewardDispatchService {
       next_offset: rows.length > limit ? offset + limit : null,
     };
   }
+}
+
+/** When a dispatch's open rewards are due: its next attempt, or now. */
+function dueAt(row: DispatchRow, now: number): number {
+  return row.next_attempt_at ? Math.max(now, new Date(row.next_attempt_at).getTime()) : now;
 }
 
 /**

@@ -8,6 +8,19 @@ import { MetricsService } from '../metrics/metrics.service';
 /** Interactive sends (answered inline) go ahead of bulk work (batches, probes, approval checks). */
 export type Priority = 'interactive' | 'bulk';
 
+/** A slot taken: when it is (this process's monotonic clock, `performance.now()`). */
+export interface Slot {
+  at: number;
+}
+
+/** The account's next slot lies further out than the caller may wait: none was taken. */
+export class SlotTooFarError extends Error {
+  constructor(readonly waitMs: number) {
+    super(`the account's next request slot is ${Math.round(waitMs)} ms away`);
+    this.name = 'SlotTooFarError';
+  }
+}
+
 /**
  * How late past its slot a request may still go out. The spacing between slots is widened by this much per second,
  * so a request sent anywhere in [slot, slot + margin] keeps every 1-second interval within the limit; one that wakes
@@ -39,7 +52,8 @@ export function spacingMs(pacing: PacingConfig): number {
  * each leaves up to LATE_MS after its slot and arrives up to margin − LATE_MS later than another; a request that
  * would leave later takes a new slot.
  *
- * Priorities: an interactive request always takes the next slot. A bulk request takes one only when it is due within
+ * Priorities: an interactive request takes the next slot — unless it lies further out than the caller may wait (an
+ * interactive send's bound): then it takes none and learns how far out it is. A bulk request takes one only when it is due within
  * one and a half spacings (so bulk work never reserves far ahead); otherwise it waits a spacing and asks again. An interactive
  * send on an account busy with a batch therefore waits about one slot, not behind the whole batch.
  *
@@ -66,33 +80,70 @@ export class AccountPacer {
     return rowCount ?? 0;
   }
 
-  /** Waits until `account` may send its next request; resolves when the request should go out now. */
-  async acquire(account: string, pacing: PacingConfig, priority: Priority): Promise<void> {
-    if (pacing.rps <= 0) return;
-    const base = spacingMs(pacing);
+  /**
+   * Waits until `account` may send its next request; resolves when the request should go out now (check `missed`
+   * right before it does). `maxWaitMs` (interactive only): when the next slot lies further out, takes none and throws
+   * SlotTooFarError, saying how far out it is.
+   */
+  async acquire(
+    account: string,
+    pacing: PacingConfig,
+    priority: Priority,
+    maxWaitMs: number | null = null,
+  ): Promise<Slot> {
+    if (pacing.rps <= 0) return { at: performance.now() };
     const stop = this.metrics?.pacingWait.startTimer({ priority });
     try {
-      await this.take(account, pacing, priority, base);
+      return await this.take(account, pacing, priority, maxWaitMs);
     } finally {
       stop?.();
     }
   }
 
-  private async take(account: string, pacing: PacingConfig, priority: Priority, base: number): Promise<void> {
+  /**
+   * Whether a request would now leave too late for its slot (a busy event loop, a token refresh in between): it then
+   * takes a new slot instead of bunching up with the next ones.
+   */
+  missed(slot: Slot): boolean {
+    if (performance.now() - slot.at <= LATE_MS) return false;
+    this.metrics?.pacingRetakes.inc({ reason: 'late' });
+    return true;
+  }
+
+  private async take(
+    account: string,
+    pacing: PacingConfig,
+    priority: Priority,
+    maxWaitMs: number | null,
+  ): Promise<Slot> {
+    const base = spacingMs(pacing);
+    // Bulk work takes a slot only when it is due within one and a half spacings; interactive work within its bound.
+    const horizon = priority === 'bulk' ? 1.5 * base : maxWaitMs;
     for (;;) {
-      const slot = await this.reserve(account, pacing, priority, base);
+      const slot = await this.reserve(account, pacing, base, horizon);
       if (slot === null) {
+        if (priority === 'interactive') throw new SlotTooFarError(await this.nextSlotInMs(account, pacing));
         this.metrics?.pacingRetakes.inc({ reason: 'deferred' });
         await sleep(base); // bulk, and the next slot is further out: let interactive requests have it
         continue;
       }
-      const deadline = slot.asked + Math.max(0, slot.waitMs);
-      const left = deadline - performance.now();
+      const at = slot.asked + Math.max(0, slot.waitMs);
+      const left = at - performance.now();
       if (left > 0) await sleep(left);
-      if (performance.now() - deadline <= LATE_MS) return;
-      this.metrics?.pacingRetakes.inc({ reason: 'late' });
+      if (!this.missed({ at })) return { at };
       // Woke up too late to use the slot without bunching with the next ones: take a fresh slot.
     }
+  }
+
+  /** How far out the account's next slot is (ms, ≤ 0 = now), as every instance sees it. */
+  async nextSlotInMs(account: string, pacing: PacingConfig): Promise<number> {
+    const { rows } = await this.db.relaxed.query<{ wait_ms: number }>({
+      name: 'rg_pace_next',
+      text: `SELECT extract(epoch FROM (tat - make_interval(secs => $3::float8 * $2::float8 / factor / 1000) - clock_timestamp())) * 1000 AS wait_ms
+               FROM account_pace WHERE account_key = $1`,
+      values: [account, spacingMs(pacing), pacing.burst - 1],
+    });
+    return rows[0] ? Number(rows[0].wait_ms) : 0;
   }
 
   /** A 429 came back anyway: slow the account down and keep its next request past `retryAfterMs`. */
@@ -120,14 +171,14 @@ export class AccountPacer {
   /**
    * One slot: how long to wait for it (ms, ≤ 0 = now) from `asked` — when the statement was sent on its connection
    * (after any wait for the pool, so the slot is never taken early; a slow answer eats into the wait rather than
-   * delaying the request past its slot unnoticed) — or null when a bulk request should ask again later.
+   * delaying the request past its slot unnoticed) — or null when it lies further out than `horizonMs` (null: any).
    * Asynchronous commit (the relaxed pool): a slot lost in a crash costs nothing, and the WAL flush adds jitter.
    */
   private async reserve(
     account: string,
     pacing: PacingConfig,
-    priority: Priority,
     base: number,
+    horizonMs: number | null,
   ): Promise<{ asked: number; waitMs: number } | null> {
     const client = await this.db.relaxed.connect();
     const asked = performance.now();
@@ -140,11 +191,11 @@ export class AccountPacer {
                 SET last_slot = greatest(p.tat, clock_timestamp()) - make_interval(secs => $3::float8 * $2::float8 / p.factor / 1000),
                     tat = greatest(p.tat, clock_timestamp()) + make_interval(secs => $2::float8 / p.factor / 1000),
                     factor = least(1, p.factor + $5::float8), updated_at = clock_timestamp()
-              WHERE $4::boolean
+              WHERE $4::float8 IS NULL
                  OR p.tat - make_interval(secs => $3::float8 * $2::float8 / p.factor / 1000)
-                    <= clock_timestamp() + make_interval(secs => 1.5 * $2::float8 / 1000)
+                    <= clock_timestamp() + make_interval(secs => $4::float8 / 1000)
              RETURNING extract(epoch FROM (last_slot - clock_timestamp())) * 1000 AS wait_ms`,
-        values: [account, base, pacing.burst - 1, priority === 'interactive', RECOVERY_PER_SLOT],
+        values: [account, base, pacing.burst - 1, horizonMs, RECOVERY_PER_SLOT],
       })
       .finally(() => client.release());
     return rows.length ? { asked, waitMs: Number(rows[0].wait_ms) } : null;

@@ -1,6 +1,6 @@
 import type { RewardsConfig, RewardsEnvironment, RewardsEnvironmentConfig } from '../config/app-config';
 import { API_CALL_TIMEOUT_MS, type ApiResponse, type RewardsApiClient } from './rewards-api.client';
-import type { AccountPacer, Priority } from './account-pacer';
+import type { AccountPacer, Priority, Slot } from './account-pacer';
 import { RewardsApiError } from './rewards-api.errors';
 import type {
   OrderRequest,
@@ -11,18 +11,31 @@ import type {
   UpstreamWebhook,
 } from './rewards-api.types';
 
-/** A bearer token of one connection, and the environment it belongs to. */
+/** A bearer token of one connection: its generation (bumped by every refresh) and expiry (ms since the epoch). */
 export interface ConnectionToken {
   token: string;
-  environment: RewardsEnvironment;
+  generation: number;
+  expiresAt: number;
 }
 
 /**
- * Where a connection's tokens come from (the token vault): runs `call` with a valid token, and on a 401 retries once
- * with a newer or force-refreshed one. Declared here so this module does not depend on the vault.
+ * Where a connection's tokens come from (the token vault). Declared here so this module does not depend on the vault.
  */
 export interface TokenSource {
-  withToken<T>(connectionId: string, call: (token: ConnectionToken) => Promise<T>): Promise<T>;
+  /** The connection's environment (known without reading its token). */
+  environmentOf(connectionId: string): Promise<RewardsEnvironment>;
+  /** A valid token, read now (refreshed first when needed). */
+  getAccessToken(connectionId: string): Promise<ConnectionToken>;
+  /**
+   * `used` was answered 401 at `answeredAt`: resolves when the request may go again (with a newer token), returning
+   * what to pass as `refusedBefore` next time; throws when the grant itself is refused.
+   */
+  unauthorized(
+    connectionId: string,
+    used: ConnectionToken,
+    answeredAt: number,
+    refusedBefore: number | null,
+  ): Promise<number | null>;
 }
 
 export interface UpstreamField {
@@ -49,6 +62,8 @@ export class ConnectionClient {
     readonly connectionId: string,
     private readonly pacer: AccountPacer | null = null,
     readonly priority: Priority = 'interactive',
+    /** How long a request may wait for its slot (interactive); null: as long as it takes. */
+    private readonly maxWaitMs: number | null = null,
   ) {}
 
   /** `POST /orders`. 200 = a new order, 201 = the existing order for this external_id (same payload). */
@@ -132,40 +147,66 @@ export class ConnectionClient {
   }
 
   /**
-   * Every request of the account — orders, fields, listings, probes, and the retry after a 401 — takes a slot from
-   * the account's pacer right before it goes out. A 429 that happens anyway slows the account down and is retried
-   * (up to MAX_THROTTLED_RETRIES times) without surfacing as a failure.
+   * One request, in attempts. Each attempt takes the account's next pacing slot, then reads the connection's token,
+   * then goes out: a token is never held across a wait. A 401 goes to the vault, which judges it — a token that
+   * expired on the way or was refused alone leads to one refresh and another attempt (up to MAX_UNAUTHORIZED_RETRIES);
+   * a fresh, unexpired token refused means the grant is refused. A 429 that happens anyway slows the account down and
+   * is retried (up to MAX_THROTTLED_RETRIES times) without surfacing as a failure.
    */
-  private call<T>(
+  private async call<T>(
     method: 'GET' | 'POST',
     path: string,
     body?: unknown,
     timeoutMs = API_CALL_TIMEOUT_MS,
   ): Promise<ApiResponse<T>> {
-    return this.tokens.withToken(this.connectionId, async (token) => {
-      const env = this.environment(token.environment);
-      for (let throttled = 0; ; throttled += 1) {
-        await this.pace(env);
-        try {
-          return await this.http.call<T>(env, token.token, method, path, body, timeoutMs);
-        } catch (error) {
-          if (!this.paced(env) || !isThrottled(error) || throttled >= MAX_THROTTLED_RETRIES) throw error;
-          await this.pacer?.throttled(this.connectionId, (error.retryAfterSeconds ?? 1) * 1000);
+    const env = this.environment(await this.tokens.environmentOf(this.connectionId));
+    let throttled = 0;
+    let unauthorized = 0;
+    let refusedBefore: number | null = null;
+    for (;;) {
+      const token = await this.slotThenToken(env);
+      let response: ApiResponse<T>;
+      try {
+        response = await this.http.call<T>(env, token.token, method, path, body, timeoutMs);
+      } catch (error) {
+        // This attempt failed: retry what a retry can fix.
+        if (isUnauthorized(error)) {
+          if (++unauthorized > MAX_UNAUTHORIZED_RETRIES) throw tooManyUnauthorized(error);
+          refusedBefore = await this.tokens.unauthorized(this.connectionId, token, Date.now(), refusedBefore);
+          continue;
         }
+        if (!this.paced(env) || !isThrottled(error) || ++throttled > MAX_THROTTLED_RETRIES) throw error;
+        await this.pacer?.throttled(this.connectionId, (error.retryAfterSeconds ?? 1) * 1000);
+        continue;
       }
-    });
+      // This attempt's answer.
+      return response;
+    }
+  }
+
+  /** The account's next slot, then the token; a token read that made the request miss its slot takes a new one. */
+  private async slotThenToken(env: RewardsEnvironmentConfig): Promise<ConnectionToken> {
+    for (;;) {
+      const slot = await this.pace(env);
+      const token = await this.tokens.getAccessToken(this.connectionId);
+      if (!slot || !this.pacer?.missed(slot)) return token;
+    }
   }
 
   private paced(env: RewardsEnvironmentConfig): boolean {
     return this.pacer !== null && env.pacing.rps > 0;
   }
 
-  private pace(env: RewardsEnvironmentConfig): Promise<void> {
-    if (!this.paced(env)) return Promise.resolve();
+  private pace(env: RewardsEnvironmentConfig): Promise<Slot | null> {
+    if (!this.pacer || !this.paced(env)) return Promise.resolve(null);
+    const pacer = this.pacer;
     const turn = this.pacingTurn.then(() =>
-      this.pacer?.acquire(this.connectionId, env.pacing, this.priority),
+      pacer.acquire(this.connectionId, env.pacing, this.priority, this.maxWaitMs),
     );
-    this.pacingTurn = turn.catch(() => undefined);
+    this.pacingTurn = turn.then(
+      () => undefined,
+      () => undefined,
+    );
     return turn;
   }
 
@@ -179,9 +220,25 @@ export class ConnectionClient {
 
 /** 429s retried inside one call before it surfaces as `upstream_rate_limited` (the work is then queued). */
 const MAX_THROTTLED_RETRIES = 5;
+/** 401s retried inside one call (each after a refresh) before it surfaces as a transient failure. */
+const MAX_UNAUTHORIZED_RETRIES = 3;
 
 function isThrottled(error: unknown): error is RewardsApiError {
   return error instanceof RewardsApiError && error.status === 429;
+}
+
+function isUnauthorized(error: unknown): error is RewardsApiError {
+  return error instanceof RewardsApiError && error.kind === 'unauthorized';
+}
+
+/** 401 after 401 for tokens that were not all fresh and valid: no verdict on the grant; worth trying again later. */
+function tooManyUnauthorized(error: RewardsApiError): RewardsApiError {
+  return new RewardsApiError(
+    'transient',
+    `the rewards service answered 401 to ${MAX_UNAUTHORIZED_RETRIES + 1} tokens in a row (${error.message})`,
+    401,
+    error.body,
+  );
 }
 
 /** A 2xx without a usable order cannot be trusted: treat it as an unknown outcome (a retry is deduplicated). */

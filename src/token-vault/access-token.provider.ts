@@ -7,6 +7,7 @@ import { InjectConfig } from '../config/config.module';
 import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewards-api/rewards-api.client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
+import type { ConnectionToken, TokenSource } from '../rewards-api/connection-client';
 import { GRANT_ACCESS, GRANT_REFRESH, Vault } from './vault.service';
 import { AppCredentialsStore } from './app-credentials.store';
 import { type Sql, inTransaction } from '../database/sql';
@@ -34,10 +35,9 @@ const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 /** After `invalid_client`, each instance asks the token endpoint again at most this often per environment. */
 export const APP_CREDENTIALS_RETRY_MS = 10_000;
 
-export interface AccessToken {
-  token: string;
-  generation: number;
-  expiresAt: number;
+export interface AccessToken extends ConnectionToken {
+  /** Handed out until then (ms since the epoch): a little before it expires (see usableUntil). */
+  refreshAt: number;
   environment: RewardsEnvironment;
 }
 
@@ -92,6 +92,33 @@ export function usableUntil(issuedAt: number, expiresAt: number): number {
   return expiresAt - skew;
 }
 
+/** How far our clock and the rewards service's may disagree: a token counts as valid only until this long before it expires. */
+export const EXPIRY_MARGIN_MS = 1_000;
+
+/** Whether a token expiring at `expiresAt` was certainly still valid at `at`, our clock against the service's. */
+export function validAt(expiresAt: number, at: number, marginMs = EXPIRY_MARGIN_MS): boolean {
+  return at + marginMs < expiresAt;
+}
+
+/**
+ * What an API call's 401 says, for the token `used`:
+ * - `expired`: the token may have expired on the way — the service read it somewhere between the request leaving and
+ *   its answer, and only a token still valid when the answer came back (`answeredAt`) was valid when read. Nobody's
+ *   fault: refresh, retry.
+ * - `refused`: a valid token refused — perhaps that token alone was revoked: force one refresh, retry.
+ * - `grant_refused`: a valid token newer than one already `refused` in the same request (fresh from that forced
+ *   refresh) refused again: the service refuses the grant, only a new consent helps.
+ * `refusedBefore`: the generation of the token refused earlier in the same request, null when none was.
+ */
+export function judgeUnauthorized(
+  used: { generation: number; expiresAt: number },
+  answeredAt: number,
+  refusedBefore: number | null,
+): 'expired' | 'refused' | 'grant_refused' {
+  if (!validAt(used.expiresAt, answeredAt)) return 'expired';
+  return refusedBefore !== null && used.generation > refusedBefore ? 'grant_refused' : 'refused';
+}
+
 /**
  * The only way any module gets a bearer token for a connection.
  *
@@ -100,9 +127,10 @@ export function usableUntil(issuedAt: number, expiresAt: number): number {
  * token call, and the rotated pair stored in the same transaction with a compare-and-set on the generation.
  */
 @Injectable()
-export class AccessTokenProvider {
+export class AccessTokenProvider implements TokenSource {
   private readonly logger = new Logger(AccessTokenProvider.name);
   private readonly cache = new Map<string, AccessToken>();
+  private readonly knownEnvironments = new Map<string, RewardsEnvironment>();
   private readonly inFlight = new Map<string, Promise<AccessToken>>();
   private readonly lastUseWritten = new Map<string, number>();
   private readonly pool: Pool;
@@ -134,7 +162,7 @@ export class AccessTokenProvider {
   async getAccessToken(connectionId: string): Promise<AccessToken> {
     this.markUsed(connectionId);
     const cached = this.cache.get(connectionId);
-    if (cached && cached.expiresAt > Date.now()) return cached;
+    if (cached && cached.refreshAt > Date.now()) return cached;
     return this.singleFlight(connectionId, async () => {
       const row = await this.readGrant(connectionId);
       const token = this.usable(row);
@@ -147,7 +175,9 @@ export class AccessTokenProvider {
    * After an upstream 401 with `used`: drop the cached token; if another instance already rotated the grant, use
    * the new one; otherwise force one refresh (compare-and-set on the generation that failed).
    */
-  async afterUnauthorized(connectionId: string, used: AccessToken): Promise<AccessToken> {
+  async afterUnauthorized(connectionId: string, used: ConnectionToken): Promise<AccessToken> {
+    const cached = this.cache.get(connectionId);
+    if (cached && cached.generation > used.generation && cached.refreshAt > Date.now()) return cached;
     this.cache.delete(connectionId);
     return this.singleFlight(connectionId, async () => {
       const row = await this.readGrant(connectionId);
@@ -159,25 +189,33 @@ export class AccessTokenProvider {
     });
   }
 
+  /** The connection's environment (it never changes): remembered, else read with the grant. */
+  async environmentOf(connectionId: string): Promise<RewardsEnvironment> {
+    const known = this.knownEnvironments.get(connectionId);
+    if (known) return known;
+    const { environment } = await this.readGrant(connectionId);
+    this.knownEnvironments.set(connectionId, environment);
+    return environment;
+  }
+
   /**
-   * Runs an upstream call with the connection's token. A 401 drops the token and retries once with a newer or
-   * force-refreshed one; a second 401 means the grant is dead: the connection goes to needs_reauth.
+   * An API call with `used` was answered 401 at `answeredAt` (see judgeUnauthorized). Resolves when the request may be
+   * sent again — it then takes a new slot and reads the token anew, which is newer by then: returns what to pass as
+   * `refusedBefore` next time. When the service refuses the grant, the connection goes to needs_reauth and this throws.
    */
-  async withToken<T>(connectionId: string, call: (token: AccessToken) => Promise<T>): Promise<T> {
-    const token = await this.getAccessToken(connectionId);
-    try {
-      return await call(token);
-    } catch (error) {
-      if (!(error instanceof RewardsApiError) || error.kind !== 'unauthorized') throw error;
-    }
-    const second = await this.afterUnauthorized(connectionId, token);
-    try {
-      return await call(second);
-    } catch (error) {
-      if (!(error instanceof RewardsApiError) || error.kind !== 'unauthorized') throw error;
+  async unauthorized(
+    connectionId: string,
+    used: ConnectionToken,
+    answeredAt: number,
+    refusedBefore: number | null,
+  ): Promise<number | null> {
+    const verdict = judgeUnauthorized(used, answeredAt, refusedBefore);
+    if (verdict === 'grant_refused') {
       await this.markNeedsReauthAfter401(connectionId);
       throw new ConnectionNotActiveError('needs_reauth');
     }
+    await this.afterUnauthorized(connectionId, used);
+    return verdict === 'refused' ? used.generation : refusedBefore;
   }
 
   private async markNeedsReauthAfter401(connectionId: string): Promise<void> {
@@ -245,7 +283,8 @@ export class AccessTokenProvider {
       const token: AccessToken = {
         token: this.vault.open(GRANT_ACCESS, row.connection_id, row.access_token_enc),
         generation: row.generation,
-        expiresAt: until,
+        refreshAt: until,
+        expiresAt: row.expires_at.getTime(),
         environment: row.environment,
       };
       this.cache.set(row.connection_id, token);
@@ -386,7 +425,8 @@ export class AccessTokenProvider {
     return {
       token: tokens.accessToken,
       generation: row.generation + 1,
-      expiresAt: usableUntil(tokens.issuedAt.getTime(), tokens.expiresAt.getTime()),
+      refreshAt: usableUntil(tokens.issuedAt.getTime(), tokens.expiresAt.getTime()),
+      expiresAt: tokens.expiresAt.getTime(),
       environment: row.environment,
     };
   }

@@ -1,5 +1,12 @@
 import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
-import { REFRESH_SKEW_MS, usableUntil } from './access-token.provider';
+import { ManualClock } from '../../test/support/clock';
+import {
+  EXPIRY_MARGIN_MS,
+  REFRESH_SKEW_MS,
+  judgeUnauthorized,
+  usableUntil,
+  validAt,
+} from './access-token.provider';
 
 describe('token expiry', () => {
   it('is created_at + expires_in', () => {
@@ -30,5 +37,38 @@ describe('token expiry', () => {
   it('refreshes early by a skew that never exceeds a tenth of the lifetime', () => {
     expect(usableUntil(0, 7_200_000)).toBe(7_200_000 - REFRESH_SKEW_MS);
     expect(usableUntil(0, 2_000)).toBe(1_800); // a 2-second token is used for 1.8 s
+  });
+});
+
+describe('a 401 and the grant', () => {
+  const clock = new ManualClock();
+  const lifetime = 3_000;
+  const token = (generation: number) => ({ generation, expiresAt: clock.now() + lifetime });
+
+  it('counts a token as valid until the margin before it expires', () => {
+    const t = token(1);
+    expect(validAt(t.expiresAt, clock.now())).toBe(true);
+    expect(validAt(t.expiresAt, t.expiresAt - EXPIRY_MARGIN_MS - 1)).toBe(true);
+    expect(validAt(t.expiresAt, t.expiresAt - EXPIRY_MARGIN_MS)).toBe(false);
+    expect(validAt(t.expiresAt, t.expiresAt + 1)).toBe(false);
+  });
+
+  it('is nobody’s fault when the token may have expired before the service read it', () => {
+    const t = token(1);
+    clock.advance(lifetime - EXPIRY_MARGIN_MS); // answered this late: the service may have read it expired
+    expect(judgeUnauthorized(t, clock.now(), null)).toBe('expired');
+    // Even after an earlier refusal: a fresh token that waited too long proves nothing.
+    expect(judgeUnauthorized({ ...t, generation: 2 }, clock.now(), 1)).toBe('expired');
+  });
+
+  it('forces one refresh for a valid token refused, and blames the grant only when the fresh one is refused too', () => {
+    const first = token(1);
+    clock.advance(50);
+    expect(judgeUnauthorized(first, clock.now(), null)).toBe('refused');
+    const fresh = token(2);
+    clock.advance(50);
+    expect(judgeUnauthorized(fresh, clock.now(), 1)).toBe('grant_refused');
+    // The same token again (not newer than the one refused): another refresh, no verdict on the grant.
+    expect(judgeUnauthorized(first, clock.now(), 1)).toBe('refused');
   });
 });

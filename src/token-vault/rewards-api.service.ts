@@ -4,11 +4,13 @@ import { InjectConfig } from '../config/config.module';
 import { AccountPacer, type Priority } from '../rewards-api/account-pacer';
 import { ConnectionClient, type TokenSource } from '../rewards-api/connection-client';
 import { RewardsApiClient } from '../rewards-api/rewards-api.client';
+import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { AccessTokenProvider } from './access-token.provider';
 
 /**
  * The entry point for calls on a tenant's behalf: `rewardsApi.forConnection(id)` gives a client whose every call
- * carries the connection's token from the vault (with the refresh lock and the retry after a 401), paced per account.
+ * is paced per account and carries the connection's token from the vault, read once its slot has come (with the
+ * refresh lock, and the vault's verdict on a 401).
  */
 @Injectable()
 export class RewardsApi {
@@ -21,9 +23,14 @@ export class RewardsApi {
 
   /**
    * `priority`: `interactive` for calls a caller waits on (a send answered inline, a fields reload during one),
-   * `bulk` for background work (batches, probes, approval checks) — see AccountPacer.
+   * `bulk` for background work (batches, queued sends, probes, approval checks) — see AccountPacer. `maxWaitMs`: how
+   * long an interactive request may wait for its slot before it fails with SlotTooFarError (null: no bound).
    */
-  forConnection(connectionId: string, priority: Priority = 'interactive'): ConnectionClient {
+  forConnection(
+    connectionId: string,
+    priority: Priority = 'interactive',
+    maxWaitMs: number | null = null,
+  ): ConnectionClient {
     return new ConnectionClient(
       this.http,
       this.tokens,
@@ -31,6 +38,7 @@ export class RewardsApi {
       connectionId,
       this.pacer,
       priority,
+      maxWaitMs,
     );
   }
 
@@ -42,7 +50,11 @@ export class RewardsApi {
    */
   forGrant(environment: RewardsEnvironment, accessToken: string, paceAs: string | null): ConnectionClient {
     const grant: TokenSource = {
-      withToken: (_connectionId, call) => call({ token: accessToken, environment }),
+      environmentOf: async () => environment,
+      getAccessToken: async () => ({ token: accessToken, generation: 0, expiresAt: Infinity }),
+      unauthorized: async () => {
+        throw new RewardsApiError('unauthorized', 'the rewards service refused the token just granted', 401);
+      },
     };
     return new ConnectionClient(
       this.http,
