@@ -62,6 +62,13 @@ export function spacingMs(pacing: PacingConfig): number {
  */
 @Injectable()
 export class AccountPacer {
+  /**
+   * Per account, the latest slot this process has seen taken (performance.now()): the account's next slot is no
+   * earlier, as `tat` only moves forward. A bounded request that this already shows to be too far is answered without
+   * asking Postgres.
+   */
+  private readonly seen = new Map<string, number>();
+
   constructor(
     private readonly db: Database,
     @Optional() private readonly metrics?: MetricsService,
@@ -120,19 +127,30 @@ export class AccountPacer {
     // Bulk work takes a slot only when it is due within one and a half spacings; interactive work within its bound.
     const horizon = priority === 'bulk' ? 1.5 * base : maxWaitMs;
     for (;;) {
+      const seen = (this.seen.get(account) ?? 0) - performance.now();
+      if (horizon !== null && priority === 'interactive' && seen > horizon) throw new SlotTooFarError(seen);
       const slot = await this.reserve(account, pacing, base, horizon);
       if (slot === null) {
-        if (priority === 'interactive') throw new SlotTooFarError(await this.nextSlotInMs(account, pacing));
+        if (priority === 'interactive') {
+          const waitMs = await this.nextSlotInMs(account, pacing);
+          this.sawSlot(account, performance.now() + waitMs);
+          throw new SlotTooFarError(waitMs);
+        }
         this.metrics?.pacingRetakes.inc({ reason: 'deferred' });
         await sleep(base); // bulk, and the next slot is further out: let interactive requests have it
         continue;
       }
       const at = slot.asked + Math.max(0, slot.waitMs);
+      this.sawSlot(account, at);
       const left = at - performance.now();
       if (left > 0) await sleep(left);
       if (!this.missed({ at })) return { at };
       // Woke up too late to use the slot without bunching with the next ones: take a fresh slot.
     }
+  }
+
+  private sawSlot(account: string, at: number): void {
+    if (at > (this.seen.get(account) ?? 0)) this.seen.set(account, at);
   }
 
   /** How far out the account's next slot is (ms, ≤ 0 = now), as every instance sees it. */

@@ -1,13 +1,15 @@
 /**
  * A separate OS process standing in for one gateway instance: its own AccessTokenProvider (own memory cache,
  * own single-flight, own pools) on the shared Postgres. The parent sends rounds; each round fires N concurrent
- * callers that need a token and use it on the sandbox API, retrying once through the vault on a 401.
+ * callers that call the sandbox API as every module does — through a ConnectionClient, which reads the token as the
+ * request leaves and takes the vault's verdict on a 401 — recording every token they were handed.
  */
 import 'reflect-metadata';
 import { createHash } from 'node:crypto';
 import { parseConfig } from '../../src/config/app-config';
 import { Database } from '../../src/database/database';
 import { RewardsApiClient } from '../../src/rewards-api/rewards-api.client';
+import { ConnectionClient, type TokenSource } from '../../src/rewards-api/connection-client';
 import { AccessTokenProvider } from '../../src/token-vault/access-token.provider';
 import { ConnectionStateStore } from '../../src/connections/connection-state.store';
 import { GrantStore } from '../../src/token-vault/grant.store';
@@ -24,31 +26,33 @@ const provider = new AccessTokenProvider(
   new ConnectionStateStore(),
   new GrantStore(),
 );
-const base = config.rewards.sandbox?.baseUrl as string;
+const api = new RewardsApiClient();
+const hash = (token: string) => createHash('sha256').update(token).digest('hex').slice(0, 16);
 
 async function oneCall(
   connectionId: string,
-): Promise<{ status: number | string; token?: string; ms: number }> {
+): Promise<{ status: number | string; tokens: string[]; ms: number }> {
   const started = performance.now();
+  const tokens: string[] = [];
+  const recording: TokenSource = {
+    environmentOf: (id) => provider.environmentOf(id),
+    getAccessToken: async (id) => {
+      const token = await provider.getAccessToken(id);
+      tokens.push(hash(token.token));
+      return token;
+    },
+    unauthorized: (id, used, answeredAt, refusedBefore) =>
+      provider.unauthorized(id, used, answeredAt, refusedBefore),
+  };
   try {
-    let token = await provider.getAccessToken(connectionId);
-    let res = await fetch(`${base}/api/v2/organizations`, {
-      headers: { Authorization: `Bearer ${token.token}` },
-    });
-    if (res.status === 401) {
-      token = await provider.afterUnauthorized(connectionId, token);
-      res = await fetch(`${base}/api/v2/organizations`, {
-        headers: { Authorization: `Bearer ${token.token}` },
-      });
-    }
-    await res.arrayBuffer();
+    await new ConnectionClient(api, recording, config.rewards, connectionId).probe();
+    return { status: 200, tokens, ms: performance.now() - started };
+  } catch (error) {
     return {
-      status: res.status,
-      token: createHash('sha256').update(token.token).digest('hex').slice(0, 16),
+      status: (error as { code?: string }).code ?? String(error),
+      tokens,
       ms: performance.now() - started,
     };
-  } catch (error) {
-    return { status: (error as { code?: string }).code ?? String(error), ms: performance.now() - started };
   }
 }
 

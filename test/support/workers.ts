@@ -2,7 +2,8 @@ import { type ChildProcess, fork } from 'node:child_process';
 import * as path from 'node:path';
 import type { TestApp } from './app';
 
-export type CallResult = { status: number | string; token?: string; ms: number };
+/** A caller's outcome; `tokens`: every token it was handed, one per attempt. */
+export type CallResult = { status: number | string; tokens: string[]; ms: number };
 
 /** The environment a token worker needs to act as another gateway instance of `t`. */
 export function workerEnv(t: TestApp): Record<string, string> {

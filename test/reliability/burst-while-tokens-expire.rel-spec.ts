@@ -1,0 +1,284 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { demoSeed } from '../../src/sandbox/sandbox.seed';
+import { freePort } from '../support/app';
+import { createTestDatabase, sqlOn } from '../support/database';
+import { startGatewayProcess, waitUntilGone } from '../support/gateway-process';
+import { connectAutoApproved } from '../support/connect';
+import { CLIENT } from '../support/sandbox';
+import { type SandboxProcess, startSandboxProcess } from '../support/sandbox-process';
+import { waitFor } from '../support/send';
+
+const OPERATOR = `rgo_burst_${'b'.repeat(30)}`;
+const RPS = 10;
+const GATEWAYS = 4;
+const PER_GATEWAY = 200;
+const SENDS = GATEWAYS * PER_GATEWAY;
+/** Every request is answered within this (201 sent, or 202 queued when its slot lies beyond the interactive bound). */
+const ANSWER_WITHIN_MS = 7_000;
+const SHORT_TTL_S = 3;
+
+/** The two bursts run at once on two accounts, each with its own 10/s window: one with 3-second tokens, one with 2-hour. */
+const BURSTS = [
+  { tenant: 'burst-short', account: 'acc_short' },
+  { tenant: 'burst-long', account: 'acc_long' },
+] as const;
+
+interface Answer {
+  tenant: string;
+  key: string;
+  status: number;
+  ms: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  headers: Headers;
+}
+
+/**
+ * A burst beyond the account's pace while its access tokens expire: 4 gateway processes, the sandbox as its own
+ * process at 10 requests/s per account, 4 × 200 concurrent single sends per account. Tokens are read as each request
+ * leaves (after its slot), so none expires while waiting; sends whose slot lies beyond the interactive bound are
+ * answered 202 and sent by the workers.
+ */
+describe('a burst of single sends across 4 gateway processes while tokens expire (sandbox at 10/s)', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let sandbox: SandboxProcess;
+  const gateways: { child: ChildProcess; base: string }[] = [];
+  const grantOf: Record<string, string> = {};
+  const connectionOf: Record<string, string> = {};
+
+  const api = async (
+    base: string,
+    path: string,
+    init: { method?: string; body?: unknown; key?: string } = {},
+  ) => {
+    const res = await fetch(`${base}${path}`, {
+      method: init.method ?? 'GET',
+      headers: {
+        Authorization: `Bearer ${OPERATOR}`,
+        'Content-Type': 'application/json',
+        ...(init.key ? { 'Idempotency-Key': init.key } : {}),
+      },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    });
+    const text = await res.text();
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    return { status: res.status, body: (text ? JSON.parse(text) : null) as any, headers: res.headers };
+  };
+
+  const reward = (tenant: string, i: number) => ({
+    rewards: [
+      {
+        recipient: { name: `${tenant} ${i}`, email: `${tenant}-${i}@example.com` },
+        value: { denomination: 5, currency_code: 'USD' },
+        products: ['PRODAMAZONUS'],
+        custom_fields: { Department: 'Sales' },
+      },
+    ],
+  });
+
+  async function connect(base: string, tenant: string, account: string): Promise<void> {
+    await sandbox.control('/settings', { auto_approve_account_id: account });
+    const created = await api(base, '/v1/tenants', {
+      method: 'POST',
+      body: { id: tenant, name: tenant, return_urls: ['https://platform.example.com/done'] },
+    });
+    expect(created.status).toBe(201);
+    const session = await api(base, `/v1/tenants/${tenant}/connect-sessions`, { method: 'POST', body: {} });
+    expect(session.status).toBe(201);
+    const callback = await connectAutoApproved(
+      `${base}${new URL(session.body.connect_url as string).pathname}/authorize`,
+    );
+    expect(callback.status).toBeLessThan(400);
+    const connection = await api(base, `/v1/tenants/${tenant}/connection`);
+    expect(connection.body.status).toBe('active');
+    connectionOf[tenant] = connection.body.id as string;
+    const stats = await sandbox.control('/stats');
+    grantOf[tenant] = (stats.grants as { id: string; account_id: string }[])
+      .filter((g) => g.account_id === account)
+      .at(-1)?.id as string;
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const ports = await Promise.all(Array.from({ length: GATEWAYS + 1 }, () => freePort()));
+    const sandboxPort = ports[GATEWAYS];
+    sandbox = await startSandboxProcess(
+      sandboxPort,
+      ports.slice(0, GATEWAYS).map((p) => `http://127.0.0.1:${p}/oauth/callback`),
+    );
+    await sandbox.control('/reset', {
+      accounts: BURSTS.map(({ account }, i) => ({
+        ...demoSeed()[0],
+        id: account,
+        name: account,
+        api_key: `sbx_burst_${i}_${'k'.repeat(24)}`,
+      })),
+    });
+    await sandbox.control('/settings', { auto_approve: true });
+    const vaultKeys = `burst:${randomBytes(32).toString('base64')}`;
+    await Promise.all(
+      ports.slice(0, GATEWAYS).map(async (port) => {
+        const child = await startGatewayProcess(
+          {
+            DATABASE_URL: db.url,
+            PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+            OPERATOR_API_KEY: OPERATOR,
+            VAULT_KEYS: vaultKeys,
+            REWARDS_SANDBOX_BASE_URL: sandbox.baseUrl,
+            REWARDS_SANDBOX_CLIENT_ID: CLIENT.clientId,
+            REWARDS_SANDBOX_CLIENT_SECRET: CLIENT.clientSecret,
+            REWARDS_SANDBOX_RATE_LIMIT_RPS: String(RPS),
+            OPS_PROBE_INTERVAL_MS: '0',
+            LOG_LEVEL: 'warn',
+          },
+          port,
+        );
+        gateways.push({ child, base: `http://127.0.0.1:${port}` });
+      }),
+    );
+    // The 2-hour grant is made first, with the sandbox's default lifetime; every token minted after this lives 3 s.
+    await connect(gateways[0].base, 'burst-long', 'acc_long');
+    await sandbox.control('/settings', { access_token_ttl_seconds: SHORT_TTL_S });
+    await connect(gateways[1].base, 'burst-short', 'acc_short');
+    // Both accounts' fields are cached on every instance before the burst (as in steady traffic).
+    for (const g of gateways)
+      for (const { tenant } of BURSTS)
+        expect((await api(g.base, `/v1/tenants/${tenant}/fields`)).status).toBeLessThan(300);
+    await sandbox.control('/settings', { rate_limit_rps: RPS });
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const g of gateways) {
+      g.child.kill('SIGTERM');
+      await waitUntilGone(g.child);
+    }
+    await sandbox?.close();
+    await db?.drop();
+  });
+
+  it('answers every send within 7 s (201 or 202), sends all 800 per account exactly once, 0 × 429, one token call per expiry', async () => {
+    const before = await sandbox.control('/stats');
+    const sends = BURSTS.flatMap(({ tenant }) =>
+      gateways.flatMap((g, gi) =>
+        Array.from({ length: PER_GATEWAY }, (_, i) => ({ tenant, base: g.base, n: gi * PER_GATEWAY + i })),
+      ),
+    );
+    const started = Date.now();
+    const answers: Answer[] = await Promise.all(
+      sends.map(async ({ tenant, base, n }) => {
+        const t0 = Date.now();
+        const key = `${tenant}-${n}`;
+        const res = await api(base, `/v1/tenants/${tenant}/rewards`, {
+          method: 'POST',
+          key,
+          body: reward(tenant, n),
+        });
+        return { tenant, key, status: res.status, ms: Date.now() - t0, body: res.body, headers: res.headers };
+      }),
+    );
+    const answeredIn = Date.now() - started;
+    const ms = answers.map((a) => a.ms).sort((x, y) => x - y);
+    const pct = (p: number) => ms[Math.min(ms.length - 1, Math.floor((p / 100) * ms.length))];
+    const answered = `${answers.length} sends answered in ${answeredIn} ms (p50 ${pct(50)} ms, p99 ${pct(99)} ms, max ${ms.at(-1)} ms), ${answers.filter((a) => a.status === 202).length} × 202`;
+    console.log(`burst: ${answered}`);
+
+    // Every request answered in time: 201 sent, or 202 queued with where to look and when.
+    const wrong = answers.filter((a) => (a.status !== 201 && a.status !== 202) || a.ms > ANSWER_WITHIN_MS);
+    expect(wrong.map((a) => ({ key: a.key, status: a.status, ms: a.ms, error: a.body?.error }))).toEqual([]);
+    for (const a of answers) {
+      if (a.status === 201) {
+        expect(a.body.status).toBe('sent');
+        continue;
+      }
+      expect(a.body.status).toBe('queued');
+      expect(a.headers.get('location')).toBe(`/v1/tenants/${a.tenant}/dispatches/${a.body.id}`);
+      expect(Number(a.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(a.body.progress).toMatchObject({ total: 1, settled: 0 });
+      expect(a.body.progress.estimated_completion_at).toEqual(expect.any(String));
+    }
+
+    // A replay of a queued send's key answers its current state.
+    const queued = answers.find((a) => a.status === 202);
+    if (queued) {
+      const replay = await api(gateways[2].base, `/v1/tenants/${queued.tenant}/rewards`, {
+        method: 'POST',
+        key: queued.key,
+        body: reward(queued.tenant, Number(queued.key.split('-').at(-1))),
+      });
+      expect([201, 202]).toContain(replay.status);
+      expect(replay.body.id).toBe(queued.body.id);
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    }
+
+    // The workers send the queued ones at the account's pace: every dispatch ends sent.
+    await waitFor(
+      () =>
+        sqlOn(db.url, `SELECT count(*)::int AS n FROM reward_dispatches WHERE status = 'sent'`).then(
+          (rows) => rows[0].n as number,
+        ),
+      (n) => n === 2 * SENDS,
+      3 * ((SENDS / RPS) * 1000),
+    );
+    const finishedIn = Date.now() - started;
+
+    const after = await sandbox.control('/stats');
+    for (const { tenant, account } of BURSTS) {
+      const mine = answers.filter((a) => a.tenant === tenant);
+      // Exactly once, checked upstream: one order per send, with the external_id of its dispatch.
+      const { orders } = (await sandbox.control(`/orders?account_id=${account}`)) as {
+        orders: { external_id: string }[];
+      };
+      expect(orders).toHaveLength(SENDS);
+      expect(new Set(orders.map((o) => o.external_id))).toEqual(new Set(mine.map((a) => `${a.body.id}-r0`)));
+      // No 429, never more than 10 in any second.
+      const window = after.rate_limit[account];
+      expect(window.rejected_429 - (before.rate_limit[account]?.rejected_429 ?? 0)).toBe(0);
+      expect(window.max_in_any_1s).toBeLessThanOrEqual(RPS);
+      // No refresh token used twice; the connection active, never needs_reauth, no alert.
+      const grant = (after.grants as { id: string; revoked: boolean }[]).find(
+        (g) => g.id === grantOf[tenant],
+      );
+      expect(grant?.revoked).toBe(false);
+      const [connection] = await sqlOn(
+        db.url,
+        `SELECT status, alerted_state FROM connections WHERE id = $1`,
+        [connectionOf[tenant]],
+      );
+      expect(connection.status).toBe('active');
+      expect(connection.alerted_state).not.toBe('broken');
+      const [reauth] = await sqlOn(
+        db.url,
+        `SELECT count(*)::int AS n FROM connection_events WHERE connection_id = $1 AND type = 'needs_reauth'`,
+        [connectionOf[tenant]],
+      );
+      expect(reauth.n).toBe(0);
+    }
+
+    // Token calls: with 2-hour tokens, at most one; with 3-second ones, one per expiry — every refresh began only once
+    // the token before it had reached its refresh point (a tenth of its lifetime before it expires).
+    const tokenCalls = (tenant: string) =>
+      after.refreshes[grantOf[tenant]] - (before.refreshes[grantOf[tenant]] ?? 0);
+    expect(tokenCalls('burst-long')).toBeLessThanOrEqual(1);
+    const refreshed = await sqlOn(
+      db.url,
+      `SELECT (extract(epoch FROM at) * 1000)::float8 AS at_ms, (detail->>'generation')::int AS generation,
+              (extract(epoch FROM (detail->>'expires_at')::timestamptz) * 1000)::float8 AS expires_ms
+         FROM connection_events WHERE connection_id = $1 AND type = 'token_refreshed' ORDER BY generation`,
+      [connectionOf['burst-short']],
+    );
+    const during = refreshed.filter((r) => r.at_ms >= started);
+    expect(during.length).toBe(tokenCalls('burst-short'));
+    for (let i = 1; i < refreshed.length; i++) {
+      expect(refreshed[i].generation).toBe(refreshed[i - 1].generation + 1);
+      const refreshAt = refreshed[i - 1].expires_ms - SHORT_TTL_S * 100;
+      if (refreshed[i].at_ms < started) continue;
+      expect(refreshed[i].at_ms).toBeGreaterThanOrEqual(refreshAt - 50);
+    }
+
+    console.log(
+      `burst: ${answered}; all sent after ${finishedIn} ms; ` +
+        `token calls: ${tokenCalls('burst-short')} (3-s tokens), ${tokenCalls('burst-long')} (2-h tokens)`,
+    );
+  }, 300_000);
+});
