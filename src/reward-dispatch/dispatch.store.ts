@@ -161,10 +161,11 @@ export const DISPATCH_SQL = {
     SELECT i.id, i.tenant_id, i.connection_id, i.environment, i.order_shape, i.idempotency_key, i.request_hash, i.request,
            i.upstream_payload, CASE WHEN i.queued THEN 'queued' ELSE 'sending' END, CASE WHEN i.queued THEN 0 ELSE 1 END,
            CASE WHEN i.queued THEN NULL ELSE now() + make_interval(secs => $1::float8 / 1000) END,
-           CASE WHEN i.queued THEN now() END, CASE WHEN i.queued THEN 202 END, i.reward_count, i.priority, now(), now()
+           CASE WHEN i.queued THEN now() + make_interval(secs => i.due_ms / 1000) END, CASE WHEN i.queued THEN 202 END,
+           i.reward_count, i.priority, now(), now()
       FROM jsonb_to_recordset($2::jsonb) AS i(id uuid, tenant_id text, connection_id uuid, environment text, order_shape text,
                 idempotency_key text, request_hash text, request jsonb, upstream_payload jsonb, queued boolean, priority int,
-                reward_count int)
+                reward_count int, due_ms float8)
     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
     RETURNING id, created_at, lease_until
   ), r AS (
@@ -614,7 +615,8 @@ export class DispatchStore {
   /**
    * Inserts dispatches and their rewards in one statement (one round-trip, one commit), keyed by tenant +
    * Idempotency-Key: a key already taken (or taken twice in the same batch) inserts nothing for that item (null).
-   * `queued` (a batch, or `Prefer: respond-async`): stored due now, with its 202 as the answer, for the workers; else
+   * `queued` (a batch, `Prefer: respond-async`, a send beyond the interactive bound): stored due now (or at the row's
+   * `next_attempt_at`), with its 202 as the answer, for the workers; else
    * stored `sending`, held by the request for its lease.
    */
   private async insertAll(
@@ -643,6 +645,8 @@ export class DispatchStore {
             queued,
             priority: row.priority,
             reward_count: rewards.length,
+            // Queued: due now, or when its account's slot comes (a send beyond the interactive bound).
+            due_ms: row.next_attempt_at ? Math.max(0, new Date(row.next_attempt_at).getTime() - Date.now()) : 0,
           })),
         ),
         JSON.stringify(

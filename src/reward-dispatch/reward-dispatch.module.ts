@@ -6,6 +6,7 @@ import { Retention } from '../retention/retention';
 import { ConnectionsModule } from '../connections/connections.module';
 import { FieldsCacheModule } from '../fields-cache/fields-cache.module';
 import { MetricsModule } from '../metrics/metrics.module';
+import { RewardsApiModule } from '../rewards-api/rewards-api.module';
 import { TenantsModule } from '../tenants/tenants.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { ApprovalReconciler } from './approval.reconciler';
@@ -25,6 +26,7 @@ import { RewardListingService } from './reward-listing.service';
     TokenVaultModule,
     ConnectionsModule,
     FieldsCacheModule,
+    RewardsApiModule,
   ],
   controllers: [RewardDispatchController],
   providers: [

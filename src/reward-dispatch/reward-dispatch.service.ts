@@ -29,7 +29,7 @@ import {
   progressOf,
 } from './dispatch.view';
 import { DispatchWorker } from './dispatch.worker';
-import { spacingMs } from '../rewards-api/account-pacer';
+import { AccountPacer, spacingMs } from '../rewards-api/account-pacer';
 import type { RewardSpecDto, SendRewardsDto } from './dto/send-rewards.dto';
 import { DispatchError } from './reward-dispatch.errors';
 import type { EraseRecipientDto } from './dto/erase-recipient.dto';
@@ -61,6 +61,7 @@ export class RewardDispatchService {
     private readonly worker: DispatchWorker,
     private readonly audit: AuditLog,
     private readonly db: Database,
+    private readonly pacer: AccountPacer,
   ) {}
 
   /**
@@ -106,7 +107,11 @@ export class RewardDispatchService {
     const shape = prepared.environment.orderShape;
     // A batch is stored and answered at once; the workers send it at the account's pace, behind interactive sends.
     const batch = dto.rewards.length > this.config.inlineMaxRewards;
-    const answerNow = batch || respondAsync;
+    // So is a send whose account's next slot is already known to lie beyond the interactive bound (see sender.run for
+    // the bound checked as its slot is taken): due when that slot comes.
+    const beyondBound =
+      batch || respondAsync ? 0 : this.knownWaitBeyondBound(prepared.connectionId, prepared.environment);
+    const answerNow = batch || respondAsync || beyondBound > 0;
     // The first order's rewards are marked `sending` by the insert itself: the call follows at once.
     const first = answerNow ? 0 : shape === 'array' ? prepared.rewards.length : 1;
     const newRewards: NewReward[] = prepared.rewards.map((payload, position) => ({
@@ -128,7 +133,7 @@ export class RewardDispatchService {
       upstream_payload: { payment: { funding_source_id: prepared.request.funding_source_id } },
       status: answerNow ? 'queued' : 'sending',
       attempts: answerNow ? 0 : 1,
-      next_attempt_at: null,
+      next_attempt_at: beyondBound > 0 ? new Date(Date.now() + beyondBound) : null,
       upstream_order_id: null,
       last_error: null,
       response_status: null,
@@ -191,7 +196,11 @@ export class RewardDispatchService {
    * and estimate (from when it is due, at the account's pace), `Location`, and `Retry-After` (when to look again: the
    * estimated completion).
    */
-  private accepted(row: DispatchRow, rewards: RewardRow[], counts: Record<RewardStatus, number>): HttpOutcome {
+  private accepted(
+    row: DispatchRow,
+    rewards: RewardRow[],
+    counts: Record<RewardStatus, number>,
+  ): HttpOutcome {
     const now = Date.now();
     const due = dueAt(row, now);
     const progress = progressOf(counts, this.msPerReward(row), due);
@@ -216,6 +225,13 @@ export class RewardDispatchService {
         ? countsOf(rewards)
         : ((await this.store.countsOf([row.id])).get(row.id) as Record<RewardStatus, number>);
     return { counts, progress: progressOf(counts, this.msPerReward(row), dueAt(row, Date.now())) };
+  }
+
+  /** How far out the account's next slot is known to be, when beyond the interactive bound (ms); else 0. */
+  private knownWaitBeyondBound(connectionId: string, environment: RewardsEnvironmentConfig): number {
+    if (environment.pacing.rps <= 0) return 0;
+    const wait = this.pacer.knownWaitMs(connectionId);
+    return wait > this.config.interactiveMaxWaitMs ? wait : 0;
   }
 
   /** The account's pace for estimates: the configured spacing (null when pacing is off). */

@@ -127,8 +127,8 @@ export class AccountPacer {
     // Bulk work takes a slot only when it is due within one and a half spacings; interactive work within its bound.
     const horizon = priority === 'bulk' ? 1.5 * base : maxWaitMs;
     for (;;) {
-      const seen = (this.seen.get(account) ?? 0) - performance.now();
-      if (horizon !== null && priority === 'interactive' && seen > horizon) throw new SlotTooFarError(seen);
+      const known = this.knownWaitMs(account);
+      if (horizon !== null && priority === 'interactive' && known > horizon) throw new SlotTooFarError(known);
       const slot = await this.reserve(account, pacing, base, horizon);
       if (slot === null) {
         if (priority === 'interactive') {
@@ -147,6 +147,11 @@ export class AccountPacer {
       if (!this.missed({ at })) return { at };
       // Woke up too late to use the slot without bunching with the next ones: take a fresh slot.
     }
+  }
+
+  /** How far out (ms) this process already knows the account's next slot to be at least: 0 when it knows of none. */
+  knownWaitMs(account: string): number {
+    return Math.max(0, (this.seen.get(account) ?? 0) - performance.now());
   }
 
   private sawSlot(account: string, at: number): void {
