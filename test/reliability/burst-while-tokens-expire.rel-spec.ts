@@ -254,6 +254,20 @@ describe('a burst of single sends across 4 gateway processes while tokens expire
     const finishedIn = Date.now() - started;
 
     const after = await sandbox.control('/stats');
+    console.log(
+      `burst: upstream per account ${JSON.stringify(
+        Object.fromEntries(
+          BURSTS.map(({ account }) => [
+            account,
+            {
+              rejected_429:
+                after.rate_limit[account].rejected_429 - (before.rate_limit[account]?.rejected_429 ?? 0),
+              max_in_any_1s: after.rate_limit[account].max_in_any_1s,
+            },
+          ]),
+        ),
+      )}`,
+    );
     for (const { tenant, account } of BURSTS) {
       const mine = answers.filter((a) => a.tenant === tenant);
       // Exactly once, checked upstream: one order per send, with the external_id of its dispatch.
