@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import { AppError } from '../src/common/app-error';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
+import { RewardsApi } from '../src/token-vault/rewards-api.service';
 import type { TestApp } from './support/app';
 import { sqlOn } from './support/database';
 import { startTestApp } from './support/app';
@@ -103,6 +104,35 @@ describe('refresh failures: transient, unknown outcome, backoff', () => {
     await request(t.baseUrl).post(`/sandbox/__control/grants/${stats.grants[0].id}/revoke`).send({});
     expect(await codeOf(provider.afterUnauthorized(id, fresh))).toBe('connection_not_active');
     expect((await request(t.baseUrl).get('/v1/tenants/revoked/connection').set(op)).body.status).toBe(
+      'needs_reauth',
+    );
+  });
+
+  it('a valid token refused alone: one forced refresh and the call goes through; the connection stays active', async () => {
+    await control(t, '/settings', { access_token_ttl_seconds: 60 });
+    await createTenant(t, 'one-refusal');
+    const id = await connectTenant(t, 'one-refusal');
+    await provider.getAccessToken(id);
+    const before = tokenCalls();
+    await control(t, '/faults', { route: 'organizations', status: 401, times: 1 });
+    expect(await t.app.get(RewardsApi).forConnection(id).probe()).not.toBeNull();
+    expect((await tokenCalls()) - (await before)).toBe(1);
+    expect((await request(t.baseUrl).get('/v1/tenants/one-refusal/connection').set(op)).body.status).toBe(
+      'active',
+    );
+  });
+
+  it('a fresh, unexpired token refused too: the service refuses the grant, the connection needs a new consent', async () => {
+    await control(t, '/settings', { access_token_ttl_seconds: 60 });
+    await createTenant(t, 'refused-grant');
+    const id = await connectTenant(t, 'refused-grant');
+    await provider.getAccessToken(id);
+    const before = tokenCalls();
+    await control(t, '/faults', { route: 'organizations', status: 401 });
+    expect(await codeOf(t.app.get(RewardsApi).forConnection(id).probe())).toBe('connection_not_active');
+    await request(t.baseUrl).delete('/sandbox/__control/faults');
+    expect((await tokenCalls()) - (await before)).toBe(1);
+    expect((await request(t.baseUrl).get('/v1/tenants/refused-grant/connection').set(op)).body.status).toBe(
       'needs_reauth',
     );
   });

@@ -6,7 +6,8 @@ import { startTestApp } from '../support/app';
 import { connectTenant, control, createTenant, op } from '../support/connect';
 import { type CallResult, startTokenWorker, workerEnv, workerRound } from '../support/workers';
 
-const round = workerRound;
+const round = (worker: ChildProcess, connectionId: string, calls: number) =>
+  workerRound(worker, connectionId, calls).then((r) => r.callers);
 
 /** Gateway instances die (SIGKILL) in the middle of a refresh — one of them holding the lock. */
 describe('reliability: gateway processes killed during refreshes', () => {

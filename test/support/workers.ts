@@ -30,14 +30,17 @@ export function startTokenWorker(env: Record<string, string>): Promise<ChildProc
   });
 }
 
-/** Asks a worker to fire `calls` concurrent callers that need a token; resolves with their outcomes. */
+/**
+ * Asks a worker to fire `calls` concurrent callers that need a token; resolves with their outcomes, and the outcome of
+ * the one service call the worker makes after them (see token-worker.ts).
+ */
 export function workerRound(
   worker: ChildProcess,
   connectionId: string,
   calls: number,
-): Promise<CallResult[]> {
+): Promise<{ callers: CallResult[]; probe: CallResult }> {
   return new Promise((resolve) => {
-    worker.once('message', (results) => resolve(results as CallResult[]));
+    worker.once('message', (round) => resolve(round as { callers: CallResult[]; probe: CallResult }));
     worker.send({ connectionId, calls });
   });
 }
