@@ -303,14 +303,15 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
       Client.prototype.query = clientQuery;
     }
     const broken = 'rg_connections{status="needs_reauth",health="broken"}';
-    const sent = 'rg_dispatches{status="sent"}';
+    const queued = 'rg_dispatches{status="queued"}';
     const n = value(before, broken);
     expect(n).toBe(
       (await sql(`SELECT count(*)::int AS n FROM connections WHERE status = 'needs_reauth'`))[0].n,
     );
-    expect(value(before, sent)).toBe(
-      (await sql(`SELECT count(*)::int AS n FROM reward_dispatches WHERE status = 'sent'`))[0].n,
+    expect(value(before, queued)).toBe(
+      (await sql(`SELECT count(*)::int AS n FROM reward_dispatches WHERE status = 'queued'`))[0].n,
     );
+    expect(before).not.toContain('rg_dispatches{status="sent"}'); // settled ones: rg_dispatch_attempts_total
     expect(value(before, 'rg_rewards_pending_approval')).toBe(0);
     expect(value(before, 'rg_metrics_snapshot_age_seconds')).toBeLessThan(5);
 

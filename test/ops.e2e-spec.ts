@@ -230,7 +230,7 @@ describe('ops: connection health, probes, alerts, metrics', () => {
       'rg_token_refreshes_total{outcome="invalid_grant"}',
       'rg_upstream_request_duration_seconds_bucket{le="0.05",route="POST /orders",status="200"}',
       'rg_upstream_request_duration_seconds_count{route="token",status="200"}',
-      'rg_dispatches{status="sent"} 1\n',
+      'rg_dispatches{status="queued"} 0\n',
       'rg_rewards_pending_approval 0\n',
       'rg_metrics_snapshot_age_seconds ',
       'rg_dispatch_attempts_total{outcome="sent"}',

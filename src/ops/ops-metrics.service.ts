@@ -18,7 +18,8 @@ export interface GaugeCounts {
 }
 
 /** Statuses a dispatch can have (the table's CHECK): each is exported, 0 included, so a series never vanishes. */
-const DISPATCH_STATUSES = ['sending', 'queued', 'sent', 'partially_failed', 'failed', 'pending_approval'];
+/** The dispatch statuses of work in flight, counted by `rg_dispatches` (settled ones by `rg_dispatch_attempts_total`). */
+const DISPATCH_STATUSES = ['sending', 'queued'];
 /** Every status and health a connection can combine (health follows from the status, see HEALTH_SQL), 0 included. */
 const CONNECTION_SERIES = [
   ['active', 'healthy'],
@@ -56,7 +57,7 @@ export class OpsMetricsService {
       for (const [status, health] of CONNECTION_SERIES) set({ status, health }, 0);
       for (const r of this.snapshot.connections) set({ status: r.status, health: r.health }, r.n);
     });
-    metrics.gauge('rg_dispatches', 'Dispatches by status.', ['status'], (set) => {
+    metrics.gauge('rg_dispatches', 'Dispatches in flight (queued, sending) by status.', ['status'], (set) => {
       if (!this.snapshot) return;
       for (const status of DISPATCH_STATUSES) set({ status }, 0);
       for (const r of this.snapshot.dispatches) set({ status: r.status }, r.n);

@@ -151,9 +151,11 @@ export class OpsService {
 
   /**
    * Every count behind the gauges in one statement (one round trip): connections by status and health (a scan of
-   * `connections`: one row per tenant and environment, plus history), dispatches by status (a scan of
-   * `reward_dispatches`), rewards held for approval (from the partial index `dispatch_rewards_approval_idx`) and the
-   * environments' app-credential state. Runs in the background, at most every 15 s per instance — never on a scrape.
+   * `connections`: one row per tenant and environment, plus history), dispatches in flight — `queued` and `sending`,
+   * each from its partial index, so the count costs what is in flight, not the size of history (settled outcomes are
+   * counted as they happen by `rg_dispatch_attempts_total`) —, rewards held for approval (from the partial index
+   * `dispatch_rewards_approval_idx`) and the environments' app-credential state. Runs in the background, at most
+   * every 15 s per instance — never on a scrape.
    */
   async readGaugeCounts(): Promise<GaugeCounts> {
     const { rows } = await this.db.main.query<{
@@ -165,7 +167,9 @@ export class OpsService {
       `SELECT 'connections' AS metric, c.status AS label, coalesce(${HEALTH_SQL}, 'none') AS health, count(*)::int AS n
          FROM connections c GROUP BY 2, 3
        UNION ALL
-       SELECT 'dispatches', status, NULL, count(*)::int FROM reward_dispatches GROUP BY status
+       SELECT 'dispatches', 'queued', NULL, count(*)::int FROM reward_dispatches WHERE status = 'queued'
+       UNION ALL
+       SELECT 'dispatches', 'sending', NULL, count(*)::int FROM reward_dispatches WHERE status = 'sending'
        UNION ALL
        SELECT 'pending_approval', NULL, NULL, count(*)::int FROM dispatch_rewards WHERE status = 'pending_approval'
        UNION ALL
