@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from 'pg';
-import { type HistoryDeps, historyRun, purgeRun } from './history';
+import { type HistoryDeps, historyRun, purgeRun, soakRun } from './history';
 import { hostileFlood } from './hostile';
 import { pacingRun } from './pacing';
 
@@ -162,6 +162,8 @@ function load(
     duration?: number;
     method?: 'POST' | 'GET';
     path?: (i: number) => string;
+    /** Requests per second from all connections (autocannon's `overallRate`); unset: as fast as answered. */
+    rate?: number;
   },
 ): Promise<LoadResult> {
   let i = 0;
@@ -172,6 +174,7 @@ function load(
         method: opts.method ?? 'POST',
         connections: opts.connections ?? CONNECTIONS,
         duration: opts.duration ?? DURATION,
+        ...(opts.rate ? { overallRate: opts.rate } : {}),
         requests: [
           {
             setupRequest: (req: autocannon.Request) => {
@@ -551,7 +554,7 @@ async function main(): Promise<void> {
     await shutdown(pg);
     return;
   }
-  if (process.env.BENCH_ONLY === 'history' || process.env.BENCH_ONLY === 'purge') {
+  if (['history', 'purge', 'soak'].includes(process.env.BENCH_ONLY ?? '')) {
     // The history and purge sections (bench/history.ts): their results are printed and recorded in bench/results.json
     // under their names, the rest of the file kept.
     const ports = [gw2Port, gw3Port];
@@ -570,20 +573,40 @@ async function main(): Promise<void> {
         await waitReady(`${url}/health/ready`, child);
         return { url, process: child };
       },
-      send: (url, pid, prefix, seconds) =>
-        withCpu('gateway', [pid], sandbox.pid as number, () =>
-          load(`${url}/v1/tenants/bench/rewards`, {
-            body: rewardBody,
-            headers: gatewayHeaders(prefix),
-            duration: seconds,
-          }),
-        ),
+      send: (url, pid, prefix, seconds) => deps.sendAll([url], [pid], prefix, seconds),
+      // One autocannon per gateway at once; their results summed (latencies: the worst of them), CPU over them all.
+      sendAll: (urls, pids, prefix, seconds, rate) =>
+        withCpu('gateway', pids, sandbox.pid as number, async () => {
+          const results = await Promise.all(
+            urls.map((url, k) =>
+              load(`${url}/v1/tenants/bench/rewards`, {
+                body: rewardBody,
+                headers: gatewayHeaders(`${prefix}-${k}`),
+                duration: seconds,
+                connections: Math.max(1, Math.round(CONNECTIONS / urls.length)),
+                rate: rate ? rate / urls.length : undefined,
+              }),
+            ),
+          );
+          const sum = (f: (r: LoadResult) => number) => results.reduce((n, r) => n + f(r), 0);
+          return {
+            rps: sum((r) => r.rps),
+            p50: Math.max(...results.map((r) => r.p50)),
+            p99: Math.max(...results.map((r) => r.p99)),
+            errors: sum((r) => r.errors),
+            non2xx: sum((r) => r.non2xx),
+            requests: sum((r) => r.requests),
+          };
+        }),
+      rssMb,
     };
-    const section = process.env.BENCH_ONLY;
+    const section = process.env.BENCH_ONLY as 'history' | 'purge' | 'soak';
     const result =
       section === 'history'
         ? await historyRun(deps, { url: gw1, pid: gateway1.pid as number })
-        : await purgeRun(deps);
+        : section === 'purge'
+          ? await purgeRun(deps)
+          : await soakRun(deps);
     const file = path.join(ROOT, 'bench/results.json');
     const recorded = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     recorded[section] = {

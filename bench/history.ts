@@ -34,6 +34,9 @@ export interface HistoryDeps {
   connect(gateway: string, tenant: string): Promise<string>;
   /** Send load on `url` for `seconds` (idempotency keys with `prefix`), with the CPU per send of `pid` and Postgres. */
   send(url: string, pid: number, prefix: string, seconds: number): Promise<Load>;
+  /** The same on several gateways at once, `rate` requests/s in all (unset: as fast as answered); CPU over `pids`. */
+  sendAll(urls: string[], pids: number[], prefix: string, seconds: number, rate?: number): Promise<Load>;
+  rssMb(pid: number): number;
 }
 
 const TENANTS = 1_000;
@@ -61,7 +64,7 @@ async function createDatabase(deps: HistoryDeps, name: string): Promise<string> 
  * `HISTORY` settled dispatches of one reward each over `TENANTS` tenants, created `ageSql` ago (an SQL expression of
  * `g`, 1..HISTORY), with their rewards: two INSERT … SELECT generate_series statements. Returns the seconds it took.
  */
-async function seed(dbUrl: string, ageSql: string): Promise<number> {
+async function seed(dbUrl: string, ageSql: string, count = HISTORY): Promise<number> {
   const t0 = performance.now();
   await sql(
     dbUrl,
@@ -76,7 +79,7 @@ async function seed(dbUrl: string, ageSql: string): Promise<number> {
             '{"external_reference": null, "funding_source_id": "FSDEMOMAIN",
               "custom_fields": [[{"id": "FLDDEPARTMENT", "label": "Department", "value": "Sales"}]]}',
             '{"payment": {"funding_source_id": "FSDEMOMAIN"}}', 'sent', 1, 201, 1, 0, a.at, a.at, a.at
-       FROM generate_series(1, ${HISTORY}) g, LATERAL (SELECT now() - (${ageSql}) AS at) a`,
+       FROM generate_series(1, ${count}) g, LATERAL (SELECT now() - (${ageSql}) AS at) a`,
   );
   await sql(
     dbUrl,
@@ -90,7 +93,7 @@ async function seed(dbUrl: string, ageSql: string): Promise<number> {
                                'products', '["PRODAMAZONUS"]'::jsonb,
                                'custom_fields', '[{"id": "FLDDEPARTMENT", "value": "Sales"}]'::jsonb),
             1, 'O' || g, 'R' || g, 'EXECUTED', 'EMAIL', 'DELIVERED', 'delivered', a.at, a.at
-       FROM generate_series(1, ${HISTORY}) g, LATERAL (SELECT now() - (${ageSql}) AS at) a`,
+       FROM generate_series(1, ${count}) g, LATERAL (SELECT now() - (${ageSql}) AS at) a`,
   );
   return +((performance.now() - t0) / 1000).toFixed(1);
 }
@@ -231,5 +234,75 @@ export async function purgeRun(deps: HistoryDeps): Promise<Json> {
       runs.without.map((r) => r.rps),
     ),
     purged: { rows: removed, rows_per_s_under_load: Math.round(removed / purgingSeconds) },
+  };
+}
+
+/**
+ * Bench section "soak": 4 gateways on one database with retention running, loaded at `BENCH_SOAK_LOAD` (default 0.7)
+ * of the throughput they reach together, for `BENCH_SOAK_MINUTES` (default 10) one-minute windows. The database starts
+ * with `BENCH_SOAK_HISTORY` (default 300,000) settled dispatches 500 days old, so the retention job (every 10 s)
+ * deletes while the sends run. Per window: Postgres and gateway CPU per send, p99, the gateways' RSS, and the dispatch
+ * tables' bytes (heap, indexes, TOAST) per stored dispatch — first window against last.
+ */
+export async function soakRun(deps: HistoryDeps): Promise<Json> {
+  const minutes = Number(process.env.BENCH_SOAK_MINUTES ?? 10);
+  const share = Number(process.env.BENCH_SOAK_LOAD ?? 0.7);
+  const old = Number(process.env.BENCH_SOAK_HISTORY ?? 300_000);
+  const dbUrl = await createDatabase(deps, 'bench_soak');
+  const gateways = [];
+  for (let k = 0; k < 4; k++) gateways.push(await deps.gateway(dbUrl, { RETENTION_INTERVAL_MS: '10000' }));
+  await deps.connect(gateways[0].url, 'bench');
+  const seeded = await seed(dbUrl, `interval '500 days' + g * interval '1 second'`, old);
+  deps.log(`soak: ${old} settled dispatches 500 days old seeded in ${seeded} s`);
+  const urls = gateways.map((g) => g.url);
+  const pids = gateways.map((g) => g.process.pid as number);
+  await deps.sendAll(urls, pids, 'soak-warm', 5);
+  const capacity = await deps.sendAll(urls, pids, 'soak-capacity', 10);
+  const rate = Math.round(capacity.rps * share);
+  deps.log(`soak: 4 gateways reach ${capacity.rps.toFixed(0)} req/s together; loading at ${rate} req/s`);
+  const bytesPerDispatch = async () => {
+    const [r] = await sql(
+      dbUrl,
+      `SELECT (pg_total_relation_size('reward_dispatches') + pg_total_relation_size('dispatch_rewards'))::bigint AS bytes,
+              (SELECT count(*) FROM reward_dispatches)::bigint AS n`,
+    );
+    return { bytes: Number(r.bytes), dispatches: Number(r.n) };
+  };
+  const windows: Json[] = [];
+  for (let w = 0; w < minutes; w++) {
+    const result = await deps.sendAll(urls, pids, `soak-${w}`, 60, rate);
+    const size = await bytesPerDispatch();
+    const rss = pids.map((pid) => Math.round(deps.rssMb(pid)));
+    windows.push({
+      minute: w + 1,
+      rps: Math.round(result.rps),
+      p99_ms: result.p99,
+      errors: result.errors + result.non2xx,
+      postgres_cpu_ms_per_send: result.cpu.postgres,
+      gateway_cpu_ms_per_send: result.cpu.gateway,
+      rss_mb: rss,
+      dispatches: size.dispatches,
+      bytes_per_dispatch: Math.round(size.bytes / Math.max(1, size.dispatches)),
+    });
+    deps.log(`soak minute ${w + 1}: ${JSON.stringify(windows[w])}`);
+  }
+  for (const g of gateways) g.process.kill('SIGTERM');
+  const first = windows[0];
+  const last = windows[windows.length - 1];
+  const left = Number(
+    (await sql(dbUrl, `SELECT count(*)::int AS n FROM reward_dispatches WHERE tenant_id LIKE 'hist-%'`))[0].n,
+  );
+  return {
+    gateways: 4,
+    capacity_rps: Math.round(capacity.rps),
+    load_rps: rate,
+    old_dispatches: { seeded: old, left_at_end: left },
+    windows,
+    last_vs_first: {
+      postgres_cpu_per_send: +(last.postgres_cpu_ms_per_send / first.postgres_cpu_ms_per_send).toFixed(3),
+      gateway_cpu_per_send: +(last.gateway_cpu_ms_per_send / first.gateway_cpu_ms_per_send).toFixed(3),
+      p99: +(last.p99_ms / first.p99_ms).toFixed(3),
+      rss: +(mean(last.rss_mb) / mean(first.rss_mb)).toFixed(3),
+    },
   };
 }
