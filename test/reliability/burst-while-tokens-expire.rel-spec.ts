@@ -277,10 +277,8 @@ describe('a burst of single sends across 4 gateway processes while tokens expire
       const burst = orders.filter((o) => o.external_id !== `${warmUpId}-r0`);
       expect(burst).toHaveLength(SENDS);
       expect(new Set(burst.map((o) => o.external_id))).toEqual(new Set(mine.map((a) => `${a.body.id}-r0`)));
-      // No 429, never more than 10 in any second.
-      const window = after.rate_limit[account];
-      expect(window.rejected_429 - (before.rate_limit[account]?.rejected_429 ?? 0)).toBe(0);
-      expect(window.max_in_any_1s).toBeLessThanOrEqual(RPS);
+      // Never more than 10 in any second (no 429: checked at the end).
+      expect(after.rate_limit[account].max_in_any_1s).toBeLessThanOrEqual(RPS);
       // No refresh token used twice; the connection active, never needs_reauth, no alert.
       const grant = (after.grants as { id: string; revoked: boolean }[]).find(
         (g) => g.id === grantOf[tenant],
@@ -327,6 +325,11 @@ describe('a burst of single sends across 4 gateway processes while tokens expire
       `burst: ${answered}; all sent after ${finishedIn} ms; ` +
         `token calls: ${tokenCalls('burst-short')} (3-s tokens), ${tokenCalls('burst-long')} (2-h tokens)`,
     );
+    // No 429 on either account — the pace held even as the loaded machine delayed requests on their way.
+    for (const { account } of BURSTS)
+      expect(after.rate_limit[account].rejected_429 - (before.rate_limit[account]?.rejected_429 ?? 0)).toBe(
+        0,
+      );
     // …and each within 7 s.
     expect(
       answers.filter((a) => a.ms > ANSWER_WITHIN_MS).map((a) => ({ key: a.key, status: a.status, ms: a.ms })),
