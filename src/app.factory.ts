@@ -16,6 +16,7 @@ import { jsonBody } from './common/json-body';
 import { createValidationPipe } from './common/validation';
 import { REQUEST_ID_HEADER, assignRequestId } from './common/request-id';
 import { securityHeaders } from './common/security-headers';
+import { traceRequests, tracingEnabled } from './common/tracing';
 import { openRequestContext } from './audit/request-context';
 import { ApiKeyGuard } from './tenants/auth/api-key.guard';
 import { DeliveryWebhookIntake } from './delivery-webhooks/delivery-webhook.intake';
@@ -56,6 +57,8 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   const errorLogger = new NestLogger('Http');
   // First, before anything can answer: X-Request-Id, then the security headers and Cache-Control: no-store.
   const security = securityHeaders(config.publicBaseUrl);
+  // With tracing on, the request's server span comes first, so everything after runs inside it.
+  if (tracingEnabled()) app.use(traceRequests);
   app.use(assignRequestId);
   app.use(security);
   if (config.mountSandbox) mountSandbox(app, config);

@@ -35,6 +35,8 @@ let stopping = false;
 
 async function start(): Promise<void> {
   const settings = loadSettingsOrFail();
+  // Before anything else runs: the first traced work is the app's. Unset, the SDK is not even loaded.
+  if (settings.tracing) await (await import('./common/tracing')).startTracing(settings.tracing);
   started.unlock = settings.database.url ? undefined : lockDataDir(prepareDataDir(settings.dataDir));
   started.runtime = await prepareRuntime(settings, (m) => {
     if (settings.logLevel === 'debug' || settings.logLevel === 'trace') say(`[postgres] ${m}`);
@@ -167,6 +169,8 @@ function sameLocalOrigin(publicBaseUrl: string, port: number): boolean {
 async function release(): Promise<void> {
   if (started.app && started.factory) await started.factory.closeApp(started.app).catch(() => undefined);
   await started.runtime?.embedded?.stop().catch(() => undefined);
+  // The spans still buffered go out last (a no-op when tracing is off).
+  await (await import('./common/tracing')).stopTracing();
   started.unlock?.();
 }
 

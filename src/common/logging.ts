@@ -3,6 +3,7 @@ import type { Params } from 'nestjs-pino';
 import type { DestinationStream, LogFn, Logger } from 'pino';
 import type { LogLevel } from '../config/app-config';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id';
+import { traceLogFields, tracingEnabled } from './tracing';
 
 const SENSITIVE_QUERY =
   /([?&](?:code|state|token|access_token|refresh_token|client_secret|code_verifier|key)=)[^&#]*/gi;
@@ -54,6 +55,8 @@ export function loggerParams(level: LogLevel, destination?: DestinationStream): 
     level,
     hooks: { logMethod: quietStartUp },
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+    // With tracing on, each line written inside a span carries trace_id and span_id; off, no mixin runs at all.
+    ...(tracingEnabled() ? { mixin: traceLogFields } : {}),
     // Normally `assignRequestId` (the app's first middleware) has set req.id and the header already.
     genReqId: (req: IncomingMessage, res: ServerResponse) => {
       const id = requestIdOf(req);

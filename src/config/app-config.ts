@@ -167,6 +167,17 @@ export interface RetentionConfig {
   readonly pauseMs: number;
 }
 
+/**
+ * OpenTelemetry tracing (common/tracing.ts): on when an OTLP endpoint is set. The SDK reads its other standard variables
+ * itself (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_HEADERS, OTEL_TRACES_SAMPLER, OTEL_BSP_*, …).
+ */
+export interface TracingConfig {
+  /** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL; the official exporters' default. */
+  readonly protocol: OtlpProtocol;
+}
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+
 /** The resolved configuration: complete, validated, deep-frozen. Each top-level key is an injectable slice. */
 export interface AppConfig {
   readonly port: number;
@@ -192,6 +203,8 @@ export interface AppConfig {
   readonly webhooks: TenantWebhooksConfig;
   readonly audit: AuditConfig;
   readonly retention: RetentionConfig;
+  /** Null: tracing off (no SDK loaded, only the no-op API). */
+  readonly tracing: TracingConfig | null;
 }
 
 /**
@@ -375,6 +388,7 @@ export function readSettings(env: Env, cwd = process.cwd()): Settings {
       batchSize: read('RETENTION_BATCH_SIZE', 1_000, int(1, 100_000)),
       pauseMs: read('RETENTION_PAUSE_MS', 50, int(0, 60_000)),
     },
+    tracing: readTracing(read, raw),
   };
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return settings;
@@ -463,6 +477,39 @@ function reader(env: Env) {
     }
   };
   return { raw, read, problems };
+}
+
+/** Tracing is on with an OTLP endpoint, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. */
+function readTracing(
+  read: ReturnType<typeof reader>['read'],
+  raw: ReturnType<typeof reader>['raw'],
+): TracingConfig | null {
+  const endpoint =
+    read('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', undefined, otlpEndpoint) ??
+    read('OTEL_EXPORTER_OTLP_ENDPOINT', undefined, otlpEndpoint);
+  const exporter = read('OTEL_TRACES_EXPORTER', 'otlp', oneOf(['otlp', 'none']));
+  const protocolVar =
+    raw('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') !== undefined
+      ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+      : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = read(protocolVar, 'http/protobuf' as OtlpProtocol, (v) =>
+    v.toLowerCase() === 'grpc'
+      ? invalid('grpc is not supported here: use http/protobuf (the default) or http/json')
+      : oneOf(OTLP_PROTOCOLS)(v),
+  );
+  if (!endpoint || exporter === 'none' || raw('OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return null;
+  return { protocol };
+}
+
+/** An OTLP/HTTP endpoint: http(s), kept as given (the exporter reads the variable itself). */
+function otlpEndpoint(v: string): string {
+  try {
+    const url = new URL(v);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return v;
+  } catch {
+    // reported below
+  }
+  return invalid(`must be an absolute http(s) URL (got "${v}")`);
 }
 
 const int = (min: number, max: number) => (v: string) =>

@@ -9,6 +9,7 @@ import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
 import { WebhookRegistrar } from './webhook-registrar';
+import { rootSpan } from '../common/tracing';
 
 /** Rewards one instance checks per pass at most (each a paced, bulk-priority `GET /rewards/{id}`). */
 export const CHECKS_PER_PASS = 20;
@@ -81,7 +82,10 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
     const due = await this.store.claimDeliveryChecks(CHECKS_PER_PASS, this.config.deliveryRecheckMs);
     for (const reward of due) {
       if (this.stopped) break;
-      this.metrics.deliveryReconciliations.inc({ outcome: await this.check(reward) });
+      const outcome = await rootSpan('delivery.check', () => this.check(reward), {
+        'dispatch.id': reward.dispatch_id,
+      });
+      this.metrics.deliveryReconciliations.inc({ outcome });
     }
     return due.length;
   }

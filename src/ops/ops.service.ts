@@ -11,6 +11,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { toConnectionResponse } from '../connections/connections.service';
 import { ConnectionProbe } from '../connections/connection-probe.service';
 import { type GaugeCounts, OpsMetricsService } from './ops-metrics.service';
+import { rootSpan } from '../common/tracing';
 
 export type Health = 'healthy' | 'degraded' | 'broken' | 'idle';
 
@@ -320,7 +321,9 @@ export class OpsService {
     const ids = await this.connectionState.claimIdleForProbe(this.db.main, batch, this.config.idleAfterMs);
     const rows = ids.map((id) => ({ id }));
     for (const { id } of rows)
-      await this.check(id).catch((e: unknown) => this.logger.warn(`probe of ${id} failed: ${String(e)}`));
+      await rootSpan('connection.probe', () => this.check(id), { 'connection.id': id }).catch((e: unknown) =>
+        this.logger.warn(`probe of ${id} failed: ${String(e)}`),
+      );
     return rows.length;
   }
 

@@ -11,6 +11,7 @@ import type { RewardUpdate } from './dispatch.store';
 import { DispatchStore } from './dispatch.store';
 import { backoffMs } from './dispatch.sender';
 import { runEvery } from '../common/schedule';
+import { rootSpan } from '../common/tracing';
 
 /** Checks one instance makes per pass at most: a backlog drains over several passes, never in a burst. */
 const CHECKS_PER_PASS = 10;
@@ -54,14 +55,19 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
         const reward = await this.store.claimApprovalCheck();
         if (!reward) break;
         checked += 1;
-        await this.store.settleApproval(
-          reward.dispatch_id,
-          await this.check(
-            reward.connection_id,
-            reward.upstream_order_id ?? reward.external_id,
-            reward.position,
-            reward.attempts,
-          ),
+        await rootSpan(
+          'approval.check',
+          async () =>
+            this.store.settleApproval(
+              reward.dispatch_id,
+              await this.check(
+                reward.connection_id,
+                reward.upstream_order_id ?? reward.external_id,
+                reward.position,
+                reward.attempts,
+              ),
+            ),
+          { 'dispatch.id': reward.dispatch_id },
         );
       }
     } catch (error) {

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppError } from '../common/app-error';
+import { span } from '../common/tracing';
 import type { DispatchConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { MetricsService } from '../metrics/metrics.service';
@@ -365,7 +366,7 @@ export class DispatchSender {
       };
       outcome = { status: update.responseStatus, body: null };
     }
-    await this.store.write(row.id, carry, update);
+    await span('dispatch.write', () => this.store.write(row.id, carry, update), { 'dispatch.id': row.id });
     Object.assign(row, {
       status: update.status,
       last_error: update.lastError,

@@ -6,6 +6,7 @@ import { DispatchSender } from './dispatch.sender';
 import { DispatchStore, REWARD_PAGE } from './dispatch.store';
 import type { DispatchRow } from './dispatch.view';
 import { type Claimed, ClaimLoop, InFlightCounts, LoopWorker } from '../common/claim-loop';
+import { rootSpan } from '../common/tracing';
 
 const BATCH = 20;
 /** Dispatches one instance works on at once from the worker. */
@@ -54,9 +55,18 @@ export class DispatchWorker extends LoopWorker {
 
   private start(row: DispatchRow): void {
     const release = this.busy[row.priority].hold(row.connection_id ?? '');
-    const attempt = this.store
-      .openRewards(row.id, -1, REWARD_PAGE)
-      .then((slice) => this.sender.run(row, slice, { more: slice.length === REWARD_PAGE }));
+    const attempt = rootSpan(
+      'dispatch.worker_attempt',
+      () =>
+        this.store
+          .openRewards(row.id, -1, REWARD_PAGE)
+          .then((slice) => this.sender.run(row, slice, { more: slice.length === REWARD_PAGE })),
+      {
+        'dispatch.id': row.id,
+        'tenant.id': row.tenant_id,
+        'dispatch.priority': row.priority === 1 ? 'bulk' : 'interactive',
+      },
+    );
     this.loop.track(attempt, `dispatch ${row.id}`, () => {
       release();
       if (!this.loop.isStopped) this.nudge(); // a slice ended or a slot freed: the next due work goes now

@@ -18,6 +18,7 @@ import { TenantsService } from '../tenants/tenants.service';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { AppCredentialsInvalidError } from '../token-vault/token-vault.errors';
 import { DispatchSender, type HttpOutcome } from './dispatch.sender';
+import { span } from '../common/tracing';
 import { DispatchStore, type NewReward, REWARD_PAGE } from './dispatch.store';
 import {
   type DispatchRow,
@@ -142,7 +143,10 @@ export class RewardDispatchService {
       reward_count: newRewards.length,
       priority: batch ? 1 : 0,
     };
-    const stamp = await this.store.insert(row, newRewards, answerNow);
+    const stamp = await span('dispatch.insert', () => this.store.insert(row, newRewards, answerNow), {
+      'tenant.id': tenantId,
+      'dispatch.id': id,
+    });
     if (!stamp) {
       const existing = await this.store.findByKey(tenantId, key);
       if (!existing)

@@ -2,6 +2,7 @@ import type { RewardsConfig, RewardsEnvironment, RewardsEnvironmentConfig } from
 import { API_CALL_TIMEOUT_MS, type ApiResponse, type RewardsApiClient } from './rewards-api.client';
 import type { AccountPacer, Priority, Slot } from './account-pacer';
 import { RewardsApiError } from './rewards-api.errors';
+import { span } from '../common/tracing';
 import type {
   OrderRequest,
   UpstreamOrder,
@@ -172,7 +173,11 @@ export class ConnectionClient {
         // This attempt failed: retry what a retry can fix.
         if (isUnauthorized(error)) {
           if (++unauthorized > MAX_UNAUTHORIZED_RETRIES) throw tooManyUnauthorized(error);
-          refusedBefore = await this.tokens.unauthorized(this.connectionId, token, Date.now(), refusedBefore);
+          refusedBefore = await span(
+            'token',
+            () => this.tokens.unauthorized(this.connectionId, token, Date.now(), refusedBefore),
+            { 'token.after_401': true },
+          );
           continue;
         }
         if (!this.paced(env) || !isThrottled(error) || ++throttled > MAX_THROTTLED_RETRIES) throw error;
@@ -187,8 +192,8 @@ export class ConnectionClient {
   /** The account's next slot, then the token; a token read that made the request miss its slot takes a new one. */
   private async slotThenToken(env: RewardsEnvironmentConfig): Promise<ConnectionToken> {
     for (;;) {
-      const slot = await this.pace(env);
-      const token = await this.tokens.getAccessToken(this.connectionId);
+      const slot = await span('pacing.wait', () => this.pace(env));
+      const token = await span('token', () => this.tokens.getAccessToken(this.connectionId));
       if (!slot || !this.pacer?.missed(slot)) return token;
     }
   }

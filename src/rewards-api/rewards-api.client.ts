@@ -3,6 +3,8 @@ import { Agent, type Dispatcher } from 'undici';
 import { MetricsService } from '../metrics/metrics.service';
 import type { RewardsEnvironmentConfig } from '../config/app-config';
 import { RewardsApiError, upstreamMessage } from './rewards-api.errors';
+import { type Span, SpanStatusCode } from '@opentelemetry/api';
+import { clientSpan } from '../common/tracing';
 
 /** A token response, normalised. `refreshToken` is absent when the service did not rotate it. */
 export interface TokenSet {
@@ -187,9 +189,29 @@ export class RewardsApiClient implements OnModuleDestroy {
     init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string },
     timeoutMs: number,
   ): Promise<RawResponse> {
+    // A client span: method, host and route only (never the query string, the token or the body).
+    return clientSpan(
+      route === 'token' ? 'POST /oauth/token' : route,
+      (span) => this.exchange(route, baseUrl, path, init, timeoutMs, span),
+      {
+        'http.request.method': init.method,
+        'url.template': route === 'token' ? '/oauth/token' : route.slice(route.indexOf(' ') + 1),
+      },
+    );
+  }
+
+  private async exchange(
+    route: string,
+    baseUrl: string,
+    path: string,
+    init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string },
+    timeoutMs: number,
+    span: Span,
+  ): Promise<RawResponse> {
     const stop = this.metrics?.upstreamLatency.startTimer({ route });
     try {
       const { origin, prefix } = this.target(baseUrl);
+      span.setAttribute('server.address', origin.slice(origin.indexOf('//') + 2));
       // The dispatcher's own request(): the top-level one parses the URL again on every call.
       const res = await this.agent.request({
         origin,
@@ -202,11 +224,14 @@ export class RewardsApiClient implements OnModuleDestroy {
       });
       const text = await res.body.text();
       stop?.({ status: String(res.statusCode) });
+      span.setAttribute('http.response.status_code', res.statusCode);
+      if (res.statusCode >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
       return { status: res.statusCode, text, headers: res.headers };
     } catch (error) {
       stop?.({ status: 'error' });
       const code = (error as { code?: string }).code;
       const timedOut = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
+      span.setAttribute('rewards_api.failure', timedOut ? 'timeout' : 'network_error');
       // Either way the request may have reached the service: its outcome is unknown.
       throw new RewardsApiError(
         'transient',

@@ -3,6 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import type { TenantWebhooksConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { type Claimed, ClaimLoop, InFlightCounts, LoopWorker } from '../common/claim-loop';
+import { rootSpan } from '../common/tracing';
 import { MetricsService } from '../metrics/metrics.service';
 import { Vault, WEBHOOK_SECRET } from '../token-vault/vault.service';
 import { retryDelayMs } from './webhook-events';
@@ -76,7 +77,12 @@ export class WebhookWorker extends LoopWorker {
 
   private start(row: ClaimedDelivery): void {
     const release = this.busy.hold(row.endpoint_id);
-    this.loop.track(this.deliver(row), `webhook delivery ${row.id}`, release);
+    const delivery = rootSpan('webhook.delivery', () => this.deliver(row), {
+      'tenant.id': row.tenant_id,
+      'webhook.endpoint_id': row.endpoint_id,
+      'webhook.delivery_id': String(row.id),
+    });
+    this.loop.track(delivery, `webhook delivery ${row.id}`, release);
   }
 
   private async deliver(row: ClaimedDelivery): Promise<void> {

@@ -1,0 +1,183 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  type Attributes,
+  INVALID_SPAN_CONTEXT,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  context,
+  propagation,
+  trace,
+} from '@opentelemetry/api';
+import type { TracingConfig } from '../config/app-config';
+import { redactUrl } from './logging';
+import { requestIdOf } from './request-id';
+
+/**
+ * OpenTelemetry tracing, all of it: the SDK's start and stop, the request's server span, and `span` / `rootSpan` for
+ * the few manual points (the send path's steps, the background work). Nothing is patched: no auto-instrumentation,
+ * only spans made here. Off (no OTLP endpoint), the SDK is never loaded, the request middleware and the log mixin
+ * are not installed, and `span` runs its function with a shared non-recording span after one null check.
+ *
+ * Never recorded: tokens, keys, request or response bodies, recipients' data, query strings. Attributes are ids
+ * (tenant, dispatch, connection), routes, HTTP methods and status codes, and our error codes.
+ */
+
+let tracer: Tracer | null = null;
+let stop: (() => Promise<void>) | null = null;
+
+/** The span `span()` hands out while tracing is off: records nothing, costs nothing. */
+const OFF = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+export function tracingEnabled(): boolean {
+  return tracer !== null;
+}
+
+/**
+ * Starts the SDK: the OTLP/HTTP exporter of the configured protocol (the endpoint, headers, timeout and compression
+ * from the standard OTEL_EXPORTER_OTLP_* variables), a batch span processor (OTEL_BSP_*), the sampler of
+ * OTEL_TRACES_SAMPLER (default: parent-based, always on), the resource from OTEL_SERVICE_NAME and
+ * OTEL_RESOURCE_ATTRIBUTES (service name `rewards-gateway` when unset), W3C trace context, and the AsyncLocalStorage
+ * context manager. Call once, before the app is built (main.ts).
+ */
+export async function startTracing(config: TracingConfig): Promise<void> {
+  if (tracer) return;
+  const [{ NodeTracerProvider, BatchSpanProcessor }, resources, exporters] = await Promise.all([
+    import('@opentelemetry/sdk-trace-node'),
+    import('@opentelemetry/resources'),
+    config.protocol === 'http/json'
+      ? import('@opentelemetry/exporter-trace-otlp-http')
+      : import('@opentelemetry/exporter-trace-otlp-proto'),
+  ]);
+  const detected = resources.detectResources({ detectors: [resources.envDetector] });
+  const resource = resources
+    .defaultResource()
+    .merge(resources.resourceFromAttributes({ 'service.name': SERVICE_NAME }))
+    .merge(detected);
+  const provider = new NodeTracerProvider({
+    resource,
+    spanProcessors: [new BatchSpanProcessor(new exporters.OTLPTraceExporter())],
+  });
+  provider.register();
+  tracer = trace.getTracer(SERVICE_NAME);
+  stop = () => provider.shutdown();
+}
+
+/** Sends the spans still buffered and stops the SDK (the process is stopping). Never throws. */
+export async function stopTracing(): Promise<void> {
+  const shutdown = stop;
+  tracer = null;
+  stop = null;
+  await shutdown?.().catch(() => undefined);
+}
+
+const SERVICE_NAME = 'rewards-gateway';
+
+/**
+ * Runs `fn` in a child span of the active one (`name`: a fixed step name, never data). A thrown error marks the
+ * span with its code (`error.type`: our error code or the error's class), never its message.
+ */
+export function span<T>(name: string, fn: (span: Span) => Promise<T>, attributes?: Attributes): Promise<T> {
+  if (tracer === null) return fn(OFF);
+  return tracer.startActiveSpan(name, { attributes }, (s) => settle(s, fn));
+}
+
+/** Like `span`, as the root of a trace of its own: a background job's unit of work (a dispatch slice, a delivery). */
+export function rootSpan<T>(
+  name: string,
+  fn: (span: Span) => Promise<T>,
+  attributes?: Attributes,
+): Promise<T> {
+  if (tracer === null) return fn(OFF);
+  return tracer.startActiveSpan(name, { root: true, attributes }, (s) => settle(s, fn));
+}
+
+/** A client span (an outbound HTTP call) under the active span. */
+export function clientSpan<T>(
+  name: string,
+  fn: (span: Span) => Promise<T>,
+  attributes?: Attributes,
+): Promise<T> {
+  if (tracer === null) return fn(OFF);
+  return tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, (s) => settle(s, fn));
+}
+
+async function settle<T>(s: Span, fn: (span: Span) => Promise<T>): Promise<T> {
+  try {
+    return await fn(s);
+  } catch (error) {
+    s.setAttribute('error.type', errorType(error));
+    s.setStatus({ code: SpanStatusCode.ERROR });
+    throw error;
+  } finally {
+    s.end();
+  }
+}
+
+/** Our error code (`AppError.code`), a rewards-service error's kind, or the error's class: never its message. */
+function errorType(error: unknown): string {
+  const { code, kind } = (error ?? {}) as { code?: unknown; kind?: unknown };
+  for (const value of [code, kind])
+    if (typeof value === 'string' && /^[a-z0-9_.]{1,64}$/i.test(value)) return value;
+  return error instanceof Error ? error.constructor.name : 'error';
+}
+
+/** Paths with no server span: the emulator's own traffic, health checks, scrapes. */
+const UNTRACED = /^\/(?:sandbox(?:\/|$)|health\/|metrics(?:$|\?))/;
+
+/**
+ * The app's first middleware when tracing is on: one SERVER span per request, continuing the caller's W3C
+ * `traceparent`, active for the whole request (the request and response emitters are bound to it, so body reads and
+ * the response's listeners stay inside). Named `METHOD /route/:param` once the route is known; attributes: method,
+ * path (a connect link's token masked, never the query string), route, status code, request id.
+ */
+export function traceRequests(req: IncomingMessage, res: ServerResponse, next: () => void): void {
+  const url = req.url ?? '/';
+  if (tracer === null || UNTRACED.test(url)) return next();
+  const method = req.method ?? 'GET';
+  const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+  const s = tracer.startSpan(
+    method,
+    {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'http.request.method': method,
+        'url.path': redactUrl(url.split('?')[0]),
+        'url.scheme': 'http',
+        'request.id': requestIdOf(req),
+      },
+    },
+    parent,
+  );
+  const active = trace.setSpan(parent, s);
+  context.bind(active, req);
+  context.bind(active, res);
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    const route = (req as { route?: { path?: unknown } }).route?.path;
+    const base = (req as { baseUrl?: string }).baseUrl ?? '';
+    if (typeof route === 'string') {
+      s.setAttribute('http.route', base + route);
+      s.updateName(`${method} ${base}${route}`);
+    }
+    s.setAttribute('http.response.status_code', res.statusCode);
+    if (res.statusCode >= 500) s.setStatus({ code: SpanStatusCode.ERROR });
+    if (!res.writableFinished) s.setAttribute('error.type', 'client_closed');
+    s.end();
+  };
+  res.once('finish', end);
+  res.once('close', end);
+  context.with(active, next);
+}
+
+/** The pino mixin when tracing is on: every log line written inside a span carries its trace and span ids. */
+export function traceLogFields(): Record<string, string> {
+  const active = trace.getActiveSpan();
+  if (!active) return {};
+  const { traceId, spanId } = active.spanContext();
+  return { trace_id: traceId, span_id: spanId };
+}
