@@ -19,6 +19,37 @@ describe('the configuration', () => {
     expect(settings.logLevel).toBe('info');
   });
 
+  it('traces only with an OTLP endpoint: protobuf by default, JSON on request, grpc refused by name', () => {
+    expect(readSettings({}, '/srv/app').tracing).toBeNull();
+    expect(readSettings({ OTEL_SERVICE_NAME: 'gw' }, '/srv/app').tracing).toBeNull();
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
+    expect(readSettings(endpoint, '/srv/app').tracing).toEqual({ protocol: 'http/protobuf' });
+    expect(
+      readSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://c.example/v1/traces' }, '/srv/app').tracing,
+    ).toEqual({ protocol: 'http/protobuf' });
+    expect(
+      readSettings({ ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, '/srv/app').tracing,
+    ).toEqual({ protocol: 'http/json' });
+    expect(
+      readSettings(
+        {
+          ...endpoint,
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+          OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf',
+        },
+        '/srv/app',
+      ).tracing,
+    ).toEqual({ protocol: 'http/protobuf' });
+    expect(readSettings({ ...endpoint, OTEL_SDK_DISABLED: 'true' }, '/srv/app').tracing).toBeNull();
+    expect(readSettings({ ...endpoint, OTEL_TRACES_EXPORTER: 'none' }, '/srv/app').tracing).toBeNull();
+    expect(() => readSettings({ ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, '/srv/app')).toThrow(
+      /OTEL_EXPORTER_OTLP_PROTOCOL grpc is not supported here/,
+    );
+    expect(() => readSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, '/srv/app')).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute http\(s\) URL/,
+    );
+  });
+
   it('is completed by what the starting process provides, then frozen all the way down', () => {
     const settings = readSettings({}, '/srv/app');
     expect(() => resolveConfig(settings)).toThrow(/DATABASE_URL.*\n.*OPERATOR_API_KEY.*\n.*VAULT_KEYS/);
