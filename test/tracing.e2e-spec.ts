@@ -164,6 +164,8 @@ describe('OpenTelemetry traces', () => {
       OTEL_BSP_SCHEDULE_DELAY: '200',
       // The account is paced (its slot is a span of the send), as in production.
       REWARDS_SANDBOX_RATE_LIMIT_RPS: '10',
+      // Two rewards make a batch, sent by the worker: background work.
+      DISPATCH_INLINE_MAX_REWARDS: '1',
     });
     sandbox.state.settings.autoApprove = true;
     await createConnectedTenant(api(base), 'traced');
@@ -251,6 +253,44 @@ describe('OpenTelemetry traces', () => {
 
     // Background work has traces of its own; none of the send's spans is a root but the request.
     expect(trace.filter((s) => s.parentSpanId === '')).toEqual([server]);
+
+    // A batch is answered at once and sent by the worker: a trace of its own, rooted in the worker's attempt.
+    const batch = await api(base)('/v1/tenants/traced/rewards', {
+      method: 'POST',
+      headers: { 'Idempotency-Key': 'trace-batch', 'X-Request-Id': 'trace-batch-1' },
+      body: JSON.stringify({
+        rewards: [1, 2].map((n) => ({
+          recipient: { name: `Batch ${n}`, email: `batch${n}.${RECIPIENT_EMAIL}` },
+          value: { denomination: 5, currency_code: 'USD' },
+          products: ['PRODAMAZONUS'],
+          custom_fields: { Department: 'Sales' },
+        })),
+      }),
+    });
+    const queued = (await batch.json()) as { id: string };
+    expect(batch.status).toBe(202);
+    const attempt = (await waitFor(
+      async () =>
+        receiver.spans.find(
+          (s) => s.name === 'dispatch.worker_attempt' && s.attributes['dispatch.id'] === queued.id,
+        ),
+      (s) => s !== undefined,
+      15_000,
+    )) as ReceivedSpan;
+    expect(attempt).toMatchObject({
+      parentSpanId: '',
+      attributes: { 'tenant.id': 'traced', 'dispatch.priority': 'bulk' },
+    });
+    const batchRequest = receiver.spans.find(
+      (s) => s.kind === SERVER && s.attributes['request.id'] === 'trace-batch-1',
+    );
+    expect(batchRequest?.traceId).not.toBe(attempt.traceId);
+    const background = await waitFor(
+      async () => receiver.spans.filter((s) => s.traceId === attempt.traceId && s.name === 'POST /orders'),
+      (spans) => spans.length === 2,
+      15_000,
+    );
+    for (const s of background) expect(s.parentSpanId).toBe(attempt.spanId);
 
     // No secret, no e-mail, no query string in any attribute of any span (the connect flow's callback included).
     const everything = JSON.stringify(
