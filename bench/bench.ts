@@ -7,6 +7,7 @@ import autocannon from 'autocannon';
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -649,6 +650,15 @@ async function main(): Promise<void> {
       const child = start(path.join(dist, 'src/main.js'), gatewayEnv(port));
       bases.push({ name, url: `http://127.0.0.1:${port}`, process: child });
     }
+    // BENCH_AB_OTEL=1: this build's gateway again with tracing on, exporting to a local OTLP receiver (otlpSink).
+    if (process.env.BENCH_AB_OTEL) {
+      const port = await freePort();
+      const child = start(path.join(DIST, 'src/main.js'), {
+        ...gatewayEnv(port),
+        OTEL_EXPORTER_OTLP_ENDPOINT: (await otlpSink()).url,
+      });
+      bases.push({ name: 'otel', url: `http://127.0.0.1:${port}`, process: child });
+    }
     for (const base of bases) await waitReady(`${base.url}/health/ready`, base.process);
     for (const base of bases)
       await load(`${base.url}/v1/tenants/bench/rewards`, {
@@ -775,7 +785,7 @@ async function main(): Promise<void> {
       ]),
     );
     floorProxy.kill('SIGTERM');
-    process.stdout.write(`${JSON.stringify({ throughput_ab: summary }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ throughput_ab: summary, otlp_sink: sinkStats }, null, 2)}\n`);
     await shutdown(pg);
     return;
   }
@@ -938,6 +948,32 @@ async function main(): Promise<void> {
   writeFileSync(path.join(ROOT, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(table(results));
   await shutdown(pg);
+}
+
+/** What the local OTLP receiver of BENCH_AB_OTEL got: export requests, bytes, and sends traced (their insert spans). */
+const sinkStats = { requests: 0, bytes: 0, sends_traced: 0 };
+
+/**
+ * A local OTLP/HTTP receiver for the traced gateway: reads each export and answers 200, as a collector would. It runs in
+ * the bench process (its CPU is the collector's, not the gateway's).
+ */
+async function otlpSink(): Promise<{ url: string }> {
+  const marker = Buffer.from('dispatch.insert');
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      sinkStats.requests += 1;
+      sinkStats.bytes += body.length;
+      for (let at = body.indexOf(marker); at >= 0; at = body.indexOf(marker, at + 1))
+        sinkStats.sends_traced += 1;
+      res.writeHead(200, { 'Content-Type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}` };
 }
 
 async function resetStatements(pg: { url: string; statStatements: boolean }): Promise<void> {
