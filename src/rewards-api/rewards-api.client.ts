@@ -70,17 +70,22 @@ export class RewardsApiClient implements OnModuleDestroy {
   });
 
   /** Each configured base URL as origin + path prefix (a base URL may carry a path: the mounted sandbox's `/sandbox`). */
-  private readonly targets = new Map<string, { origin: string; prefix: string }>();
+  private readonly targets = new Map<string, Target>();
 
   constructor(@Optional() private readonly metrics?: MetricsService) {}
 
-  private target(baseUrl: string): { origin: string; prefix: string } {
+  private target(baseUrl: string): Target {
     let target = this.targets.get(baseUrl);
     if (!target) {
       const url = new URL(baseUrl);
       if (url.protocol !== 'http:' && url.protocol !== 'https:')
         throw new Error(`${url.protocol} is not an HTTP base URL`);
-      target = { origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
+      target = {
+        origin: url.origin,
+        prefix: url.pathname.replace(/\/+$/, ''),
+        host: url.hostname,
+        port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+      };
       this.targets.set(baseUrl, target);
     }
     return target;
@@ -210,8 +215,8 @@ export class RewardsApiClient implements OnModuleDestroy {
   ): Promise<RawResponse> {
     const stop = this.metrics?.upstreamLatency.startTimer({ route });
     try {
-      const { origin, prefix } = this.target(baseUrl);
-      span.setAttribute('server.address', origin.slice(origin.indexOf('//') + 2));
+      const { origin, prefix, host, port } = this.target(baseUrl);
+      span.setAttributes({ 'server.address': host, 'server.port': port });
       // The dispatcher's own request(): the top-level one parses the URL again on every call.
       const res = await this.agent.request({
         origin,
@@ -243,6 +248,14 @@ export class RewardsApiClient implements OnModuleDestroy {
       );
     }
   }
+}
+
+/** A configured base URL, parsed once: where requests go, and the host and port a client span names. */
+interface Target {
+  origin: string;
+  prefix: string;
+  host: string;
+  port: number;
 }
 
 /** A bounded route label: `POST /orders`, `GET /rewards` (no ids, no query). */
