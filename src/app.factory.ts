@@ -16,7 +16,7 @@ import { jsonBody } from './common/json-body';
 import { createValidationPipe } from './common/validation';
 import { REQUEST_ID_HEADER, assignRequestId } from './common/request-id';
 import { securityHeaders } from './common/security-headers';
-import { traceRequests, tracingEnabled } from './common/tracing';
+import { continueTrace, traceRequests, tracingEnabled } from './common/tracing';
 import { openRequestContext } from './audit/request-context';
 import { ApiKeyGuard } from './tenants/auth/api-key.guard';
 import { DeliveryWebhookIntake } from './delivery-webhooks/delivery-webhook.intake';
@@ -68,6 +68,8 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   // The rewards service's webhooks: no API key; the raw body (≤ 64 KiB) is kept for the signature check.
   app.use('/webhooks/rewards', app.get(DeliveryWebhookIntake).bodyReader());
   app.use('/ops/connections', formBody); // the dashboard's buttons
+  // With tracing on, what follows the body readers runs inside the request's span again.
+  if (tracingEnabled()) app.use(continueTrace);
   app.use(['/v1', '/ops', '/connect', '/oauth'], rejectNulCharacters);
   // Last before the routes (after the body readers): each request's audit context (request id, address, caller).
   app.use(openRequestContext);

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type Attributes,
+  type Context,
   INVALID_SPAN_CONTEXT,
   ROOT_CONTEXT,
   type Span,
@@ -127,11 +128,14 @@ function errorType(error: unknown): string {
 /** Paths with no server span: the emulator's own traffic, health checks, scrapes. */
 const UNTRACED = /^\/(?:sandbox(?:\/|$)|health\/|metrics(?:$|\?))/;
 
+/** The request's trace context, kept on the request for `continueTrace`. */
+const REQUEST_CONTEXT = Symbol('trace context');
+
 /**
  * The app's first middleware when tracing is on: one SERVER span per request, continuing the caller's W3C
- * `traceparent`, active for the whole request (the request and response emitters are bound to it, so body reads and
- * the response's listeners stay inside). Named `METHOD /route/:param` once the route is known; attributes: method,
- * path (a connect link's token masked, never the query string), route, status code, request id.
+ * `traceparent`, active for the request (and again after its body is read: `continueTrace`). Named
+ * `METHOD /route/:param` once the route is known; attributes: method, path (a connect link's token masked, never the
+ * query string), route, status code, request id.
  */
 export function traceRequests(req: IncomingMessage, res: ServerResponse, next: () => void): void {
   const url = req.url ?? '/';
@@ -152,8 +156,7 @@ export function traceRequests(req: IncomingMessage, res: ServerResponse, next: (
     parent,
   );
   const active = trace.setSpan(parent, s);
-  context.bind(active, req);
-  context.bind(active, res);
+  (req as { [REQUEST_CONTEXT]?: Context })[REQUEST_CONTEXT] = active;
   let ended = false;
   const end = () => {
     if (ended) return;
@@ -172,6 +175,17 @@ export function traceRequests(req: IncomingMessage, res: ServerResponse, next: (
   res.once('finish', end);
   res.once('close', end);
   context.with(active, next);
+}
+
+/**
+ * After the body readers: a body is read in the socket's callbacks, outside the request's context; this puts the rest
+ * of the request (the framework's pipeline, the route) back inside it. Cheaper than binding the request's and the
+ * response's emitters, which wraps every listener of both.
+ */
+export function continueTrace(req: IncomingMessage, _res: ServerResponse, next: () => void): void {
+  const active = (req as { [REQUEST_CONTEXT]?: Context })[REQUEST_CONTEXT];
+  if (active) context.with(active, next);
+  else next();
 }
 
 /** The pino mixin when tracing is on: every log line written inside a span carries its trace and span ids. */
