@@ -57,7 +57,7 @@ describe('OpenTelemetry traces', () => {
   let receiver: OtlpReceiver;
   let db: { url: string; drop: () => Promise<void> };
   let probeFile: string;
-  let ports: [number, number];
+  let ports: number[];
   const vaultKeys = `trace:${randomBytes(32).toString('base64')}`;
   const running: MainProcess[] = [];
 
@@ -139,7 +139,7 @@ describe('OpenTelemetry traces', () => {
     probeFile = path.join(dir, 'probe.js');
     writeFileSync(probeFile, PROBE);
     receiver = await startOtlpReceiver();
-    ports = [await freePort(), await freePort()];
+    ports = [await freePort(), await freePort(), await freePort()];
     sandbox = await startSandbox(ports.map((port) => `http://127.0.0.1:${port}/oauth/callback`));
     db = await createTestDatabase();
   }, 120_000);
@@ -307,6 +307,32 @@ describe('OpenTelemetry traces', () => {
 
     const probe = await stop(p);
     expect(probe.packages).toEqual(expect.arrayContaining(['@opentelemetry/sdk-trace-node']));
+  }, 120_000);
+
+  it('exports OTLP/JSON when OTEL_EXPORTER_OTLP_PROTOCOL=http/json', async () => {
+    const port = ports[2];
+    const p = await gateway(port, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'rg-json',
+      OTEL_BSP_SCHEDULE_DELAY: '200',
+    });
+    const res = await api(`http://127.0.0.1:${port}`)('/v1/tenants/traced/connection', {
+      headers: { 'X-Request-Id': 'json-1' },
+    });
+    expect(res.status).toBe(200);
+    const server = await waitFor(
+      async () => receiver.spans.find((s) => s.attributes['request.id'] === 'json-1'),
+      (s) => s !== undefined,
+      15_000,
+    );
+    expect(server).toMatchObject({
+      kind: SERVER,
+      name: 'GET /v1/tenants/:tenant/connection',
+      resource: { 'service.name': 'rg-json' },
+    });
+    expect(receiver.requests.some((r) => r.contentType === 'application/json')).toBe(true);
+    await stop(p);
   }, 120_000);
 
   it('without an endpoint: no SDK loaded, nothing patched, no span recorded, no trace id in the logs', async () => {
