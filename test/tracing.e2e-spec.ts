@@ -9,6 +9,7 @@ import { type MainProcess, runSrc } from './support/main-process';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './support/otlp-receiver';
 import { type RunningSandbox, startSandbox } from './support/sandbox';
 import { waitFor } from './support/send';
+import { WebhookReceiver } from './support/webhook-receiver';
 
 const OPERATOR = `rgo_trace_${'t'.repeat(30)}`;
 const RECIPIENT_EMAIL = 'traced.recipient@example.com';
@@ -166,12 +167,24 @@ describe('OpenTelemetry traces', () => {
       REWARDS_SANDBOX_RATE_LIMIT_RPS: '10',
       // Two rewards make a batch, sent by the worker: background work.
       DISPATCH_INLINE_MAX_REWARDS: '1',
+      // The tenant's webhook endpoint is on this machine: deliveries are background work too.
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      WEBHOOK_POLL_MS: '100',
     });
     sandbox.state.settings.autoApprove = true;
     await createConnectedTenant(api(base), 'traced');
+    const hooks = await new WebhookReceiver().start();
+    const endpoint = await api(base)('/v1/tenants/traced/webhooks', {
+      method: 'POST',
+      body: JSON.stringify({ url: hooks.url('/hooks?token=endpoint-secret'), events: ['reward.sent'] }),
+    });
+    expect(endpoint.status).toBe(201);
+    const endpointSecret = ((await endpoint.json()) as { secret: string }).secret;
     // Every access token the service issued is forgotten: the send's first call gets a 401, refreshes, and retries.
     const secrets = [
       OPERATOR,
+      endpointSecret,
+      'endpoint-secret',
       'test-secret-value',
       ...sandbox.state.accessTokens.keys(),
       ...sandbox.state.refreshTokens.keys(),
@@ -291,6 +304,19 @@ describe('OpenTelemetry traces', () => {
       15_000,
     );
     for (const s of background) expect(s.parentSpanId).toBe(attempt.spanId);
+
+    // Each tenant-webhook delivery is a trace of its own, saying how it went (not where to, nor what).
+    const delivery = (await waitFor(
+      async () => receiver.spans.find((s) => s.name === 'webhook.delivery'),
+      (s) => s !== undefined,
+      15_000,
+    )) as ReceivedSpan;
+    expect(delivery).toMatchObject({
+      parentSpanId: '',
+      attributes: { 'tenant.id': 'traced', 'webhook.outcome': 'delivered', 'http.response.status_code': 200 },
+    });
+    expect(hooks.received.length).toBeGreaterThan(0);
+    await hooks.stop();
 
     // No secret, no e-mail, no query string in any attribute of any span (the connect flow's callback included).
     const everything = JSON.stringify(

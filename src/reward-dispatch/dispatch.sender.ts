@@ -301,18 +301,20 @@ export class DispatchSender {
             backoffMs(this.config.retryBaseMs, run.progressed ? 1 : row.attempts, this.config.retryMaxMs),
           )
         : 0;
-      await this.store.write(row.id, run.carry, {
-        status: 'queued',
-        responseStatus: 202,
-        lastError: (run.interruption?.error as unknown as Record<string, unknown>) ?? row.last_error,
-        nextAttemptAt: new Date(Date.now() + delay),
-        sentAt: null,
-        resetAttempts: run.progressed,
-      });
+      await span('dispatch.write', () =>
+        this.store.write(row.id, run.carry, {
+          status: 'queued',
+          responseStatus: 202,
+          lastError: (run.interruption?.error as unknown as Record<string, unknown>) ?? row.last_error,
+          nextAttemptAt: new Date(Date.now() + delay),
+          sentAt: null,
+          resetAttempts: run.progressed,
+        }),
+      );
       return { status: 202, body: null };
     }
-    if (run.carry.length) await this.store.write(row.id, run.carry, null);
-    await this.store.settle(row.id);
+    if (run.carry.length) await span('dispatch.write', () => this.store.write(row.id, run.carry, null));
+    await span('dispatch.settle', () => this.store.settle(row.id));
     return { status: 202, body: null };
   }
 

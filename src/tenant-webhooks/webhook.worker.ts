@@ -4,6 +4,7 @@ import type { TenantWebhooksConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { type Claimed, ClaimLoop, InFlightCounts, LoopWorker } from '../common/claim-loop';
 import { rootSpan } from '../common/tracing';
+import { trace } from '@opentelemetry/api';
 import { MetricsService } from '../metrics/metrics.service';
 import { Vault, WEBHOOK_SECRET } from '../token-vault/vault.service';
 import { retryDelayMs } from './webhook-events';
@@ -102,6 +103,11 @@ export class WebhookWorker extends LoopWorker {
           kind: 'network_error',
           error: 'the signing secret cannot be decrypted with VAULT_KEYS; not sent',
         } as const);
+    // The delivery's trace says how it went (never the URL, the body or the secret).
+    trace.getActiveSpan()?.setAttributes({
+      'webhook.outcome': outcome.ok ? 'delivered' : outcome.kind,
+      'http.response.status_code': outcome.statusCode ?? undefined,
+    });
     if (outcome.ok) {
       await this.store.recordSuccess(row, outcome.statusCode);
       this.metrics.webhookDeliveries.inc({ outcome: 'delivered' });
