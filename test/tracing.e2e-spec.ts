@@ -140,7 +140,7 @@ describe('OpenTelemetry traces', () => {
     probeFile = path.join(dir, 'probe.js');
     writeFileSync(probeFile, PROBE);
     receiver = await startOtlpReceiver();
-    ports = [await freePort(), await freePort(), await freePort()];
+    ports = [await freePort(), await freePort(), await freePort(), await freePort()];
     sandbox = await startSandbox(ports.map((port) => `http://127.0.0.1:${port}/oauth/callback`));
     db = await createTestDatabase();
   }, 120_000);
@@ -359,6 +359,31 @@ describe('OpenTelemetry traces', () => {
     });
     expect(receiver.requests.some((r) => r.contentType === 'application/json')).toBe(true);
     await stop(p);
+  }, 120_000);
+
+  it('a collector that is down: sends go on; the export failure is logged, once a minute at most', async () => {
+    const port = ports[3];
+    const closed = await freePort();
+    const p = await gateway(port, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${closed}`,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      REWARDS_SANDBOX_RATE_LIMIT_RPS: '0',
+    });
+    for (const n of [1, 2, 3])
+      expect((await sendOne(`http://127.0.0.1:${port}`, `down-${n}`, `down-${n}`)).status).toBe(201);
+    await waitFor(
+      async () => logLines(p).filter((l) => l.context === 'OpenTelemetry'),
+      (lines) => lines.length > 0,
+      15_000,
+    );
+    await new Promise((r) => setTimeout(r, 1_000));
+    const problems = logLines(p).filter((l) => l.context === 'OpenTelemetry');
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatchObject({ level: 50 });
+    // The stop does not wait on the collector for long.
+    const stopping = Date.now();
+    await stop(p);
+    expect(Date.now() - stopping).toBeLessThan(10_000);
   }, 120_000);
 
   it('without an endpoint: no SDK loaded, nothing patched, no span recorded, no trace id in the logs', async () => {

@@ -2,6 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type Attributes,
   type Context,
+  type DiagLogger,
+  DiagLogLevel,
+  diag,
   INVALID_SPAN_CONTEXT,
   ROOT_CONTEXT,
   type Span,
@@ -61,17 +64,51 @@ export async function startTracing(config: TracingConfig): Promise<void> {
     resource,
     spanProcessors: [new BatchSpanProcessor(new exporters.OTLPTraceExporter())],
   });
+  diag.setLogger(sdkProblems(), DiagLogLevel.WARN);
   provider.register();
   tracer = trace.getTracer(SERVICE_NAME);
   stop = () => provider.shutdown();
 }
 
-/** Sends the spans still buffered and stops the SDK (the process is stopping). Never throws. */
+/**
+ * The SDK's own warnings and errors (a collector unreachable, spans dropped from a full queue) as JSON log lines on
+ * stdout, like the app's (pino's levels: 40 warn, 50 error); the same message at most once a minute.
+ */
+function sdkProblems(): DiagLogger {
+  const lastSaid = new Map<string, number>();
+  const say =
+    (level: number) =>
+    (message: string, ...args: unknown[]) => {
+      const now = Date.now();
+      if (now - (lastSaid.get(message) ?? -Infinity) < 60_000) return;
+      if (lastSaid.size > 100) lastSaid.clear();
+      lastSaid.set(message, now);
+      const detail = args
+        .map((a) => (a instanceof Error ? a.message : typeof a === 'string' ? a : ''))
+        .filter(Boolean);
+      process.stdout.write(
+        `${JSON.stringify({ level, time: now, context: 'OpenTelemetry', msg: [message, ...detail].join(' ') })}\n`,
+      );
+    };
+  const quiet = () => undefined;
+  return { error: say(50), warn: say(40), info: quiet, debug: quiet, verbose: quiet };
+}
+
+/** How long a stop waits for the last spans to go out (a collector that is down must not hold the stop). */
+const STOP_WAIT_MS = 3_000;
+
+/** Sends the spans still buffered and stops the SDK (the process is stopping). Never throws; waits 3 s at most. */
 export async function stopTracing(): Promise<void> {
   const shutdown = stop;
   tracer = null;
   stop = null;
-  await shutdown?.().catch(() => undefined);
+  if (!shutdown) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    shutdown().catch(() => undefined),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS).unref())),
+  ]);
+  clearTimeout(timer);
 }
 
 const SERVICE_NAME = 'rewards-gateway';
