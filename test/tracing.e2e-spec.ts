@@ -335,7 +335,7 @@ describe('OpenTelemetry traces', () => {
     expect(probe.packages).toEqual(expect.arrayContaining(['@opentelemetry/sdk-trace-node']));
   }, 120_000);
 
-  it('exports OTLP/JSON when OTEL_EXPORTER_OTLP_PROTOCOL=http/json', async () => {
+  it('exports OTLP/JSON when OTEL_EXPORTER_OTLP_PROTOCOL=http/json; continues the caller’s traceparent', async () => {
     const port = ports[2];
     const p = await gateway(port, {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
@@ -343,8 +343,11 @@ describe('OpenTelemetry traces', () => {
       OTEL_SERVICE_NAME: 'rg-json',
       OTEL_BSP_SCHEDULE_DELAY: '200',
     });
+    // The caller's W3C trace context is continued.
+    const callerTrace = randomBytes(16).toString('hex');
+    const callerSpan = randomBytes(8).toString('hex');
     const res = await api(`http://127.0.0.1:${port}`)('/v1/tenants/traced/connection', {
-      headers: { 'X-Request-Id': 'json-1' },
+      headers: { 'X-Request-Id': 'json-1', traceparent: `00-${callerTrace}-${callerSpan}-01` },
     });
     expect(res.status).toBe(200);
     const server = await waitFor(
@@ -355,6 +358,8 @@ describe('OpenTelemetry traces', () => {
     expect(server).toMatchObject({
       kind: SERVER,
       name: 'GET /v1/tenants/:tenant/connection',
+      traceId: callerTrace,
+      parentSpanId: callerSpan,
       resource: { 'service.name': 'rg-json' },
     });
     expect(receiver.requests.some((r) => r.contentType === 'application/json')).toBe(true);
