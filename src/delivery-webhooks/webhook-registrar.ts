@@ -10,6 +10,7 @@ import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.er
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
 import { WebhookKeyStore } from './webhook-key.store';
+import { rootSpan } from '../common/tracing';
 
 /** The registration call at connect: the browser waits for it, so it is short. */
 export const REGISTER_TIMEOUT_MS = 5_000;
@@ -83,7 +84,11 @@ export class WebhookRegistrar implements OnModuleInit {
         this.metrics.webhookRegistrations.inc({ outcome: 'abandoned' });
         continue;
       }
-      await this.attempt(r.id, r.connection_id, r.environment, r.attempts, 'bulk');
+      await rootSpan(
+        'webhook.registration',
+        () => this.attempt(r.id, r.connection_id, r.environment, r.attempts, 'bulk'),
+        { 'connection.id': r.connection_id },
+      );
     }
     return due.length;
   }
