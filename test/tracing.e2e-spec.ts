@@ -143,7 +143,7 @@ describe('OpenTelemetry traces', () => {
     ports = [await freePort(), await freePort(), await freePort(), await freePort()];
     sandbox = await startSandbox(ports.map((port) => `http://127.0.0.1:${port}/oauth/callback`));
     db = await createTestDatabase();
-  }, 120_000);
+  }, 180_000);
 
   afterAll(async () => {
     for (const p of running)
@@ -200,14 +200,14 @@ describe('OpenTelemetry traces', () => {
       async () =>
         receiver.spans.find((s) => s.kind === SERVER && s.attributes['request.id'] === 'trace-send-1'),
       (s) => s !== undefined,
-      15_000,
+      30_000,
     )) as ReceivedSpan;
     // Every span of the trace (the write ends last; the exporter sends in batches).
     const trace = (
       await waitFor(
         async () => receiver.spans.filter((s) => s.traceId === server!.traceId),
         (spans) => spans.some((s) => s.name === 'dispatch.write'),
-        15_000,
+        30_000,
       )
     ).sort((a, b) => (a.startNs < b.startNs ? -1 : a.startNs > b.startNs ? 1 : 0));
     expect(server).toMatchObject({
@@ -291,7 +291,7 @@ describe('OpenTelemetry traces', () => {
           (s) => s.name === 'dispatch.worker_attempt' && s.attributes['dispatch.id'] === queued.id,
         ),
       (s) => s !== undefined,
-      15_000,
+      30_000,
     )) as ReceivedSpan;
     expect(attempt).toMatchObject({
       parentSpanId: '',
@@ -304,7 +304,7 @@ describe('OpenTelemetry traces', () => {
     const background = await waitFor(
       async () => receiver.spans.filter((s) => s.traceId === attempt.traceId && s.name === 'POST /orders'),
       (spans) => spans.length === 2,
-      15_000,
+      30_000,
     );
     for (const s of background) expect(s.parentSpanId).toBe(attempt.spanId);
 
@@ -312,7 +312,7 @@ describe('OpenTelemetry traces', () => {
     const delivery = (await waitFor(
       async () => receiver.spans.find((s) => s.name === 'webhook.delivery'),
       (s) => s !== undefined,
-      15_000,
+      30_000,
     )) as ReceivedSpan;
     expect(delivery).toMatchObject({
       parentSpanId: '',
@@ -336,7 +336,7 @@ describe('OpenTelemetry traces', () => {
 
     const probe = await stop(p);
     expect(probe.packages).toEqual(expect.arrayContaining(['@opentelemetry/sdk-trace-node']));
-  }, 120_000);
+  }, 180_000);
 
   it('exports OTLP/JSON when OTEL_EXPORTER_OTLP_PROTOCOL=http/json; continues the caller’s traceparent', async () => {
     const port = ports[2];
@@ -356,7 +356,7 @@ describe('OpenTelemetry traces', () => {
     const server = await waitFor(
       async () => receiver.spans.find((s) => s.attributes['request.id'] === 'json-1'),
       (s) => s !== undefined,
-      15_000,
+      30_000,
     );
     expect(server).toMatchObject({
       kind: SERVER,
@@ -367,7 +367,7 @@ describe('OpenTelemetry traces', () => {
     });
     expect(receiver.requests.some((r) => r.contentType === 'application/json')).toBe(true);
     await stop(p);
-  }, 120_000);
+  }, 180_000);
 
   it('a collector that is down: sends go on; the export failure is logged, once a minute at most', async () => {
     const port = ports[3];
@@ -382,7 +382,7 @@ describe('OpenTelemetry traces', () => {
     await waitFor(
       async () => logLines(p).filter((l) => l.context === 'OpenTelemetry'),
       (lines) => lines.length > 0,
-      15_000,
+      30_000,
     );
     await new Promise((r) => setTimeout(r, 1_000));
     const problems = logLines(p).filter((l) => l.context === 'OpenTelemetry');
@@ -392,7 +392,7 @@ describe('OpenTelemetry traces', () => {
     const stopping = Date.now();
     await stop(p);
     expect(Date.now() - stopping).toBeLessThan(10_000);
-  }, 120_000);
+  }, 180_000);
 
   it('without an endpoint: no SDK loaded, nothing patched, no span recorded, no trace id in the logs', async () => {
     const port = ports[1];
@@ -408,5 +408,5 @@ describe('OpenTelemetry traces', () => {
     expect(lines.some((l) => (l.req as { id?: string } | undefined)?.id === 'untraced-send-1')).toBe(true);
     expect(lines.filter((l) => 'trace_id' in l || 'span_id' in l)).toEqual([]);
     expect(receiver.requests.length).toBe(exported);
-  }, 120_000);
+  }, 180_000);
 });
