@@ -19,6 +19,7 @@ import { AuditEvents1700000016100 } from './1700000016100-audit-events';
 import { ConnectionOrganization1700000017400 } from './1700000017400-connection-organization';
 import { TenantEventsInCode1700000017500 } from './1700000017500-tenant-events-in-code';
 import { Retention1700000018000 } from './1700000018000-retention';
+import { ConnectionActivity1700000018100 } from './1700000018100-connection-activity';
 
 /** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
 export const MIGRATIONS = [
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   ConnectionOrganization1700000017400,
   TenantEventsInCode1700000017500,
   Retention1700000018000,
+  ConnectionActivity1700000018100,
 ];

@@ -10,6 +10,7 @@ import { ClockModule } from './common/clock.module';
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { loggerParams } from './common/logging';
 import { AuditModule } from './audit/audit.module';
+import { ConnectionActivityModule } from './connection-activity/connection-activity.module';
 import { DatabaseModule } from './database/database.module';
 import { RetentionModule } from './retention/retention.module';
 import { ConnectionsModule } from './connections/connections.module';
@@ -42,6 +43,7 @@ export class AppModule {
         RetentionModule,
         AuditModule,
         MetricsModule,
+        ConnectionActivityModule,
         TenantsModule,
         TokenVaultModule,
         ConnectionsModule,

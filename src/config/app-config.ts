@@ -178,6 +178,14 @@ export interface TracingConfig {
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
+/** The connection activity (`connection_activity`): a record of every upstream request made for a connection. */
+export interface ActivityConfig {
+  /** Record upstream requests (off: nothing is buffered or written; the listings show what was kept). */
+  readonly enabled: boolean;
+  /** Records older than this many days are deleted by the retention job (`ActivityStore.purgeOlderThan`). */
+  readonly retentionDays: number;
+}
+
 /** The resolved configuration: complete, validated, deep-frozen. Each top-level key is an injectable slice. */
 export interface AppConfig {
   readonly port: number;
@@ -205,6 +213,7 @@ export interface AppConfig {
   readonly retention: RetentionConfig;
   /** Null: tracing off (no SDK loaded, only the no-op API). */
   readonly tracing: TracingConfig | null;
+  readonly activity: ActivityConfig;
 }
 
 /**
@@ -389,6 +398,10 @@ export function readSettings(env: Env, cwd = process.cwd()): Settings {
       pauseMs: read('RETENTION_PAUSE_MS', 50, int(0, 60_000)),
     },
     tracing: readTracing(read, raw),
+    activity: {
+      enabled: read('CONNECTION_ACTIVITY_ENABLED', true, bool),
+      retentionDays: read('CONNECTION_ACTIVITY_RETENTION_DAYS', 30, int(1, 3650)),
+    },
   };
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return settings;

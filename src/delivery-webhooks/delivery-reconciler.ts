@@ -10,6 +10,7 @@ import { RewardsApi } from '../token-vault/rewards-api.service';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
 import { WebhookRegistrar } from './webhook-registrar';
 import { rootSpan } from '../common/tracing';
+import { serving } from '../connection-activity/served';
 
 /** Rewards one instance checks per pass at most (each a paced, bulk-priority `GET /rewards/{id}`). */
 export const CHECKS_PER_PASS = 20;
@@ -98,9 +99,11 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
   }): Promise<string> {
     let upstream;
     try {
-      upstream = await this.rewardsApi
-        .forConnection(reward.connection_id, 'bulk')
-        .getReward(reward.upstream_reward_id, CHECK_TIMEOUT_MS);
+      upstream = await serving({ dispatchId: reward.dispatch_id, rewardPosition: reward.position }, () =>
+        this.rewardsApi
+          .forConnection(reward.connection_id, 'bulk')
+          .getReward(reward.upstream_reward_id, CHECK_TIMEOUT_MS),
+      );
     } catch (error) {
       const gone = error instanceof ConnectionNotActiveError || error instanceof ConnectionNotFoundError;
       const unknown = error instanceof RewardsApiError && error.status === 404;

@@ -12,6 +12,7 @@ import { DispatchStore } from './dispatch.store';
 import { backoffMs } from './dispatch.sender';
 import { runEvery } from '../common/schedule';
 import { rootSpan } from '../common/tracing';
+import { serving } from '../connection-activity/served';
 
 /** Checks one instance makes per pass at most: a backlog drains over several passes, never in a burst. */
 const CHECKS_PER_PASS = 10;
@@ -61,6 +62,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
             this.store.settleApproval(
               reward.dispatch_id,
               await this.check(
+                reward.dispatch_id,
                 reward.connection_id,
                 reward.upstream_order_id ?? reward.external_id,
                 reward.position,
@@ -81,6 +83,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
   }
 
   private async check(
+    dispatchId: string,
     connectionId: string | null,
     orderId: string,
     position: number,
@@ -94,7 +97,9 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
     });
     if (!connectionId) return later(60 * 60_000);
     try {
-      const order = await this.rewardsApi.forConnection(connectionId, 'bulk').getOrder(orderId);
+      const order = await serving({ dispatchId, rewardPosition: position }, () =>
+        this.rewardsApi.forConnection(connectionId, 'bulk').getOrder(orderId),
+      );
       const outcome = orderOutcome(order.status);
       const delivery = order.rewards[0]?.delivery?.status ?? null;
       if (outcome === 'held')

@@ -8,6 +8,7 @@ import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.er
 import { type OrderRequest, type UpstreamOrder, orderOutcome } from '../rewards-api/rewards-api.types';
 import type { ConnectionClient } from '../rewards-api/connection-client';
 import { SlotTooFarError } from '../rewards-api/account-pacer';
+import { serving } from '../connection-activity/served';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import {
   AppCredentialsInvalidError,
@@ -231,9 +232,9 @@ export class DispatchSender {
     const unit = units[index];
     try {
       if (!client) throw new ConnectionNotFoundError();
-      const { status, order } = await client.createOrder(
-        this.orderFor(row, unit),
-        this.config.upstreamTimeoutMs,
+      const { status, order } = await serving(
+        { dispatchId: row.id, rewardPosition: unit.length === 1 ? unit[0].position : null },
+        () => client.createOrder(this.orderFor(row, unit), this.config.upstreamTimeoutMs),
       );
       if (status === 201)
         this.logger.log(

@@ -1,6 +1,8 @@
+import { performance } from 'node:perf_hooks';
 import type { RewardsConfig, RewardsEnvironment, RewardsEnvironmentConfig } from '../config/app-config';
 import { API_CALL_TIMEOUT_MS, type ApiResponse, type RewardsApiClient } from './rewards-api.client';
 import type { AccountPacer, Priority, Slot } from './account-pacer';
+import { type CallRecorder, operationOf, recorded } from './call-recorder';
 import { RewardsApiError } from './rewards-api.errors';
 import { span } from '../common/tracing';
 import type {
@@ -65,6 +67,8 @@ export class ConnectionClient {
     readonly priority: Priority = 'interactive',
     /** How long a request may wait for its slot (interactive); null: as long as it takes. */
     private readonly maxWaitMs: number | null = null,
+    /** Where each request is reported (the connection activity); none for a grant not stored yet. */
+    private readonly recorder: CallRecorder | null = null,
   ) {}
 
   /** `POST /orders`. 200 = a new order, 201 = the existing order for this external_id (same payload). */
@@ -164,11 +168,22 @@ export class ConnectionClient {
     let throttled = 0;
     let unauthorized = 0;
     let refusedBefore: number | null = null;
+    let attempt = 0; // for the activity: which request of this call
     for (;;) {
-      const token = await this.slotThenToken(env);
+      const { token, pacingWaitMs } = await this.slotThenToken(env);
       let response: ApiResponse<T>;
       try {
-        response = await this.http.call<T>(env, token.token, method, path, body, timeoutMs);
+        response = await recorded(
+          this.recorder,
+          {
+            connectionId: this.connectionId,
+            operation: operationOf(method, path),
+            attempt: ++attempt,
+            throttled,
+            pacingWaitMs,
+          },
+          () => this.http.call<T>(env, token.token, method, path, body, timeoutMs),
+        );
       } catch (error) {
         // This attempt failed: retry what a retry can fix.
         if (isUnauthorized(error)) {
@@ -189,12 +204,20 @@ export class ConnectionClient {
     }
   }
 
-  /** The account's next slot, then the token; a token read that made the request miss its slot takes a new one. */
-  private async slotThenToken(env: RewardsEnvironmentConfig): Promise<ConnectionToken> {
+  /**
+   * The account's next slot, then the token; a token read that made the request miss its slot takes a new one. Also
+   * how long the request waited for its slots (ms), for the activity.
+   */
+  private async slotThenToken(
+    env: RewardsEnvironmentConfig,
+  ): Promise<{ token: ConnectionToken; pacingWaitMs: number }> {
+    let pacingWaitMs = 0;
     for (;;) {
+      const asked = performance.now();
       const slot = await span('pacing.wait', () => this.pace(env));
+      pacingWaitMs += performance.now() - asked;
       const token = await span('token', () => this.tokens.getAccessToken(this.connectionId));
-      if (!slot || !this.pacer?.missed(slot)) return token;
+      if (!slot || !this.pacer?.missed(slot)) return { token, pacingWaitMs };
     }
   }
 

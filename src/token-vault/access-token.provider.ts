@@ -8,6 +8,7 @@ import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewards-api/rewards-api.client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import type { ConnectionToken, TokenSource } from '../rewards-api/connection-client';
+import { CallRecorder, recorded } from '../rewards-api/call-recorder';
 import { GRANT_ACCESS, GRANT_REFRESH, Vault } from './vault.service';
 import { AppCredentialsStore } from './app-credentials.store';
 import { type Sql, inTransaction } from '../database/sql';
@@ -147,6 +148,7 @@ export class AccessTokenProvider implements TokenSource {
     private readonly grants: GrantStore,
     @Optional() private readonly metrics?: MetricsService,
     @Optional() notifications?: NotificationsService,
+    @Optional() private readonly recorder?: CallRecorder,
   ) {
     // Another instance disconnected or replaced the connection: forget its token here too.
     notifications?.onEviction((eviction) => {
@@ -354,7 +356,11 @@ export class AccessTokenProvider implements TokenSource {
       const refreshToken = this.vault.open(GRANT_REFRESH, connectionId, row.refresh_token_enc);
       let tokens: TokenSet;
       try {
-        tokens = await this.api.refreshToken(env, refreshToken, TOKEN_CALL_TIMEOUT_MS);
+        tokens = await recorded(
+          this.recorder,
+          { connectionId, operation: 'token_refresh', attempt: 1, throttled: 0, pacingWaitMs: 0 },
+          () => this.api.refreshToken(env, refreshToken, TOKEN_CALL_TIMEOUT_MS),
+        );
       } catch (error) {
         if (error instanceof RewardsApiError && error.kind === 'invalid_client') {
           // Our own client id / secret were refused: the tenant's grant is not at fault and stays as it is.

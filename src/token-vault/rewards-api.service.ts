@@ -1,7 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { AccountPacer, type Priority } from '../rewards-api/account-pacer';
+import { CallRecorder } from '../rewards-api/call-recorder';
 import { ConnectionClient, type TokenSource } from '../rewards-api/connection-client';
 import { RewardsApiClient } from '../rewards-api/rewards-api.client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
@@ -19,6 +20,8 @@ export class RewardsApi {
     private readonly http: RewardsApiClient,
     private readonly tokens: AccessTokenProvider,
     private readonly pacer: AccountPacer,
+    /** The connection activity: every request made for a stored connection is reported there. */
+    @Optional() private readonly recorder?: CallRecorder,
   ) {}
 
   /**
@@ -39,6 +42,7 @@ export class RewardsApi {
       this.pacer,
       priority,
       maxWaitMs,
+      this.recorder ?? null,
     );
   }
 

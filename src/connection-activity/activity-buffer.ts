@@ -1,0 +1,87 @@
+import type { Clock } from '../common/clock';
+
+export interface ActivityBufferOptions {
+  /** Rows held at most; beyond, new rows are dropped (and counted). */
+  readonly capacity: number;
+  /** A flush starts as soon as this many rows wait. */
+  readonly batchSize: number;
+  /** Rows per INSERT at most. */
+  readonly maxRowsPerWrite: number;
+  /** The longest a row waits for its flush (ms, by the clock). */
+  readonly intervalMs: number;
+}
+
+export const ACTIVITY_BUFFER: ActivityBufferOptions = {
+  capacity: 20_000,
+  batchSize: 500,
+  maxRowsPerWrite: 2_000,
+  intervalMs: 1_000,
+};
+
+/**
+ * A bounded in-process buffer written in batches, off the caller's path: `add` never waits and never throws. The
+ * first row after a flush starts a timer of `intervalMs`; reaching `batchSize` rows flushes at once. One flush runs at a
+ * time, `maxRowsPerWrite` rows per `write` (one statement). A full buffer drops the new row; a failed write drops its
+ * rows; both are reported through `dropped` (never retried: the buffer stays bounded). `close` flushes what is left
+ * and drops whatever comes after. Rows still here when the process dies are lost — at most the last interval's.
+ */
+export class ActivityBuffer<T> {
+  private rows: T[] = [];
+  private timed = false;
+  private flushing: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly options: ActivityBufferOptions,
+    private readonly clock: Clock,
+    private readonly write: (rows: T[]) => Promise<void>,
+    private readonly dropped: (count: number, reason: 'buffer_full' | 'write_failed' | 'closed', error?: unknown) => void,
+  ) {}
+
+  /** Rows waiting. */
+  get size(): number {
+    return this.rows.length;
+  }
+
+  add(row: T): void {
+    if (this.closed) return this.dropped(1, 'closed');
+    if (this.rows.length >= this.options.capacity) return this.dropped(1, 'buffer_full');
+    this.rows.push(row);
+    if (this.rows.length >= this.options.batchSize) void this.flush();
+    else if (!this.timed) {
+      this.timed = true;
+      void this.clock.sleep(this.options.intervalMs).then(() => {
+        this.timed = false;
+        return this.flush();
+      });
+    }
+  }
+
+  /** Writes what waits now (the flush in progress, if any, first); resolves when written. */
+  flush(): Promise<void> {
+    this.flushing ??= this.drain().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  /** Flushes everything left and takes no more rows. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.flush();
+  }
+
+  private async drain(): Promise<void> {
+    let first = true;
+    // The first write takes what waits; more follow while a full batch waits (or, closing, until none is left).
+    while (this.rows.length && (first || this.closed || this.rows.length >= this.options.batchSize)) {
+      first = false;
+      const batch = this.rows.splice(0, this.options.maxRowsPerWrite);
+      try {
+        await this.write(batch);
+      } catch (error) {
+        this.dropped(batch.length, 'write_failed', error);
+      }
+    }
+  }
+}

@@ -1,0 +1,161 @@
+import {
+  type BeforeApplicationShutdown,
+  Injectable,
+  Logger,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
+import { Counter } from 'prom-client';
+import { Clock } from '../common/clock';
+import type { ActivityConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import { MetricsService } from '../metrics/metrics.service';
+import { CallRecorder, type UpstreamExchange, type UpstreamOperation } from '../rewards-api/call-recorder';
+import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.errors';
+import { ACTIVITY_BUFFER, ActivityBuffer } from './activity-buffer';
+import { type ActivityOutcome, type ActivityRecord, ActivityStore } from './activity.store';
+import { currentlyServed } from './served';
+
+/** Connection ids are UUIDs; anything else (a grant not stored yet) is not recorded. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The outcome and our error code of a failed request (its answer, or none). */
+export function classify(
+  operation: UpstreamOperation,
+  error: unknown,
+): { status: number | null; outcome: ActivityOutcome; errorCode: string | null } {
+  if (!(error instanceof RewardsApiError))
+    return { status: null, outcome: 'unavailable', errorCode: 'upstream_unavailable' };
+  const status = error.status;
+  if (operation === 'token_refresh') {
+    // The codes a caller waiting on the token gets (the vault's).
+    if (error.kind === 'invalid_client')
+      return { status, outcome: 'rejected', errorCode: 'upstream_app_credentials_invalid' };
+    if (error.kind === 'invalid_grant' || error.kind === 'rejected')
+      return { status, outcome: 'rejected', errorCode: 'connection_not_active' };
+    return {
+      status,
+      outcome: status === 429 ? 'throttled' : 'unavailable',
+      errorCode: 'connection_refresh_failed',
+    };
+  }
+  // A 401: the token is replaced and the call tried once more (a second 401: the connection needs re-consent).
+  if (error.kind === 'unauthorized') return { status, outcome: 'unauthorized', errorCode: null };
+  const failure = mapUpstreamError(error);
+  const outcome: ActivityOutcome =
+    status === 429 ? 'throttled' : error.kind === 'transient' ? 'unavailable' : 'rejected';
+  return { status, outcome, errorCode: failure.code };
+}
+
+/**
+ * The connection activity's recorder: the rewards client and the vault report every request they make for a
+ * connection (`CallRecorder.exchange`); each becomes one record in a bounded in-process buffer, written in batches
+ * (ActivityBuffer → ActivityStore.insertBatch), never on the caller's path. What a request served comes from
+ * `serving` (served.ts). Shutdown writes what is left; a crash loses at most the last interval's records.
+ */
+@Injectable()
+export class ActivityRecorder
+  extends CallRecorder
+  implements BeforeApplicationShutdown, OnApplicationShutdown
+{
+  private readonly logger = new Logger(ActivityRecorder.name);
+  private readonly buffer: ActivityBuffer<ActivityRecord>;
+  private readonly droppedTotal: Counter<'reason'>;
+  private readonly writtenTotal: Counter;
+  private lastWarned = 0;
+
+  constructor(
+    @InjectConfig('activity') private readonly config: ActivityConfig,
+    private readonly clock: Clock,
+    store: ActivityStore,
+    metrics: MetricsService,
+  ) {
+    super();
+    this.droppedTotal = new Counter({
+      name: 'rg_connection_activity_dropped_total',
+      help: 'Connection activity records dropped: the buffer was full (buffer_full), their batch could not be written (write_failed), or they came after shutdown (closed).',
+      labelNames: ['reason'],
+      registers: [metrics.registry],
+    });
+    this.writtenTotal = new Counter({
+      name: 'rg_connection_activity_written_total',
+      help: 'Connection activity records written.',
+      registers: [metrics.registry],
+    });
+    this.buffer = new ActivityBuffer<ActivityRecord>(
+      ACTIVITY_BUFFER,
+      clock,
+      async (rows) => {
+        this.writtenTotal.inc(await store.insertBatch(rows));
+      },
+      (count, reason, error) => this.dropped(count, reason, error),
+    );
+  }
+
+  async exchange<R>(what: UpstreamExchange, send: () => Promise<R>): Promise<R> {
+    if (!this.config.enabled || !UUID.test(what.connectionId)) return send();
+    const at = this.clock.now();
+    const started = performance.now();
+    try {
+      const result = await send();
+      const status = (result as { status?: unknown } | null)?.status;
+      this.add(what, at, started, typeof status === 'number' ? status : 200, 'success', null);
+      return result;
+    } catch (error) {
+      const { status, outcome, errorCode } = classify(what.operation, error);
+      this.add(what, at, started, status, outcome, errorCode);
+      throw error;
+    }
+  }
+
+  /** Writes what waits now (tests, and shutdown). */
+  flush(): Promise<void> {
+    return this.buffer.flush();
+  }
+
+  /** Shutdown, after the workers stopped: what waits is written while the database is surely open. */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.buffer.flush();
+  }
+
+  /** Then the records of requests answered while the server closed, if the pools are still open; none after. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.buffer.close();
+  }
+
+  private add(
+    what: UpstreamExchange,
+    at: number,
+    started: number,
+    httpStatus: number | null,
+    outcome: ActivityOutcome,
+    errorCode: string | null,
+  ): void {
+    const served = currentlyServed();
+    this.buffer.add({
+      at: new Date(at),
+      connectionId: what.connectionId,
+      operation: what.operation,
+      attempt: what.attempt,
+      httpStatus,
+      outcome,
+      errorCode,
+      latencyMs: performance.now() - started,
+      pacingWaitMs: what.pacingWaitMs,
+      throttled: what.throttled,
+      dispatchId: served?.dispatchId ?? null,
+      rewardPosition: served?.rewardPosition ?? null,
+    });
+  }
+
+  private dropped(count: number, reason: string, error?: unknown): void {
+    this.droppedTotal.inc({ reason }, count);
+    const now = this.clock.now();
+    if (now - this.lastWarned < 60_000) return; // one warning a minute at most: the counter has the numbers
+    this.lastWarned = now;
+    this.logger.warn(
+      { reason, count, err: error instanceof Error ? error.message : undefined },
+      'connection activity records dropped',
+    );
+  }
+}
