@@ -35,7 +35,11 @@ export class ActivityBuffer<T> {
     private readonly options: ActivityBufferOptions,
     private readonly clock: Clock,
     private readonly write: (rows: T[]) => Promise<void>,
-    private readonly dropped: (count: number, reason: 'buffer_full' | 'write_failed' | 'closed', error?: unknown) => void,
+    private readonly dropped: (
+      count: number,
+      reason: 'buffer_full' | 'write_failed' | 'closed',
+      error?: unknown,
+    ) => void,
   ) {}
 
   /** Rows waiting. */

@@ -27,7 +27,10 @@ export class ActivityController {
   @ApiErrors(
     TENANT_ROUTE,
     validationFailed('dispatch_id', 'dispatch_id must be a dispatch id (a UUID)'),
-    validationFailed('outcome', `outcome must be one of the following values: ${ACTIVITY_OUTCOMES.join(', ')}`),
+    validationFailed(
+      'outcome',
+      `outcome must be one of the following values: ${ACTIVITY_OUTCOMES.join(', ')}`,
+    ),
     validationFailed(
       'cursor',
       'cursor must be a next_cursor returned by this API',

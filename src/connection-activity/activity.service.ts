@@ -13,7 +13,11 @@ export function encodeCursor(row: { created_at: Date; id: string }): string {
 export function decodeCursor(cursor: string): { at: Date; id: string } {
   const [iso, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   const at = new Date(iso ?? '');
-  if (!/^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(iso ?? '') || Number.isNaN(at.getTime()) || !/^[1-9]\d{0,17}$/.test(id ?? ''))
+  if (
+    !/^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(iso ?? '') ||
+    Number.isNaN(at.getTime()) ||
+    !/^[1-9]\d{0,17}$/.test(id ?? '')
+  )
     throw new ValidationFailedError(
       [{ field: 'cursor', reason: 'cursor must be a next_cursor returned by this API' }],
       'The query is invalid; see details.',

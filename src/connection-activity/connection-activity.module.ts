@@ -14,7 +14,12 @@ import { ActivityStore } from './activity.store';
 @Module({
   imports: [MetricsModule],
   controllers: [ActivityController],
-  providers: [ActivityStore, ActivityRecorder, ActivityService, { provide: CallRecorder, useExisting: ActivityRecorder }],
+  providers: [
+    ActivityStore,
+    ActivityRecorder,
+    ActivityService,
+    { provide: CallRecorder, useExisting: ActivityRecorder },
+  ],
   exports: [ActivityStore, ActivityRecorder, CallRecorder],
 })
 export class ConnectionActivityModule {}
