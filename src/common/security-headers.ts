@@ -10,7 +10,7 @@ type Directives = Record<string, string[]>;
  * dashboard) and the JSON API. The pages load nothing — no script, no image, no font, no external style; their CSS is
  * one inline `<style>` block (and the dashboard's badge colours are `style` attributes), and their only forms post to
  * the gateway itself (the dashboard's Check / Refresh and filter forms). The connect page's button is a link.
- * `/ops` alone adds one inline script, by hash (OPS_CSP).
+ * `/ops` (and its connection pages) alone adds one inline script, by hash (OPS_CSP).
  */
 export const PAGE_CSP: Directives = {
   'default-src': ["'none'"],
@@ -125,7 +125,7 @@ export function securityHeaders(publicBaseUrl: string): Middleware {
         ? docs
         : path === '/sandbox' || path.startsWith('/sandbox/')
           ? sandbox
-          : path === '/ops' || path === '/ops/'
+          : path === '/ops' || path.startsWith('/ops/')
             ? ops
             : page;
     chosen(res);

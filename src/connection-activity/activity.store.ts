@@ -159,17 +159,21 @@ export class ActivityStore {
     return rows;
   }
 
-  /** A connection's requests since `since`: counts and latency percentiles (the dashboard). */
-  async summary(tenantId: string, connectionId: string, since: Date): Promise<ActivitySummary> {
+  /**
+   * A connection's requests since `since`, at most the newest `cap` of them: counts and latency percentiles (the
+   * dashboard). A range of the tenant's listing index, bounded however busy the connection.
+   */
+  async summary(tenantId: string, connectionId: string, since: Date, cap: number): Promise<ActivitySummary> {
     const { rows } = await this.db.main.query<ActivitySummary>(
       `SELECT count(*)::int AS calls,
               count(*) FILTER (WHERE outcome <> 'success')::int AS errors,
               count(*) FILTER (WHERE outcome = 'throttled')::int AS throttled,
               percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50_ms,
               percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95_ms
-         FROM connection_activity
-        WHERE tenant_id = $1 AND created_at >= $3 AND connection_id = $2`,
-      [tenantId, connectionId, since],
+         FROM (SELECT outcome, latency_ms FROM connection_activity
+                WHERE tenant_id = $1 AND created_at >= $3 AND connection_id = $2
+                ORDER BY created_at DESC, id DESC LIMIT $4) a`,
+      [tenantId, connectionId, since, cap],
     );
     return rows[0];
   }

@@ -13,6 +13,7 @@ import {
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { Clock } from '../common/clock';
 import { Database } from '../database/database';
 import { CommonError } from '../common/app-error';
 import { OpsError } from './ops.errors';
@@ -21,6 +22,13 @@ import { InjectConfig } from '../config/config.module';
 import { OperatorPage } from '../tenants/auth/auth.decorators';
 import { TenantWebhooksService } from '../tenant-webhooks/tenant-webhooks.service';
 import { activityLastHour, connectionSummary } from './dashboard.data';
+import { ActivityStore } from '../connection-activity/activity.store';
+import {
+  type ConnectionHeader,
+  LATEST_CALLS_SHOWN,
+  SUMMARY_CAP,
+  connectionPage,
+} from './dashboard.connection-page';
 import { dashboardPage, type DashboardEvent, FAILING_ENDPOINTS_SHOWN } from './dashboard.page';
 import { Transform, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
@@ -66,6 +74,8 @@ export class DashboardController {
     private readonly ops: OpsService,
     private readonly db: Database,
     private readonly webhooks: TenantWebhooksService,
+    private readonly activity: ActivityStore,
+    private readonly clock: Clock,
     @InjectConfig('ops') private readonly config: OpsConfig,
     @InjectConfig('publicBaseUrl') private readonly publicBaseUrl: string,
     @InjectConfig('operatorApiKey') operatorApiKey: string,
@@ -115,6 +125,24 @@ export class DashboardController {
         { summary, activity, failingEndpoints },
       ),
     );
+  }
+
+  /**
+   * One connection's page: the last hour's requests to the rewards service (count, error rate, 429s, p50 / p95
+   * latency) and its latest requests, from the connection activity — two bounded reads of the tenant's listing index.
+   */
+  @Get('connections/:id')
+  @OperatorPage()
+  async connection(
+    @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string,
+    @Res() res: Response,
+  ): Promise<void> {
+    const c = (await this.ops.detail(id)) as unknown as ConnectionHeader;
+    const [summary, rows] = await Promise.all([
+      this.activity.summary(c.tenant_id, id, new Date(this.clock.now() - 3600_000), SUMMARY_CAP),
+      this.activity.list({ tenantId: c.tenant_id, connectionId: id, limit: LATEST_CALLS_SHOWN }),
+    ]);
+    res.type('html').send(connectionPage(c, summary, rows));
   }
 
   /** What the last button did, from the connection's stored state (never from the query string). */

@@ -264,7 +264,7 @@ export function dashboardPage(
         }</td>
         <td data-label="Failures / refreshes">${c.consecutive_failures} / ${c.refresh_count}</td>
         <td data-label="24 h sent / failed / queued">${c.dispatches_24h.sent} / ${c.dispatches_24h.failed} / ${c.dispatches_24h.queued}</td>
-        <td class="actions">${action('check', 'Check')}${action('refresh', 'Refresh')}</td>
+        <td class="actions">${action('check', 'Check')}${action('refresh', 'Refresh')}<a class="activity" data-action="activity" href="/ops/connections/${e(c.id)}">Activity</a></td>
       </tr>
       <tr class="events"><td colspan="10"><details><summary>Events</summary><ul>${evs || '<li>none</li>'}</ul></details></td></tr>`;
     })
