@@ -106,6 +106,9 @@ function recordedHeaders(middleware: Middleware): (res: ServerResponse) => void 
 
 const DOCS_ASSET = /^\/docs\/[^/]+\.(js|css|png|map)$/;
 
+/** A connection's page of the dashboard (`/ops/connections/{id}`): the same one script as `/ops`. */
+const OPS_CONNECTION_PAGE = /^\/ops\/connections\/[0-9a-f-]{36}$/i;
+
 /**
  * Security headers on every answer (helmet; the policy chosen by path), and `Cache-Control: no-store` on every
  * answer except Swagger UI's static files: API answers carry API keys, connect links and tenant data, the pages
@@ -125,7 +128,7 @@ export function securityHeaders(publicBaseUrl: string): Middleware {
         ? docs
         : path === '/sandbox' || path.startsWith('/sandbox/')
           ? sandbox
-          : path === '/ops' || path.startsWith('/ops/')
+          : path === '/ops' || path === '/ops/' || OPS_CONNECTION_PAGE.test(path)
             ? ops
             : page;
     chosen(res);
