@@ -638,10 +638,12 @@ async function main(): Promise<void> {
 
   /**
    * BENCH_BASE_DIST: other builds' gateways (`/path/to/dist`, or several as `name=/path/to/dist,…`; a bare path is
-   * named `base`), on the same database, warmed up for 2 s.
+   * named `base`), on the same database, warmed up for 2 s. BENCH_AB_ENV: this build's gateway again with other
+   * settings (`name:VAR=value;VAR=value,…`, e.g. `activity_off:CONNECTION_ACTIVITY_ENABLED=false`), started alike.
    */
   const startBases = async () => {
     const entries = (process.env.BENCH_BASE_DIST ?? '').split(',').filter(Boolean);
+    const variants = (process.env.BENCH_AB_ENV ?? '').split(',').filter(Boolean);
     const bases: { name: string; url: string; process: ChildProcess }[] = [];
     // All started before any is warmed, so that each prepares its statements on tables of the same size.
     for (const entry of entries) {
@@ -658,6 +660,17 @@ async function main(): Promise<void> {
         OTEL_EXPORTER_OTLP_ENDPOINT: (await otlpSink()).url,
       });
       bases.push({ name: 'otel', url: `http://127.0.0.1:${port}`, process: child });
+    }
+    for (const variant of variants) {
+      const [name, settings] = variant.split(':', 2);
+      const extra = Object.fromEntries(
+        (settings ?? '')
+          .split(';')
+          .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+      );
+      const port = await freePort();
+      const child = start(path.join(DIST, 'src/main.js'), { ...gatewayEnv(port), ...extra });
+      bases.push({ name, url: `http://127.0.0.1:${port}`, process: child });
     }
     for (const base of bases) await waitReady(`${base.url}/health/ready`, base.process);
     for (const base of bases)
