@@ -108,6 +108,11 @@ export class ActivityRecorder
     }
   }
 
+  /** Records waiting for their flush. */
+  get pending(): number {
+    return this.buffer.size;
+  }
+
   /** Writes what waits now (tests, and shutdown). */
   flush(): Promise<void> {
     return this.buffer.flush();

@@ -113,6 +113,19 @@ export function listingStatement(filter: ActivityListFilter): { text: string; va
 }
 
 /**
+ * The dashboard's last hour of a connection: of its newest `$4` requests since `$3`, the counts and latency percentiles —
+ * a range of the tenant's listing index, bounded however busy the connection. Exported for the plan test.
+ */
+export const SUMMARY_SQL = `SELECT count(*)::int AS calls,
+       count(*) FILTER (WHERE outcome <> 'success')::int AS errors,
+       count(*) FILTER (WHERE outcome = 'throttled')::int AS throttled,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50_ms,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95_ms
+  FROM (SELECT outcome, latency_ms FROM connection_activity
+         WHERE tenant_id = $1 AND created_at >= $3 AND connection_id = $2
+         ORDER BY created_at DESC, id DESC LIMIT $4) a`;
+
+/**
  * The retention purge: of the `$2` oldest rows (by id, the primary key: a bounded range whatever the table's size),
  * those older than the cutoff. Ids follow the flushes, so the old rows come first; a row not old enough is left.
  */
@@ -159,22 +172,14 @@ export class ActivityStore {
     return rows;
   }
 
-  /**
-   * A connection's requests since `since`, at most the newest `cap` of them: counts and latency percentiles (the
-   * dashboard). A range of the tenant's listing index, bounded however busy the connection.
-   */
+  /** A connection's requests since `since`, at most the newest `cap` of them: counts and latency percentiles. */
   async summary(tenantId: string, connectionId: string, since: Date, cap: number): Promise<ActivitySummary> {
-    const { rows } = await this.db.main.query<ActivitySummary>(
-      `SELECT count(*)::int AS calls,
-              count(*) FILTER (WHERE outcome <> 'success')::int AS errors,
-              count(*) FILTER (WHERE outcome = 'throttled')::int AS throttled,
-              percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50_ms,
-              percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS p95_ms
-         FROM (SELECT outcome, latency_ms FROM connection_activity
-                WHERE tenant_id = $1 AND created_at >= $3 AND connection_id = $2
-                ORDER BY created_at DESC, id DESC LIMIT $4) a`,
-      [tenantId, connectionId, since, cap],
-    );
+    const { rows } = await this.db.main.query<ActivitySummary>(SUMMARY_SQL, [
+      tenantId,
+      connectionId,
+      since,
+      cap,
+    ]);
     return rows[0];
   }
 
