@@ -22,7 +22,11 @@ describe('connection activity', () => {
 
   beforeAll(async () => {
     // Pacing on (the sandbox itself does not limit): a 429 is then absorbed — the account slowed down, the order retried.
-    t = await startTestApp({ REWARDS_SANDBOX_RATE_LIMIT_RPS: '50', OPS_PROBE_INTERVAL_MS: '0' });
+    t = await startTestApp({
+      REWARDS_SANDBOX_RATE_LIMIT_RPS: '50',
+      OPS_PROBE_INTERVAL_MS: '0',
+      DISPATCH_APPROVAL_CHECK_MS: '200',
+    });
     await control(t, '/reset');
     await createTenant(t, 'acts');
     connectionId = await connectTenant(t, 'acts');
@@ -182,6 +186,36 @@ describe('connection activity', () => {
       .get('/v1/tenants/other-acts/connection/activity')
       .set(bearer(readerKey))
       .expect(404);
+  });
+
+  it('attributes the approval checks of a held order to its dispatch and reward', async () => {
+    await request(t.baseUrl)
+      .post('/sandbox/__control/accounts/acc_demo/approvals')
+      .send({ required: true })
+      .expect(200);
+    try {
+      const held = await send(t, 'acts', 'act-held', { rewards: [reward()] }).expect(202);
+      expect(held.body.status).toBe('pending_approval');
+      await request(t.baseUrl)
+        .post(`/sandbox/__control/orders/${held.body.rewards[0].upstream_order_id as string}/approve`)
+        .expect(200);
+      const rows = await waitFor(
+        async () => (await list(`?dispatch_id=${held.body.id as string}`).expect(200)).body.activity as Row[],
+        (r) => r.some((x) => x.operation === 'get_order'),
+      );
+      expect(rows.at(-1)).toMatchObject({
+        operation: 'create_order',
+        outcome: 'success',
+        reward_position: 0,
+      });
+      for (const r of rows.filter((x) => x.operation === 'get_order'))
+        expect(r).toMatchObject({ http_status: 200, outcome: 'success', reward_position: 0 });
+    } finally {
+      await request(t.baseUrl)
+        .post('/sandbox/__control/accounts/acc_demo/approvals')
+        .send({ required: false })
+        .expect(200);
+    }
   });
 
   it('purges rows older than a cutoff in bounded batches', async () => {
