@@ -110,7 +110,9 @@ describe('the connection activity page in a real browser (headless Chromium)', (
     const rows = page.locator('#latest-calls tr[data-activity]');
     expect(await rows.count()).toBeGreaterThanOrEqual(5);
     expect(await page.locator('tr[data-outcome="throttled"]').count()).toBe(1);
-    expect(await page.locator('tr[data-outcome="rejected"] code').first().textContent()).toBe('upstream_rejected');
+    expect(await page.locator('tr[data-outcome="rejected"] code').first().textContent()).toBe(
+      'upstream_rejected',
+    );
     // The times are in the browser's zone, by the page's one script (allowed by the dashboard's CSP hash).
     expect(await page.textContent('#tz')).toBe('Europe/Berlin');
     expect(await rows.first().locator('time').textContent()).not.toContain('UTC');

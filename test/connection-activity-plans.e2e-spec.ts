@@ -3,6 +3,7 @@ import {
   ACTIVITY_OUTCOMES,
   type ActivityListFilter,
   PURGE_SQL,
+  PURGE_TENANT_SQL,
   SUMMARY_SQL,
   listingStatement,
 } from '../src/connection-activity/activity.store';
@@ -33,6 +34,7 @@ function statements(): { name: string; text: string; values: unknown[] }[] {
     values: ['t7', CONNECTION, new Date(Date.now() - 3600_000), 10_000],
   });
   forms.push({ name: 'purge', text: PURGE_SQL, values: [new Date(Date.now() - 30 * 86_400_000), 1000] });
+  forms.push({ name: 'purge tenant', text: PURGE_TENANT_SQL, values: ['t7', 1000] });
   return forms;
 }
 

@@ -218,7 +218,7 @@ describe('connection activity', () => {
     }
   });
 
-  it('purges rows older than a cutoff in bounded batches', async () => {
+  it('purges rows older than a cutoff, and a tenant’s rows, in bounded batches', async () => {
     const store = t.app.get(ActivityStore);
     const [{ n }] = await sql(`SELECT count(*)::int AS n FROM connection_activity`);
     expect(n).toBeGreaterThan(3);
@@ -226,5 +226,10 @@ describe('connection activity', () => {
     expect(await store.purgeOlderThan(new Date(Date.now() + 60_000), 2)).toBe(2);
     const [{ left }] = await sql(`SELECT count(*)::int AS left FROM connection_activity`);
     expect(left).toBe(n - 2);
+    // A tenant leaving: its rows, a batch at a time; another tenant's untouched.
+    expect(await store.purgeTenant('other-acts', 100)).toBe(0);
+    expect(await store.purgeTenant('acts', 1)).toBe(1);
+    expect(await store.purgeTenant('acts', 10_000)).toBe(n - 3);
+    expect(await sql(`SELECT count(*)::int AS n FROM connection_activity`)).toEqual([{ n: 0 }]);
   });
 });

@@ -132,7 +132,11 @@ export const SUMMARY_SQL = `SELECT count(*)::int AS calls,
 export const PURGE_SQL = `DELETE FROM connection_activity
   WHERE id = ANY (ARRAY(SELECT id FROM connection_activity ORDER BY id LIMIT $2)) AND created_at < $1`;
 
-/** Every statement that writes `connection_activity`: the batched insert and the retention purge. */
+/** A deleted tenant's rows, a batch at a time (a range of the tenant's listing index). */
+export const PURGE_TENANT_SQL = `DELETE FROM connection_activity
+  WHERE id = ANY (ARRAY(SELECT id FROM connection_activity WHERE tenant_id = $1 LIMIT $2))`;
+
+/** Every statement that writes `connection_activity`: the batched insert, the retention purge, a tenant's removal. */
 @Injectable()
 export class ActivityStore {
   constructor(private readonly db: Database) {}
@@ -189,6 +193,15 @@ export class ActivityStore {
    */
   async purgeOlderThan(cutoff: Date, limit: number): Promise<number> {
     const { rowCount } = await this.db.main.query(PURGE_SQL, [cutoff, limit]);
+    return rowCount ?? 0;
+  }
+
+  /**
+   * A tenant leaving: deletes at most `limit` of its rows; returns how many (call again until less). Its rows also go
+   * with the tenant's row (foreign key), but in one statement: batches keep each transaction short.
+   */
+  async purgeTenant(tenantId: string, limit: number): Promise<number> {
+    const { rowCount } = await this.db.main.query(PURGE_TENANT_SQL, [tenantId, limit]);
     return rowCount ?? 0;
   }
 }
