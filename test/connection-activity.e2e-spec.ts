@@ -1,11 +1,13 @@
 import request from 'supertest';
+import { ActivityRecorder } from '../src/connection-activity/activity.recorder';
 import { ActivityStore } from '../src/connection-activity/activity.store';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
 import { GRANT_REFRESH, Vault } from '../src/token-vault/vault.service';
 import type { TestApp } from './support/app';
-import { startTestApp } from './support/app';
+import { startTestApp, startTestAppOn } from './support/app';
+import { ManualClock } from './support/clock';
 import { connectTenant, control, createTenant, op } from './support/connect';
-import { sqlOn } from './support/database';
+import { createTestDatabase, sqlOn } from './support/database';
 import { reward, send, waitFor } from './support/send';
 
 type Row = Record<string, unknown>;
@@ -231,5 +233,38 @@ describe('connection activity', () => {
     expect(await store.purgeTenant('acts', 1)).toBe(1);
     expect(await store.purgeTenant('acts', 10_000)).toBe(n - 3);
     expect(await sql(`SELECT count(*)::int AS n FROM connection_activity`)).toEqual([{ n: 0 }]);
+  });
+});
+
+describe('connection activity: written by the clock, and on shutdown', () => {
+  it('keeps records in memory until their interval passes on the app’s clock, and writes what waits when the app stops', async () => {
+    const db = await createTestDatabase();
+    const clock = new ManualClock(Date.now());
+    const t = await startTestAppOn(db.url, { OPS_PROBE_INTERVAL_MS: '0' }, { clock });
+    const rows = async () =>
+      Number((await sqlOn(db.url, `SELECT count(*)::int AS n FROM connection_activity`))[0].n);
+    try {
+      await control(t, '/reset');
+      await createTenant(t, 'clocked');
+      await connectTenant(t, 'clocked');
+      await send(t, 'clocked', 'clock-1', { rewards: [reward()] }).expect(201);
+      const recorder = t.app.get(ActivityRecorder);
+      // The clock stands still: the records wait in the buffer, none is written.
+      expect(recorder.pending).toBeGreaterThanOrEqual(2); // the webhook registration and the order, at least
+      expect(await rows()).toBe(0);
+      const waiting = recorder.pending;
+      clock.advance(1_000);
+      expect(await waitFor(rows, (n) => n === waiting)).toBe(waiting);
+      expect(recorder.pending).toBe(0);
+      // Another send, still within the interval: written only when the app stops.
+      await send(t, 'clocked', 'clock-2', { rewards: [reward()] }).expect(201);
+      expect(recorder.pending).toBeGreaterThanOrEqual(1);
+      const more = recorder.pending;
+      await t.close();
+      expect(await rows()).toBe(waiting + more);
+    } finally {
+      await t.close().catch(() => undefined);
+      await db.drop();
+    }
   });
 });
