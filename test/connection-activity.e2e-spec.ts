@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { ActivityRecorder } from '../src/connection-activity/activity.recorder';
 import { ActivityStore } from '../src/connection-activity/activity.store';
+import { RetentionJob } from '../src/retention/retention';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
 import { GRANT_REFRESH, Vault } from '../src/token-vault/vault.service';
 import type { TestApp } from './support/app';
@@ -236,7 +237,39 @@ describe('connection activity', () => {
   });
 });
 
-describe('connection activity: written by the clock, and on shutdown', () => {
+describe('connection activity on the app’s clock: retention, the flush interval, shutdown', () => {
+  it('is purged by the retention job once older than CONNECTION_ACTIVITY_RETENTION_DAYS on the app’s clock', async () => {
+    const clock = new ManualClock(Date.now());
+    const t = await startTestApp(
+      {
+        OPS_PROBE_INTERVAL_MS: '0',
+        RETENTION_INTERVAL_MS: '3600000',
+        CONNECTION_ACTIVITY_RETENTION_DAYS: '7',
+      },
+      { clock },
+    );
+    const rows = async () =>
+      Number((await sqlOn(t.databaseUrl, `SELECT count(*)::int AS n FROM connection_activity`))[0].n);
+    try {
+      await control(t, '/reset');
+      await createTenant(t, 'kept');
+      await connectTenant(t, 'kept');
+      await send(t, 'kept', 'kept-1', { rewards: [reward()] }).expect(201);
+      clock.advance(1_000);
+      const written = await waitFor(rows, (n) => n >= 2);
+      const job = t.app.get(RetentionJob);
+      clock.advance(6 * 86_400_000);
+      await job.run();
+      expect(await rows()).toBe(written);
+      clock.advance(86_400_000 + 5_000);
+      const result = await job.run();
+      expect(result?.connection_activity).toBe(written);
+      expect(await rows()).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('keeps records in memory until their interval passes on the app’s clock, and writes what waits when the app stops', async () => {
     const db = await createTestDatabase();
     const clock = new ManualClock(Date.now());

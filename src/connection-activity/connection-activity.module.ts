@@ -1,5 +1,8 @@
 import { Global, Module } from '@nestjs/common';
+import type { ActivityConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
 import { MetricsModule } from '../metrics/metrics.module';
+import { Retention } from '../retention/retention';
 import { CallRecorder } from '../rewards-api/call-recorder';
 import { ActivityController } from './activity.controller';
 import { ActivityRecorder } from './activity.recorder';
@@ -8,7 +11,8 @@ import { ActivityStore } from './activity.store';
 
 /**
  * The connection activity (`connection_activity`): the recorder the rewards client and the vault report every request
- * to (as `CallRecorder`, global so that they need not import this module), its buffer and store, the tenant's listing.
+ * to (as `CallRecorder`, global so that they need not import this module), its buffer and store, the tenant's listing;
+ * its purges (by age, and a deleted tenant's rows) in the retention job's list.
  */
 @Global()
 @Module({
@@ -22,4 +26,16 @@ import { ActivityStore } from './activity.store';
   ],
   exports: [ActivityStore, ActivityRecorder, CallRecorder],
 })
-export class ConnectionActivityModule {}
+export class ConnectionActivityModule {
+  constructor(@InjectConfig('activity') config: ActivityConfig, retention: Retention, store: ActivityStore) {
+    retention.register({
+      name: 'connection_activity',
+      days: config.retentionDays,
+      purge: (olderThan, limit) => store.purgeOlderThan(olderThan, limit),
+    });
+    retention.registerTenantStep({
+      name: 'connection_activity',
+      purge: (id, limit) => store.purgeTenant(id, limit),
+    });
+  }
+}
