@@ -1,28 +1,14 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { CursorQueryDto } from '../../common/page-query.dto';
+import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES, type AuditAction } from '../audit-actions';
 
 /** `?action=&cursor=&limit=` of a tenant's audit listing. */
-export class AuditQueryDto {
+export class AuditQueryDto extends CursorQueryDto {
   @ApiPropertyOptional({ enum: AUDIT_ACTIONS, description: 'Only records of this action.' })
   @IsOptional()
   @IsIn(AUDIT_ACTIONS)
   action?: AuditAction;
-
-  @ApiPropertyOptional({ description: 'The `next_cursor` of the previous page (with the same filters).' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(64)
-  cursor?: string;
-
-  @ApiPropertyOptional({ default: 50, minimum: 1, maximum: 200 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt({ message: 'limit must be a whole number' })
-  @Min(1)
-  @Max(200)
-  limit?: number;
 }
 
 /** The operators' listing also filters by tenant (any id: a deleted tenant's records stay listed). */

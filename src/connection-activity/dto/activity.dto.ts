@@ -1,11 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
+import { CursorQueryDto } from '../../common/page-query.dto';
+import { IsIn, IsOptional, IsUUID } from 'class-validator';
 import { UPSTREAM_OPERATIONS } from '../../rewards-api/call-recorder';
 import { ACTIVITY_OUTCOMES, type ActivityOutcome } from '../activity.store';
 
 /** `?dispatch_id=&outcome=&cursor=&limit=` of a tenant's connection activity. */
-export class ActivityQueryDto {
+export class ActivityQueryDto extends CursorQueryDto {
   @ApiPropertyOptional({ format: 'uuid', description: 'Only the requests made for this dispatch.' })
   @IsOptional()
   @IsUUID('all', { message: 'dispatch_id must be a dispatch id (a UUID)' })
@@ -15,20 +15,6 @@ export class ActivityQueryDto {
   @IsOptional()
   @IsIn(ACTIVITY_OUTCOMES)
   outcome?: ActivityOutcome;
-
-  @ApiPropertyOptional({ description: 'The `next_cursor` of the previous page (with the same filters).' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(128)
-  cursor?: string;
-
-  @ApiPropertyOptional({ default: 50, minimum: 1, maximum: 200 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt({ message: 'limit must be a whole number' })
-  @Min(1)
-  @Max(200)
-  limit?: number;
 }
 
 export class ActivityResponse {
