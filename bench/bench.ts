@@ -145,7 +145,7 @@ async function tryStatStatements(url: string): Promise<boolean> {
   }
 }
 
-interface LoadResult {
+export interface LoadResult {
   rps: number;
   p50: number;
   p99: number;

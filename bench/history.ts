@@ -14,16 +14,9 @@ import type { ChildProcess } from 'node:child_process';
 import { Client } from 'pg';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+import type { LoadResult } from './bench';
 
-interface Load {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  non2xx: number;
-  requests: number;
-  cpu: Record<string, number>;
-}
+type Load = LoadResult & { cpu: Record<string, number> };
 
 export interface HistoryDeps {
   /** The bench server's URL of its main database (another database name is put in its path). */
