@@ -5,6 +5,7 @@ import { chmodSync, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { transpileForProcesses } from './transpile.mjs';
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -18,6 +19,7 @@ function freePort() {
 }
 
 export default async function globalSetup() {
+  process.env.RG_TEST_BUILD = transpileForProcesses();
   if (process.env.TEST_DATABASE_URL) return;
   const parent = mkdtempSync(path.join(tmpdir(), 'rg-test-'));
   chmodSync(parent, 0o711); // as root, Postgres runs as the postgres user, which must reach its data dir

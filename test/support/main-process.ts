@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import * as path from 'node:path';
+import { scriptArgs } from './script';
 
 export interface MainProcess {
   child: ChildProcess;
@@ -18,20 +19,16 @@ export function runSrc(
   env: Record<string, string>,
   args: string[] = [],
 ): MainProcess {
-  const child = spawn(
-    process.execPath,
-    ['-r', 'ts-node/register/transpile-only', path.join(__dirname, '../../src', script), ...args],
-    {
-      cwd: path.join(__dirname, '../..'),
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        TS_NODE_TRANSPILE_ONLY: 'true',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, [...scriptArgs(`src/${script}`), ...args], {
+    cwd: path.join(__dirname, '../..'),
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      TS_NODE_TRANSPILE_ONLY: 'true',
+      ...env,
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
