@@ -31,7 +31,7 @@ export async function startGatewayProcess(env: Record<string, string>, port: num
       child.kill('SIGKILL');
       throw new Error(`gateway did not become ready: ${output.slice(-2000)}`);
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 

@@ -51,7 +51,7 @@ export async function startSandboxProcess(
       child.kill('SIGKILL');
       throw new Error(`sandbox did not start: ${output.slice(-2000)}`);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 50));
   }
   return {
     child,

@@ -11,12 +11,16 @@ const ts = createRequire(import.meta.url)('typescript');
 
 /** Returns the new directory; under the project's root, so that `node_modules` resolves as it does for the sources. */
 export function transpileForProcesses() {
-  const parsed = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.json'), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => {
-      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    path.join(ROOT, 'tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
     },
-  });
+  );
   const compilerOptions = { ...parsed.options, sourceMap: false, inlineSourceMap: false, declaration: false };
   mkdirSync(path.join(ROOT, '.test-build'), { recursive: true });
   const out = mkdtempSync(path.join(ROOT, '.test-build', 'run-'));
@@ -25,7 +29,10 @@ export function transpileForProcesses() {
       const file = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(file);
       else if (file.endsWith('.ts') && !file.endsWith('.d.ts') && !/\.(e2e-|rel-)?spec\.ts$/.test(file)) {
-        const { outputText } = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
+        const { outputText } = ts.transpileModule(readFileSync(file, 'utf8'), {
+          compilerOptions,
+          fileName: file,
+        });
         const target = path.join(out, path.relative(ROOT, file)).replace(/\.ts$/, '.js');
         mkdirSync(path.dirname(target), { recursive: true });
         writeFileSync(target, outputText);
