@@ -3,7 +3,7 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.data/**', 'test/artifacts/**', '**/*.mjs', 'jest.config.js', 'jest.reliability.config.js'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.data/**', 'test/artifacts/**', '.test-build/**', '**/*.mjs', 'jest.config.js', 'jest.reliability.config.js'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -3,7 +3,7 @@ module.exports = {
   rootDir: '.',
   moduleFileExtensions: ['js', 'json', 'ts'],
   testRegex: '(src|test)/.*\\.(spec|e2e-spec)\\.ts$',
-  testPathIgnorePatterns: ['/node_modules/', '/dist/', '/test/reliability/'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/', '/.test-build/', '/test/reliability/'],
   transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },
   testEnvironment: 'node',
   globalSetup: '<rootDir>/test/support/global-setup.mjs',

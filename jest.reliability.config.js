@@ -4,7 +4,7 @@ const base = require('./jest.config');
 module.exports = {
   ...base,
   testRegex: 'test/reliability/.*\\.rel-spec\\.ts$',
-  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/', '/.test-build/'],
   maxWorkers: 1,
   testTimeout: 180_000,
 };

@@ -1,6 +1,8 @@
 import { HttpStatus, Injectable, Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
+import { Clock } from '../common/clock';
 import { sha256Hex } from '../common/digest';
+import { TtlCache } from '../common/ttl-cache';
 import { ConnectionsError } from './connections.errors';
 import { InjectConfig } from '../config/config.module';
 import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
@@ -49,10 +51,7 @@ export interface ConnectSession {
 @Injectable()
 export class ConnectionsService {
   private readonly logger = new Logger(ConnectionsService.name);
-  private readonly liveCache = new Map<
-    string,
-    { value: { id: string; environment: RewardsEnvironment }; expiresAt: number }
-  >();
+  private readonly liveCache: TtlCache<{ id: string; environment: RewardsEnvironment }>;
 
   constructor(
     @InjectConfig('rewards') private readonly environments: RewardsConfig,
@@ -69,7 +68,9 @@ export class ConnectionsService {
     private readonly activation: ConnectionActivationHooks,
     private readonly audit: AuditLog,
     private readonly accounts: AccountCheck,
+    private readonly clock: Clock,
   ) {
+    this.liveCache = new TtlCache(clock, 10_000);
     notifications.onEviction((eviction) => {
       if (eviction === null) this.liveCache.clear();
       else if (eviction.kind === 'connection')
@@ -142,7 +143,7 @@ export class ConnectionsService {
     const session = rows[0];
     if (!session) return 'unknown';
     if (session.consumed_at) return 'used';
-    if (session.expires_at.getTime() < Date.now()) return 'expired';
+    if (session.expires_at.getTime() < this.clock.now()) return 'expired';
     return session;
   }
 
@@ -167,11 +168,10 @@ export class ConnectionsService {
    * before the browser is redirected.
    */
   async completeConnection(session: ConnectSession, result: OAuthResult): Promise<ConnectOutcome> {
-    const tokens = normaliseTokenResponse({
-      ...result.params,
-      access_token: result.accessToken,
-      refresh_token: result.refreshToken,
-    });
+    const tokens = normaliseTokenResponse(
+      { ...result.params, access_token: result.accessToken, refresh_token: result.refreshToken },
+      this.clock.now(),
+    );
     if (!tokens.refreshToken) throw new Error('the token response carried no refresh_token');
     const granted = await this.accounts.grantOrganization(session, tokens.accessToken);
     const outcome = await this.db.transaction(async (tx): Promise<ConnectOutcome> => {
@@ -258,7 +258,7 @@ export class ConnectionsService {
     const env = this.resolveEnvironment(environment);
     const key = `${tenantId}/${env}`;
     const cached = this.liveCache.get(key);
-    if (cached && cached.expiresAt > Date.now()) return cached.value;
+    if (cached) return cached.value;
     const { rows } = await this.db.main.query<{ id: string; status: string }>(
       `SELECT id, status FROM connections WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected'`,
       [tenantId, env],
@@ -276,7 +276,7 @@ export class ConnectionsService {
     if (rows[0].status !== 'active' && rows[0].status !== 'error')
       throw new ConnectionNotActiveError(rows[0].status);
     const value = { id: rows[0].id, environment: env };
-    this.liveCache.set(key, { value, expiresAt: Date.now() + LIVE_CACHE_TTL_MS });
+    this.liveCache.set(key, value, LIVE_CACHE_TTL_MS);
     return value;
   }
 

@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { Clock } from '../common/clock';
 import { runEvery } from '../common/schedule';
 import { InjectConfig } from '../config/config.module';
 import type { DispatchConfig } from '../config/app-config';
@@ -18,6 +19,35 @@ const CHECK_TIMEOUT_MS = 10_000;
 /** Handled webhook uuids are kept this long (the service's retries and replays fall well within it). */
 export const EVENTS_KEPT_DAYS = 30;
 const FAILURE_REASON = /^[A-Za-z0-9_.-]{1,100}$/;
+
+/**
+ * What a read of a reward (`GET /rewards/{id}`) says of its delivery at `now`: SUCCEEDED → delivered, FAILED →
+ * delivery_failed (with the service's reason when it is a plain code), anything else → still pending. A final state is
+ * as of now; "still pending" is dated by the reward's creation instead: a webhook's final event (timed by the
+ * service's clock) must never lose against a poll that merely saw it not final yet.
+ */
+export function deliveryOutcome(
+  upstream: { created_at?: unknown; delivery?: { status?: unknown; failure_reason?: unknown } | null },
+  now: number,
+): {
+  state: 'delivered' | 'delivery_failed' | 'pending';
+  status: string;
+  reason: string | null;
+  eventAt: Date;
+} {
+  const status = (typeof upstream.delivery?.status === 'string' ? upstream.delivery.status : '')
+    .toUpperCase()
+    .slice(0, 64);
+  const state = status === 'SUCCEEDED' ? 'delivered' : status === 'FAILED' ? 'delivery_failed' : 'pending';
+  const failure = upstream.delivery?.failure_reason;
+  const reason =
+    state === 'delivery_failed' && typeof failure === 'string' && FAILURE_REASON.test(failure)
+      ? failure
+      : null;
+  const created = typeof upstream.created_at === 'string' ? Date.parse(upstream.created_at) : NaN;
+  const eventAt = new Date(state === 'pending' && Number.isFinite(created) && created < now ? created : now);
+  return { state, status: status || 'UNKNOWN', reason, eventAt };
+}
 
 /**
  * The background job of every instance (every DELIVERY_RECONCILE_POLL_MS): retries due webhook registrations,
@@ -42,6 +72,7 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
     private readonly registrar: WebhookRegistrar,
     private readonly metrics: MetricsService,
     private readonly scheduler: SchedulerRegistry,
+    private readonly clock: Clock,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -122,28 +153,13 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
       );
       return 'error';
     }
-    const status = (typeof upstream.delivery?.status === 'string' ? upstream.delivery.status : '')
-      .toUpperCase()
-      .slice(0, 64);
-    const state = status === 'SUCCEEDED' ? 'delivered' : status === 'FAILED' ? 'delivery_failed' : 'pending';
-    const failure = upstream.delivery?.failure_reason;
-    const reason =
-      state === 'delivery_failed' && typeof failure === 'string' && FAILURE_REASON.test(failure)
-        ? failure
-        : null;
-    // A final state is as of now. "Still pending" is dated by the reward's creation instead: a webhook's final
-    // event (timed by the service's clock) must never lose against a poll that merely saw it not final yet.
-    const created = typeof upstream.created_at === 'string' ? Date.parse(upstream.created_at) : NaN;
-    const eventAt =
-      state === 'pending' && Number.isFinite(created) && created < Date.now()
-        ? new Date(created)
-        : new Date();
-    const changed = await this.store.recordDelivery(reward.upstream_reward_id, [reward.connection_id], {
-      state,
-      status: status || 'UNKNOWN',
-      reason,
-      eventAt,
-    });
+    const outcome = deliveryOutcome(upstream, this.clock.now());
+    const { state } = outcome;
+    const changed = await this.store.recordDelivery(
+      reward.upstream_reward_id,
+      [reward.connection_id],
+      outcome,
+    );
     // Final upstream but not applied (a newer state is recorded): nothing more to learn by polling.
     if (!changed && state !== 'pending')
       await this.store.stopDeliveryCheck(reward.dispatch_id, reward.position);

@@ -1,6 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { RequestHandler } from 'express';
 import { CommonError } from '../common/app-error';
+import { Clock } from '../common/clock';
+import { TtlCache } from '../common/ttl-cache';
 import { InjectConfig } from '../config/config.module';
 import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
@@ -35,27 +37,6 @@ const RESOURCE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const FAILURE_REASON = /^[A-Za-z0-9_.-]{1,100}$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** A bounded map whose entries expire: the oldest entry goes first when it is full. */
-class TtlCache<V> {
-  private readonly entries = new Map<string, { value: V; until: number }>();
-  constructor(private readonly max: number) {}
-  get(key: string): { value: V } | undefined {
-    const hit = this.entries.get(key);
-    if (!hit) return undefined;
-    if (hit.until > Date.now()) return hit;
-    this.entries.delete(key);
-    return undefined;
-  }
-  set(key: string, value: V, ttlMs: number): void {
-    this.entries.delete(key);
-    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as string);
-    this.entries.set(key, { value, until: Date.now() + ttlMs });
-  }
-  delete(key: string): void {
-    this.entries.delete(key);
-  }
-}
-
 /**
  * The rewards service's delivery webhooks (`POST /webhooks/rewards/{environment}?account=<registration id>`):
  * the signature is checked against the registration's key (else, bounded, against the environment's keys), the event
@@ -67,9 +48,9 @@ class TtlCache<V> {
 @Injectable()
 export class DeliveryWebhookIntake {
   private readonly logger = new Logger(DeliveryWebhookIntake.name);
-  private readonly registrations = new TtlCache<WebhookKey | null>(CACHE_MAX);
-  private readonly fallback = new TtlCache<WebhookKey[]>(10);
-  private readonly webhookConnections = new TtlCache<string[]>(CACHE_MAX);
+  private readonly registrations: TtlCache<WebhookKey | null>;
+  private readonly fallback: TtlCache<WebhookKey[]>;
+  private readonly webhookConnections: TtlCache<string[]>;
   private readonly logged = new Set<string>();
 
   constructor(
@@ -78,7 +59,12 @@ export class DeliveryWebhookIntake {
     private readonly events: WebhookEventStore,
     private readonly dispatches: DispatchStore,
     private readonly metrics: MetricsService,
-  ) {}
+    private readonly clock: Clock,
+  ) {
+    this.registrations = new TtlCache(clock, CACHE_MAX);
+    this.fallback = new TtlCache(clock, 10);
+    this.webhookConnections = new TtlCache(clock, CACHE_MAX);
+  }
 
   /** The route's body reader (app.factory mounts it on `/webhooks/rewards` only). */
   bodyReader(): RequestHandler {
@@ -182,7 +168,7 @@ export class DeliveryWebhookIntake {
         applied = await this.apply(env, key, rewardId, {
           ...meaning,
           reason,
-          eventAt: Number.isFinite(created) ? new Date(created) : new Date(),
+          eventAt: new Date(Number.isFinite(created) ? created : this.clock.now()),
         });
         if (!applied)
           this.once(

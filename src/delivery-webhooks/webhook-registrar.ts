@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { AppError } from '../common/app-error';
+import { Clock } from '../common/clock';
 import { InjectConfig } from '../config/config.module';
 import type { DispatchConfig, RewardsEnvironment } from '../config/app-config';
 import type { ActivatedConnection } from '../connections/connection-activation';
@@ -36,7 +37,7 @@ const ADOPT_GRACE_MS = 60_000;
 @Injectable()
 export class WebhookRegistrar implements OnModuleInit {
   private readonly logger = new Logger(WebhookRegistrar.name);
-  private lastAdopt = Date.now();
+  private lastAdopt: number;
 
   constructor(
     @InjectConfig('dispatch') private readonly config: DispatchConfig,
@@ -45,7 +46,10 @@ export class WebhookRegistrar implements OnModuleInit {
     private readonly rewardsApi: RewardsApi,
     private readonly activation: ConnectionActivationHooks,
     private readonly metrics: MetricsService,
-  ) {}
+    private readonly clock: Clock,
+  ) {
+    this.lastAdopt = clock.now();
+  }
 
   get enabled(): boolean {
     return this.config.deliveryWebhooksRegister;
@@ -63,7 +67,7 @@ export class WebhookRegistrar implements OnModuleInit {
     const registration = await this.keys.begin(
       connection.id,
       connection.environment,
-      new Date(Date.now() + ATTEMPT_LEASE_MS),
+      new Date(this.clock.now() + ATTEMPT_LEASE_MS),
     );
     if (registration.status === 'registered') return true;
     return this.attempt(registration.id, connection.id, connection.environment, 0, 'interactive');
@@ -72,8 +76,9 @@ export class WebhookRegistrar implements OnModuleInit {
   /** One background pass: adopts unregistered live connections (now and then) and retries what is due. */
   async retryDue(): Promise<number> {
     if (!this.enabled) return 0;
-    if (Date.now() - this.lastAdopt >= ADOPT_EVERY_MS) {
-      this.lastAdopt = Date.now();
+    const now = this.clock.now();
+    if (now - this.lastAdopt >= ADOPT_EVERY_MS) {
+      this.lastAdopt = now;
       const adopted = await this.keys.adoptUnregistered(ADOPT_PER_PASS, ADOPT_GRACE_MS);
       if (adopted) this.logger.log({ adopted }, 'registering delivery webhooks of connections that had none');
     }
@@ -117,7 +122,9 @@ export class WebhookRegistrar implements OnModuleInit {
       // A connection that is gone or needs a new consent is not retried (a reconnect is a new connection).
       const gone = error instanceof ConnectionNotActiveError || error instanceof ConnectionNotFoundError;
       const reason = describe(error);
-      const retryAt = gone ? null : new Date(Date.now() + retryDelayMs(this.config, attemptsSoFar));
+      const retryAt = gone
+        ? null
+        : new Date(this.clock.now() + registrationRetryMs(this.config.deliveryWebhookRetryMs, attemptsSoFar));
       await this.keys
         .markFailed(id, reason, retryAt)
         .catch((e: Error) =>
@@ -135,10 +142,13 @@ export class WebhookRegistrar implements OnModuleInit {
   }
 }
 
-/** DELIVERY_WEBHOOK_RETRY_MS doubling per attempt, at most 1 h, with ±20 % jitter. */
-function retryDelayMs(config: DispatchConfig, attempts: number): number {
-  const base = Math.min(RETRY_MAX_MS, config.deliveryWebhookRetryMs * 2 ** Math.min(attempts, 20));
-  return Math.round(base * (0.8 + Math.random() * 0.4));
+/**
+ * The wait before retrying a registration after `attempts` failed ones: DELIVERY_WEBHOOK_RETRY_MS (`baseMs`) doubling
+ * per attempt, at most 1 h, with ±20 % jitter (`random` in [0, 1)).
+ */
+export function registrationRetryMs(baseMs: number, attempts: number, random = Math.random): number {
+  const base = Math.min(RETRY_MAX_MS, baseMs * 2 ** Math.min(attempts, 20));
+  return Math.round(base * (0.8 + random() * 0.4));
 }
 
 /** Why an attempt failed, in our terms: a code, the service's status and message — never a key or token. */

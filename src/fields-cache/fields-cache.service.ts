@@ -1,4 +1,6 @@
 import { HttpStatus, Injectable, Logger } from '@nestjs/common';
+import { Clock } from '../common/clock';
+import { TtlCache } from '../common/ttl-cache';
 import { NotificationsService } from '../database/notifications.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { Database } from '../database/database';
@@ -27,8 +29,15 @@ export interface FieldsSnapshot {
 export const MEMORY_TTL_MS = 30_000;
 /** Shared copy lifetime (the `fields_cache` row) before the upstream is asked again. */
 export const SHARED_TTL_MS = 5 * 60_000;
+/** A stale copy (served while the upstream is down) is kept in memory this long before the upstream is tried again. */
+export const STALE_MEMORY_TTL_MS = 5_000;
 /** At most one forced reload per connection in this window (an unknown label triggers one). */
 export const FORCED_RELOAD_INTERVAL_MS = 30_000;
+
+/** Whether the shared copy fetched at `fetchedAt` is still served without asking the upstream at `now`. */
+export function isFresh(fetchedAt: Date, now: number): boolean {
+  return fetchedAt.getTime() + SHARED_TTL_MS > now;
+}
 
 export class FieldsUnavailableError extends FieldsError {
   constructor() {
@@ -62,7 +71,7 @@ function normalise(raw: UpstreamField[]): Field[] {
 @Injectable()
 export class FieldsCacheService {
   private readonly logger = new Logger(FieldsCacheService.name);
-  private readonly memory = new Map<string, { snapshot: FieldsSnapshot; expiresAt: number }>();
+  private readonly memory: TtlCache<FieldsSnapshot>;
   private readonly loading = new Map<string, Promise<FieldsSnapshot>>();
 
   constructor(
@@ -70,7 +79,9 @@ export class FieldsCacheService {
     private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
     notifications: NotificationsService,
+    private readonly clock: Clock,
   ) {
+    this.memory = new TtlCache(clock, 10_000);
     notifications.onEviction((eviction) => {
       if (eviction === null) this.memory.clear();
       else if (eviction.kind === 'connection') this.memory.delete(eviction.id);
@@ -79,9 +90,9 @@ export class FieldsCacheService {
 
   async get(connectionId: string): Promise<FieldsSnapshot> {
     const cached = this.memory.get(connectionId);
-    if (cached && cached.expiresAt > Date.now()) {
+    if (cached) {
       this.metrics.fieldsCache.inc({ event: 'hit' });
-      return cached.snapshot;
+      return cached.value;
     }
     this.metrics.fieldsCache.inc({ event: 'miss' });
     return this.singleFlight(connectionId, () => this.load(connectionId, false));
@@ -135,11 +146,11 @@ export class FieldsCacheService {
       fetched_at: Date;
     }>(`SELECT fields, fetched_at FROM fields_cache WHERE connection_id = $1`, [connectionId]);
     const shared = rows[0] ? { fields: rows[0].fields, fetchedAt: rows[0].fetched_at, stale: false } : null;
-    if (shared && !skipShared && shared.fetchedAt.getTime() + SHARED_TTL_MS > Date.now())
+    if (shared && !skipShared && isFresh(shared.fetchedAt, this.clock.now()))
       return this.remember(connectionId, shared);
     try {
       const fields = await this.fetchUpstream(connectionId);
-      const fetchedAt = new Date();
+      const fetchedAt = new Date(this.clock.now());
       await this.db.main.query(
         `INSERT INTO fields_cache (connection_id, fields, fetched_at) VALUES ($1, $2, $3)
          ON CONFLICT (connection_id) DO UPDATE SET fields = EXCLUDED.fields, fetched_at = EXCLUDED.fetched_at`,
@@ -152,7 +163,7 @@ export class FieldsCacheService {
           { connectionId, status: error.status },
           'fields unavailable upstream; serving the cached copy',
         );
-        if (shared) return this.remember(connectionId, { ...shared, stale: true }, 5_000);
+        if (shared) return this.remember(connectionId, { ...shared, stale: true }, STALE_MEMORY_TTL_MS);
         throw new FieldsUnavailableError();
       }
       throw error;
@@ -160,7 +171,7 @@ export class FieldsCacheService {
   }
 
   private remember(connectionId: string, snapshot: FieldsSnapshot, ttl = MEMORY_TTL_MS): FieldsSnapshot {
-    this.memory.set(connectionId, { snapshot, expiresAt: Date.now() + ttl });
+    this.memory.set(connectionId, snapshot, ttl);
     return snapshot;
   }
 

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
+import { Clock } from '../common/clock';
 import type { OpsConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { Database } from '../database/database';
@@ -11,6 +12,11 @@ export const SIGNATURE_HEADER = 'X-Rewards-Gateway-Signature';
 const MAX_ATTEMPTS = 12;
 const BASE_DELAY_MS = 1_000;
 const MAX_DELAY_MS = 10 * 60_000;
+
+/** The wait before the next attempt at an alert after its `attempts`-th failed: doubling from 1 s, at most 10 min. */
+export function alertRetryDelayMs(attempts: number): number {
+  return Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (Math.max(1, attempts) - 1));
+}
 
 /** `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>` — the timestamp lets receivers refuse replays. */
 export function signAlert(secret: string, body: string, timestamp: number): string {
@@ -32,6 +38,7 @@ export class AlertsService {
     private readonly db: Database,
     private readonly connectionState: ConnectionStateStore,
     private readonly appCredentials: AppCredentialsStore,
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -72,7 +79,7 @@ export class AlertsService {
         await tx.query(`INSERT INTO ops_alerts (connection_id, kind, payload) VALUES ($1, $2, $3)`, [
           alert.connectionId,
           alert.kind,
-          { ...alert.payload, at: new Date().toISOString() },
+          { ...alert.payload, at: new Date(this.clock.now()).toISOString() },
         ]);
       }
       return rows;
@@ -97,7 +104,7 @@ export class AlertsService {
     await tx.query(`INSERT INTO ops_alerts (connection_id, kind, payload) VALUES ($1, $2, $3)`, [
       alert.connectionId,
       alert.kind,
-      { event: alert.kind, ...alert.payload, at: new Date().toISOString() },
+      { event: alert.kind, ...alert.payload, at: new Date(this.clock.now()).toISOString() },
     ]);
   }
 
@@ -119,7 +126,7 @@ export class AlertsService {
     let delivered = 0;
     for (const alert of due) {
       const body = JSON.stringify({ id: String(alert.id), ...alert.payload });
-      const timestamp = Math.floor(Date.now() / 1000);
+      const timestamp = Math.floor(this.clock.now() / 1000);
       try {
         const res = await fetch(webhookUrl, {
           method: 'POST',
@@ -143,7 +150,7 @@ export class AlertsService {
         );
         delivered += 1;
       } catch (error) {
-        const delay = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (alert.attempts - 1));
+        const delay = alertRetryDelayMs(alert.attempts);
         await this.db.main.query(
           `UPDATE ops_alerts SET last_error = $2, next_attempt_at = now() + make_interval(secs => $3::float8 / 1000) WHERE id = $1`,
           [alert.id, error instanceof Error ? error.message : String(error), delay],

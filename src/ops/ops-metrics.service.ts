@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { SchedulerRegistry } from '@nestjs/schedule';
+import type { Clock } from '../common/clock';
 import type { MetricsService } from '../metrics/metrics.service';
 import { runEvery } from '../common/schedule';
 
@@ -40,7 +41,7 @@ const CONNECTION_SERIES = [
  */
 export class OpsMetricsService {
   private readonly logger = new Logger(OpsMetricsService.name);
-  private readonly createdAt = Date.now();
+  private readonly createdAt: number;
   private snapshot: (GaugeCounts & { at: number }) | null = null;
   /** The latest refresh (each waits for the one before it). */
   private last: Promise<void> = Promise.resolve();
@@ -50,8 +51,10 @@ export class OpsMetricsService {
   constructor(
     metrics: MetricsService,
     private readonly read: () => Promise<GaugeCounts>,
+    private readonly clock: Clock,
     readonly refreshMs = OPS_METRICS_REFRESH_MS,
   ) {
+    this.createdAt = clock.now();
     metrics.gauge('rg_connections', 'Connections by status and health.', ['status', 'health'], (set) => {
       if (!this.snapshot) return;
       for (const [status, health] of CONNECTION_SERIES) set({ status, health }, 0);
@@ -84,7 +87,7 @@ export class OpsMetricsService {
       `Age of the snapshot this instance serves rg_connections, rg_dispatches, rg_rewards_pending_approval and rg_app_credentials_invalid from (refreshed every ${refreshMs / 1000} s).`,
       [],
       (set) => {
-        set({}, (Date.now() - (this.snapshot?.at ?? this.createdAt)) / 1000);
+        set({}, (this.clock.now() - (this.snapshot?.at ?? this.createdAt)) / 1000);
       },
     );
   }
@@ -96,7 +99,7 @@ export class OpsMetricsService {
       .catch(() => undefined)
       .then(async () => {
         const counts = await this.read();
-        this.snapshot = { ...counts, at: Date.now() };
+        this.snapshot = { ...counts, at: this.clock.now() };
       })
       .finally(() => {
         this.running -= 1;

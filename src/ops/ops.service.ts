@@ -1,6 +1,7 @@
 import { HttpStatus, Injectable, Logger } from '@nestjs/common';
 import { AuditLog } from '../audit/audit-log.service';
 import { AppError, ValidationFailedError } from '../common/app-error';
+import { Clock } from '../common/clock';
 import type { OpsConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
@@ -140,6 +141,7 @@ export class OpsService {
     private readonly metrics: MetricsService,
     private readonly connectionState: ConnectionStateStore,
     private readonly audit: AuditLog,
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -147,7 +149,7 @@ export class OpsService {
    * no query. OpsScheduler refreshes it in the background; created, and its gauges registered, on first use.
    */
   get gauges(): OpsMetricsService {
-    return (this.snapshot ??= new OpsMetricsService(this.metrics, () => this.readGaugeCounts()));
+    return (this.snapshot ??= new OpsMetricsService(this.metrics, () => this.readGaugeCounts(), this.clock));
   }
 
   /**

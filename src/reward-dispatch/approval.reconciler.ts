@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { Clock } from '../common/clock';
 import type { DispatchConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { MetricsService } from '../metrics/metrics.service';
@@ -35,6 +36,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
     private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
     private readonly scheduler: SchedulerRegistry,
+    private readonly clock: Clock,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -93,7 +95,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
       position,
       status: 'pending_approval',
       last_error: null,
-      next_check_at: new Date(Date.now() + ms),
+      next_check_at: new Date(this.clock.now() + ms),
     });
     if (!connectionId) return later(60 * 60_000);
     try {
@@ -112,7 +114,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
           upstream_order_status: order.status,
           delivery_status: delivery,
           last_error: null,
-          sent_at: new Date(),
+          sent_at: new Date(this.clock.now()),
           next_check_at: null,
         };
       const rejected = order.status.toUpperCase().startsWith('CANCEL');

@@ -1,4 +1,11 @@
-import { type RewardStatus, REWARD_STATUSES, deriveStatus, failureOf, statusOf } from './dispatch.view';
+import {
+  type RewardStatus,
+  REWARD_STATUSES,
+  deriveStatus,
+  failureOf,
+  progressOf,
+  statusOf,
+} from './dispatch.view';
 
 const counts = (c: Partial<Record<RewardStatus, number>>) =>
   ({ ...Object.fromEntries(REWARD_STATUSES.map((s) => [s, 0])), ...c }) as Record<RewardStatus, number>;
@@ -54,5 +61,29 @@ describe('failureOf: the answer of a dispatch none of whose rewards went out', (
       code: 'connection_not_active',
       status: 409,
     });
+  });
+});
+
+describe('progressOf: a dispatch’s progress and when it should be done', () => {
+  const NOW = Date.UTC(2030, 0, 1);
+
+  it('counts settled rewards and estimates the end from the open ones at the account’s pace', () => {
+    expect(progressOf(counts({ sent: 2, failed: 1, pending: 3, sending: 1 }), 100, NOW)).toEqual({
+      total: 7,
+      settled: 3,
+      percent: 42.8,
+      estimated_completion_at: new Date(NOW + 400).toISOString(),
+    });
+  });
+
+  it('gives no estimate without a pace or once nothing is open; an empty dispatch is done', () => {
+    expect(progressOf(counts({ pending: 2 }), null, NOW).estimated_completion_at).toBeNull();
+    expect(progressOf(counts({ sent: 2 }), 100, NOW)).toEqual({
+      total: 2,
+      settled: 2,
+      percent: 100,
+      estimated_completion_at: null,
+    });
+    expect(progressOf(counts({}), 100, NOW).percent).toBe(100);
   });
 });

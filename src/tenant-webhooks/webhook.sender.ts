@@ -57,7 +57,7 @@ export class WebhookSender implements OnModuleDestroy {
     webhookId: string,
     secret: string,
     body: string,
-    now = new Date(),
+    now: Date,
   ): Promise<AttemptOutcome> {
     const signature = new Webhook(secret).sign(webhookId, now, body);
     try {

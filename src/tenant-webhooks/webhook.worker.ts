@@ -3,6 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import type { TenantWebhooksConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { type Claimed, ClaimLoop, InFlightCounts, LoopWorker } from '../common/claim-loop';
+import { Clock } from '../common/clock';
 import { rootSpan } from '../common/tracing';
 import { trace } from '@opentelemetry/api';
 import { MetricsService } from '../metrics/metrics.service';
@@ -44,6 +45,7 @@ export class WebhookWorker extends LoopWorker {
     private readonly store: WebhookStore,
     private readonly sender: WebhookSender,
     private readonly metrics: MetricsService,
+    private readonly clock: Clock,
     scheduler: SchedulerRegistry,
   ) {
     super(scheduler, 'tenant-webhooks-worker', config.pollMs);
@@ -96,7 +98,7 @@ export class WebhookWorker extends LoopWorker {
       secret = '';
     }
     const outcome = secret
-      ? await this.sender.send(row.url, row.id, secret, bodyOf(row.payload))
+      ? await this.sender.send(row.url, row.id, secret, bodyOf(row.payload), new Date(this.clock.now()))
       : ({
           ok: false,
           statusCode: null,
@@ -144,7 +146,7 @@ export class WebhookWorker extends LoopWorker {
   }
 
   private async gauge(): Promise<void> {
-    const now = Date.now();
+    const now = this.clock.now();
     if (now - this.lastGauge >= GAUGE_EVERY_MS) {
       this.lastGauge = now;
       this.depth = await this.store.pendingCount();

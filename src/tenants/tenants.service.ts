@@ -1,5 +1,7 @@
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { AuditLog } from '../audit/audit-log.service';
+import { Clock } from '../common/clock';
+import { TtlCache } from '../common/ttl-cache';
 import { Database } from '../database/database';
 import { NotificationsService } from '../database/notifications.service';
 import { Retention, RetentionJob } from '../retention/retention';
@@ -26,7 +28,7 @@ const TENANT_COLUMNS = `id, name, return_urls AS "returnUrls", default_funding_s
 /** Every statement that writes `tenants`. */
 @Injectable()
 export class TenantsService {
-  private readonly cache = new Map<string, { tenant: Tenant; expiresAt: number }>();
+  private readonly cache: TtlCache<Tenant>;
 
   constructor(
     private readonly db: Database,
@@ -34,7 +36,9 @@ export class TenantsService {
     private readonly audit: AuditLog,
     private readonly retention: Retention,
     private readonly job: RetentionJob,
+    clock: Clock,
   ) {
+    this.cache = new TtlCache(clock, 10_000);
     notifications.onEviction((eviction) => {
       if (eviction === null) this.cache.clear();
       else if (eviction.kind === 'tenant') this.cache.delete(eviction.id);
@@ -44,10 +48,9 @@ export class TenantsService {
   /** The tenant, from a 5-second memory cache (hot path; settings changes reach other instances within 5 s). */
   async cached(id: string): Promise<Tenant> {
     const hit = this.cache.get(id);
-    if (hit && hit.expiresAt > Date.now()) return hit.tenant;
+    if (hit) return hit.value;
     const tenant = await this.require(id);
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(id, { tenant, expiresAt: Date.now() + CACHE_TTL_MS });
+    this.cache.set(id, tenant, CACHE_TTL_MS);
     return tenant;
   }
 

@@ -9,6 +9,7 @@ import { connectAutoApproved } from '../support/connect';
 import type { RunningSandbox } from '../support/sandbox';
 import { startSandbox } from '../support/sandbox';
 import { waitFor } from '../support/send';
+import { untilTokensExpired } from '../support/tokens';
 
 const OPERATOR = `rgo_stock_${'s'.repeat(30)}`;
 const INSTANCES = 4;
@@ -180,7 +181,7 @@ describe('reliability: 4 gateway processes on a stock Postgres (max_connections 
   });
 
   it('sends 4 × 200 concurrent rewards on an expired token exactly once: no 5xx, one refresh — then again under 30 % upstream 503s', async () => {
-    await new Promise((r) => setTimeout(r, TTL_S * 1000 + 500)); // the grant's access token has expired
+    await untilTokensExpired(url, 500); // the grant's access token has expired
     const before = refreshes();
     let started = Date.now();
     const first = await burst('clean');
@@ -197,7 +198,7 @@ describe('reliability: 4 gateway processes on a stock Postgres (max_connections 
     );
     expect(used[0].n).toBeLessThanOrEqual(INSTANCES * 12);
 
-    await new Promise((r) => setTimeout(r, TTL_S * 1000 + 500)); // expired again
+    await untilTokensExpired(url, 500); // expired again
     sandbox.faults.rules.push({ route: 'orders', status: 503, probability: 0.3 });
     const middle = refreshes();
     started = Date.now();

@@ -66,7 +66,7 @@ export async function startTestApp(
   extraEnv: Record<string, string> = {},
   options: TestAppOptions = {},
 ): Promise<TestApp> {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   const app = await startTestAppOn(db.url, extraEnv, options);
   return {
     ...app,

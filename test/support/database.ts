@@ -8,12 +8,18 @@ export function adminUrl(): string {
   return url;
 }
 
-/** A fresh, empty database for one test file: isolation without truncation. Returns its URL and a dropper. */
-export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/**
+ * A fresh database for one test file: isolation without truncation. Returns its URL and a dropper. Empty, or with
+ * `migrated`, a copy of the run's migrated template (global setup) when there is one.
+ */
+export async function createTestDatabase(
+  options: { migrated?: boolean } = {},
+): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `rg_test_${randomBytes(6).toString('hex')}`;
+  const template = options.migrated ? process.env.RG_TEST_TEMPLATE_DB : undefined;
   const admin = new Client({ connectionString: adminUrl() });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   await admin.end();
   const url = new URL(adminUrl());
   url.pathname = `/${name}`;

@@ -1,23 +1,19 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import * as path from 'node:path';
+import { scriptArgs } from './script';
 
 /** The real gateway (src/main.ts) as its own OS process, for crash and multi-instance tests. */
 export async function startGatewayProcess(env: Record<string, string>, port: number): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    ['-r', 'ts-node/register/transpile-only', path.join(__dirname, '../../src/main.ts')],
-    {
-      env: {
-        ...process.env,
-        TS_NODE_TRANSPILE_ONLY: 'true',
-        PORT: String(port),
-        // Per-account pacing off unless the test turns it on (as in testEnv).
-        REWARDS_SANDBOX_RATE_LIMIT_RPS: '0',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, scriptArgs('src/main.ts'), {
+    env: {
+      ...process.env,
+      TS_NODE_TRANSPILE_ONLY: 'true',
+      PORT: String(port),
+      // Per-account pacing off unless the test turns it on (as in testEnv).
+      REWARDS_SANDBOX_RATE_LIMIT_RPS: '0',
+      ...env,
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
@@ -35,7 +31,7 @@ export async function startGatewayProcess(env: Record<string, string>, port: num
       child.kill('SIGKILL');
       throw new Error(`gateway did not become ready: ${output.slice(-2000)}`);
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import * as path from 'node:path';
 import { waitUntilGone } from './gateway-process';
 import { CLIENT } from './sandbox';
+import { scriptArgs } from './script';
 
 export interface SandboxProcess {
   child: ChildProcess;
@@ -20,24 +20,20 @@ export async function startSandboxProcess(
   redirectUris: string[],
   env: Record<string, string> = {},
 ): Promise<SandboxProcess> {
-  const child = spawn(
-    process.execPath,
-    ['-r', 'ts-node/register/transpile-only', path.join(__dirname, '../../src/sandbox/main.ts')],
-    {
-      env: {
-        ...process.env,
-        TS_NODE_TRANSPILE_ONLY: 'true',
-        SANDBOX_PORT: String(port),
-        SANDBOX_CLIENT_ID: CLIENT.clientId,
-        SANDBOX_CLIENT_SECRET: CLIENT.clientSecret,
-        SANDBOX_REDIRECT_URIS: redirectUris.join(','),
-        SANDBOX_CONTROL_ENABLED: 'true',
-        SANDBOX_RATE_LIMIT_RPS: '0',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, scriptArgs('src/sandbox/main.ts'), {
+    env: {
+      ...process.env,
+      TS_NODE_TRANSPILE_ONLY: 'true',
+      SANDBOX_PORT: String(port),
+      SANDBOX_CLIENT_ID: CLIENT.clientId,
+      SANDBOX_CLIENT_SECRET: CLIENT.clientSecret,
+      SANDBOX_REDIRECT_URIS: redirectUris.join(','),
+      SANDBOX_CONTROL_ENABLED: 'true',
+      SANDBOX_RATE_LIMIT_RPS: '0',
+      ...env,
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
@@ -55,7 +51,7 @@ export async function startSandboxProcess(
       child.kill('SIGKILL');
       throw new Error(`sandbox did not start: ${output.slice(-2000)}`);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 50));
   }
   return {
     child,

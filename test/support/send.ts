@@ -24,11 +24,12 @@ export async function waitFor<T>(
   timeoutMs = 20_000,
 ): Promise<T> {
   const started = Date.now();
-  for (;;) {
+  // Checks again soon at first (most conditions hold almost at once), then backs off to a steady pause.
+  for (let pause = 10; ; pause = Math.min(100, pause * 2)) {
     const value = await fn();
     if (ok(value)) return value;
     if (Date.now() - started > timeoutMs)
       throw new Error(`condition not met within ${timeoutMs} ms: ${JSON.stringify(value).slice(0, 500)}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, pause));
   }
 }

@@ -1,6 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import * as path from 'node:path';
 import type { TestApp } from './app';
+import { scriptArgs } from './script';
 
 /** A caller's outcome; `tokens`: every token it was handed, one per attempt. */
 export type CallResult = { status: number | string; tokens: string[]; ms: number };
@@ -19,8 +19,9 @@ export function workerEnv(t: TestApp): Record<string, string> {
 
 /** Forks test/support/token-worker.ts as its own OS process and waits until it is ready. */
 export function startTokenWorker(env: Record<string, string>): Promise<ChildProcess> {
-  const child = fork(path.join(__dirname, 'token-worker.ts'), [], {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
+  const args = scriptArgs('test/support/token-worker.ts');
+  const child = fork(args[args.length - 1], [], {
+    execArgv: args.slice(0, -1),
     env: { ...process.env, WORKER_ENV: JSON.stringify(env), TS_NODE_TRANSPILE_ONLY: 'true' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

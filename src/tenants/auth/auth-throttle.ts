@@ -1,5 +1,7 @@
 import { HttpStatus, Injectable, Logger } from '@nestjs/common';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { Clock } from '../../common/clock';
+import { TtlCache } from '../../common/ttl-cache';
 import { Database } from '../../database/database';
 import { TenantsError } from '../tenants.errors';
 
@@ -18,9 +20,14 @@ export const AUTH_BLOCK_S = 60;
 export class AuthThrottle {
   private readonly logger = new Logger(AuthThrottle.name);
   private readonly limiter: RateLimiterPostgres;
-  private readonly blockedUntil = new Map<string, number>();
+  /** Key → the end of its block (ms since the epoch), until then. */
+  private readonly blockedUntil: TtlCache<number>;
 
-  constructor(db: Database) {
+  constructor(
+    db: Database,
+    private readonly clock: Clock,
+  ) {
+    this.blockedUntil = new TtlCache(clock, 100_000);
     this.limiter = new RateLimiterPostgres({
       storeClient: db.main,
       storeType: 'pool',
@@ -36,11 +43,9 @@ export class AuthThrottle {
 
   /** Before looking at a key: refuses at once a client or prefix this instance knows to be blocked. */
   check(address: string, prefix: string | null): void {
-    const now = Date.now();
     for (const key of this.keys(address, prefix)) {
-      const until = this.blockedUntil.get(key) ?? 0;
-      if (until > now) throw tooMany(until - now);
-      if (until) this.blockedUntil.delete(key);
+      const blocked = this.blockedUntil.get(key);
+      if (blocked) throw tooMany(blocked.value - this.clock.now());
     }
   }
 
@@ -51,8 +56,8 @@ export class AuthThrottle {
         await this.limiter.consume(key);
       } catch (rejection) {
         if (rejection instanceof RateLimiterRes) {
-          if (this.blockedUntil.size > 100_000) this.blockedUntil.clear();
-          this.blockedUntil.set(key, Date.now() + rejection.msBeforeNext);
+          const until = this.clock.now() + rejection.msBeforeNext;
+          this.blockedUntil.set(key, until, rejection.msBeforeNext);
           this.logger.warn(
             { throttled: key.startsWith('ip:') ? 'address' : 'key prefix' },
             'failed authentications throttled',
