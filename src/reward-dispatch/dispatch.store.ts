@@ -646,7 +646,9 @@ export class DispatchStore {
             priority: row.priority,
             reward_count: rewards.length,
             // Queued: due now, or when its account's slot comes (a send beyond the interactive bound).
-            due_ms: row.next_attempt_at ? Math.max(0, new Date(row.next_attempt_at).getTime() - Date.now()) : 0,
+            due_ms: row.next_attempt_at
+              ? Math.max(0, new Date(row.next_attempt_at).getTime() - Date.now())
+              : 0,
           })),
         ),
         JSON.stringify(
