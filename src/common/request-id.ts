@@ -13,10 +13,21 @@ export function requestIdOf(req: IncomingMessage): string {
 }
 
 /**
+ * When the request reached this process (epoch ms, set by the first middleware): a caller's wait is counted from
+ * there, queues inside a busy process included. Now, for a request the middleware did not see.
+ */
+export function arrivedAtOf(req: IncomingMessage): number {
+  const at = (req as { arrivedAt?: unknown }).arrivedAt;
+  return typeof at === 'number' ? at : Date.now();
+}
+
+/**
  * The first middleware of the app: every answer carries `X-Request-Id` — including those given before any route or
  * the logger runs (body-parser 400/413/415, the sandbox, unknown routes). The logger (pino-http) reuses `req.id`.
+ * It also notes when the request arrived (`arrivedAtOf`).
  */
 export function assignRequestId(req: IncomingMessage, res: ServerResponse, next: () => void): void {
+  (req as { arrivedAt?: number }).arrivedAt = Date.now();
   const id = requestIdOf(req);
   (req as { id?: unknown }).id = id;
   res.setHeader(REQUEST_ID_HEADER, id);

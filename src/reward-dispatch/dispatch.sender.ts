@@ -96,17 +96,22 @@ export class DispatchSender {
   async run(
     row: DispatchRow,
     rewards: RewardRow[],
-    opts: { inline?: boolean; marked?: ReadonlySet<number>; more?: boolean } = {},
+    opts: { inline?: boolean; marked?: ReadonlySet<number>; more?: boolean; arrivedAt?: number } = {},
   ): Promise<HttpOutcome> {
     const inline = opts.inline ?? false;
     const marked = opts.marked ?? new Set<number>();
     const open = rewards.filter((r) => !isSettled(r.status));
     const units = row.order_shape === 'array' ? (open.length ? [open] : []) : open.map((r) => [r]);
-    // Inline, the caller waits: its orders go first at the account's pace, for as long as the bound allows. The
+    // Inline, the caller waits: its orders go first at the account's pace, until the bound counted from the request's
+    // arrival (`arrivedAt`: time spent before, in a busy process, is waiting too). The
     // workers' sends — batches, and sends that were queued — share the account's pace as bulk work.
     const client = row.connection_id
       ? inline
-        ? this.rewardsApi.forConnection(row.connection_id, 'interactive', this.config.interactiveMaxWaitMs)
+        ? this.rewardsApi.forConnection(
+            row.connection_id,
+            'interactive',
+            (opts.arrivedAt ?? Date.now()) + this.config.interactiveMaxWaitMs,
+          )
         : this.rewardsApi.forConnection(row.connection_id, 'bulk')
       : null;
     // Outcomes are written with the next statement (a lane's next `sending` mark, or the end of the attempt), and

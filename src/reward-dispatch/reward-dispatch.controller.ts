@@ -51,6 +51,7 @@ import {
 import { RewardDispatchService } from './reward-dispatch.service';
 import { RewardListingService } from './reward-listing.service';
 import { RequiresScope } from '../tenants/auth/auth.decorators';
+import { arrivedAtOf } from '../common/request-id';
 
 const DISPATCH_ID = '3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f';
 
@@ -241,7 +242,10 @@ export class RewardDispatchController {
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {
-    const outcome = await this.dispatches.send(tenant, key, dto, req.body, prefersRespondAsync(prefer));
+    const outcome = await this.dispatches.send(tenant, key, dto, req.body, {
+      respondAsync: prefersRespondAsync(prefer),
+      arrivedAt: arrivedAtOf(req),
+    });
     res.status(outcome.status);
     if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
     for (const name in outcome.headers) res.setHeader(name, outcome.headers[name]);

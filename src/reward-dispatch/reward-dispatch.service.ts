@@ -91,7 +91,7 @@ export class RewardDispatchService {
     idempotencyKey: string | undefined,
     dto: SendRewardsDto,
     rawBody: unknown,
-    respondAsync = false,
+    { respondAsync = false, arrivedAt = Date.now() }: { respondAsync?: boolean; arrivedAt?: number } = {},
   ): Promise<HttpOutcome> {
     const key = validateKey(idempotencyKey);
     const requestHash = sha256Hex(canonicalJson(rawBody));
@@ -190,7 +190,7 @@ export class RewardDispatchService {
       return this.accepted(stored, rewards, countsOf(newRewards));
     }
     const marked = new Set(newRewards.filter((r) => r.status === 'sending').map((r) => r.position));
-    const outcome = await this.sender.run(stored, rewards, { inline: true, marked });
+    const outcome = await this.sender.run(stored, rewards, { inline: true, marked, arrivedAt });
     return stored.status === 'queued' ? this.accepted(stored, rewards, countsOf(rewards)) : outcome;
   }
 

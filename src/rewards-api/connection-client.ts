@@ -65,8 +65,11 @@ export class ConnectionClient {
     readonly connectionId: string,
     private readonly pacer: AccountPacer | null = null,
     readonly priority: Priority = 'interactive',
-    /** How long a request may wait for its slot (interactive); null: as long as it takes. */
-    private readonly maxWaitMs: number | null = null,
+    /**
+     * When the caller stops waiting (interactive; epoch ms): a slot further out than that is not taken
+     * (SlotTooFarError). Null: as long as it takes.
+     */
+    private readonly waitUntil: number | null = null,
     /** Where each request is reported (the connection activity); none for a grant not stored yet. */
     private readonly recorder: CallRecorder | null = null,
   ) {}
@@ -229,7 +232,12 @@ export class ConnectionClient {
     if (!this.pacer || !this.paced(env)) return Promise.resolve(null);
     const pacer = this.pacer;
     const turn = this.pacingTurn.then(() =>
-      pacer.acquire(this.connectionId, env.pacing, this.priority, this.maxWaitMs),
+      pacer.acquire(
+        this.connectionId,
+        env.pacing,
+        this.priority,
+        this.waitUntil === null ? null : Math.max(0, this.waitUntil - Date.now()),
+      ),
     );
     this.pacingTurn = turn.then(
       () => undefined,

@@ -26,13 +26,13 @@ export class RewardsApi {
 
   /**
    * `priority`: `interactive` for calls a caller waits on (a send answered inline, a fields reload during one),
-   * `bulk` for background work (batches, queued sends, probes, approval checks) — see AccountPacer. `maxWaitMs`: how
-   * long an interactive request may wait for its slot before it fails with SlotTooFarError (null: no bound).
+   * `bulk` for background work (batches, queued sends, probes, approval checks) — see AccountPacer. `waitUntil`: when
+   * an interactive caller stops waiting (epoch ms): a slot further out fails with SlotTooFarError (null: no bound).
    */
   forConnection(
     connectionId: string,
     priority: Priority = 'interactive',
-    maxWaitMs: number | null = null,
+    waitUntil: number | null = null,
   ): ConnectionClient {
     return new ConnectionClient(
       this.http,
@@ -41,7 +41,7 @@ export class RewardsApi {
       connectionId,
       this.pacer,
       priority,
-      maxWaitMs,
+      waitUntil,
       this.recorder ?? null,
     );
   }
