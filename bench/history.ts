@@ -242,11 +242,18 @@ export async function soakRun(deps: HistoryDeps): Promise<Json> {
   const share = Number(process.env.BENCH_SOAK_LOAD ?? 0.7);
   const old = Number(process.env.BENCH_SOAK_HISTORY ?? 300_000);
   const dbUrl = await createDatabase(deps, 'bench_soak');
-  const gateways = [];
-  for (let k = 0; k < 4; k++) gateways.push(await deps.gateway(dbUrl, { RETENTION_INTERVAL_MS: '10000' }));
-  await deps.connect(gateways[0].url, 'bench');
+  // A first gateway migrates the database and connects the tenant, its retention off while the history is seeded
+  // (the job would otherwise delete dispatches between the seed's two statements); then the 4 of the soak.
+  const migrator = await deps.gateway(dbUrl, {
+    DISPATCH_RETENTION_DAYS: '0',
+    RECIPIENT_DATA_RETENTION_DAYS: '0',
+  });
+  await deps.connect(migrator.url, 'bench');
   const seeded = await seed(dbUrl, `interval '500 days' + g * interval '1 second'`, old);
   deps.log(`soak: ${old} settled dispatches 500 days old seeded in ${seeded} s`);
+  migrator.process.kill('SIGTERM');
+  const gateways = [];
+  for (let k = 0; k < 4; k++) gateways.push(await deps.gateway(dbUrl, { RETENTION_INTERVAL_MS: '10000' }));
   const urls = gateways.map((g) => g.url);
   const pids = gateways.map((g) => g.process.pid as number);
   await deps.sendAll(urls, pids, 'soak-warm', 5);
