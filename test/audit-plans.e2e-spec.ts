@@ -3,6 +3,7 @@ import { AUDIT_ACTIONS } from '../src/audit/audit-actions';
 import { type AuditListFilter, PURGE_SQL, listingStatement } from '../src/audit/audit.store';
 import { runMigrations } from '../src/database/migrator';
 import { createTestDatabase } from './support/database';
+import { sequentialScans } from './support/plans';
 
 const ROWS = 100_000;
 
@@ -49,23 +50,8 @@ describe('audit trail statements: an index range at any size', () => {
     await db.drop();
   });
 
-  const scans = async (mode: 'force_custom_plan' | 'force_generic_plan'): Promise<string[]> => {
-    const problems: string[] = [];
-    await client.query(`SET plan_cache_mode = ${mode}`);
-    for (const [i, s] of statements().entries()) {
-      await client.query(`PREPARE audit_${i} AS ${s.text}`);
-      const literals = s.values.map((v) =>
-        v instanceof Date ? `'${v.toISOString()}'` : typeof v === 'number' ? String(v) : `'${String(v)}'`,
-      );
-      const { rows } = await client.query<{ 'QUERY PLAN': string }>(
-        `EXPLAIN EXECUTE audit_${i}(${literals.join(', ')})`,
-      );
-      await client.query(`DEALLOCATE audit_${i}`);
-      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-      if (/Seq Scan on audit_events/.test(plan)) problems.push(`${s.name} (${mode}):\n${plan}`);
-    }
-    return problems;
-  };
+  const scans = (mode: 'force_custom_plan' | 'force_generic_plan') =>
+    sequentialScans(client, 'audit_events', statements(), mode);
 
   it('uses an index for every listing form and the purge, without statistics and after ANALYZE', async () => {
     expect(await scans('force_custom_plan')).toEqual([]);

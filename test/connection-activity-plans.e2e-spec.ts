@@ -9,6 +9,7 @@ import {
 } from '../src/connection-activity/activity.store';
 import { runMigrations } from '../src/database/migrator';
 import { createTestDatabase } from './support/database';
+import { sequentialScans } from './support/plans';
 
 const ROWS = 100_000;
 const CONNECTION = '00000000-0000-4000-8000-000000000007';
@@ -75,23 +76,8 @@ describe('connection activity statements: an index range at any size', () => {
     await db.drop();
   });
 
-  const scans = async (mode: 'force_custom_plan' | 'force_generic_plan'): Promise<string[]> => {
-    const problems: string[] = [];
-    await client.query(`SET plan_cache_mode = ${mode}`);
-    for (const [i, s] of statements().entries()) {
-      await client.query(`PREPARE activity_${i} AS ${s.text}`);
-      const literals = s.values.map((v) =>
-        v instanceof Date ? `'${v.toISOString()}'` : typeof v === 'number' ? String(v) : `'${String(v)}'`,
-      );
-      const { rows } = await client.query<{ 'QUERY PLAN': string }>(
-        `EXPLAIN EXECUTE activity_${i}(${literals.join(', ')})`,
-      );
-      await client.query(`DEALLOCATE activity_${i}`);
-      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-      if (/Seq Scan on connection_activity/.test(plan)) problems.push(`${s.name} (${mode}):\n${plan}`);
-    }
-    return problems;
-  };
+  const scans = (mode: 'force_custom_plan' | 'force_generic_plan') =>
+    sequentialScans(client, 'connection_activity', statements(), mode);
 
   it('uses an index for every listing form, the dashboard and the purge, without statistics and after ANALYZE', async () => {
     expect(ACTIVITY_OUTCOMES).toContain('throttled');
