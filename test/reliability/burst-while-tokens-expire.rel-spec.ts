@@ -4,8 +4,8 @@ import { readFileSync } from 'node:fs';
 import { demoSeed } from '../../src/sandbox/sandbox.seed';
 import { freePort } from '../support/app';
 import { createTestDatabase, sqlOn } from '../support/database';
+import { connectToAccount, gatewayApi } from '../support/gateway-api';
 import { startGatewayProcess, waitUntilGone } from '../support/gateway-process';
-import { connectAutoApproved } from '../support/connect';
 import { CLIENT } from '../support/sandbox';
 import { type SandboxProcess, startSandboxProcess } from '../support/sandbox-process';
 import { waitFor } from '../support/send';
@@ -63,24 +63,7 @@ describe('a burst of single sends across 4 gateway processes while tokens expire
   const connectionOf: Record<string, string> = {};
   let warmUpId = '';
 
-  const api = async (
-    base: string,
-    path: string,
-    init: { method?: string; body?: unknown; key?: string } = {},
-  ) => {
-    const res = await fetch(`${base}${path}`, {
-      method: init.method ?? 'GET',
-      headers: {
-        Authorization: `Bearer ${OPERATOR}`,
-        'Content-Type': 'application/json',
-        ...(init.key ? { 'Idempotency-Key': init.key } : {}),
-      },
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
-    });
-    const text = await res.text();
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    return { status: res.status, body: (text ? JSON.parse(text) : null) as any, headers: res.headers };
-  };
+  const api = gatewayApi(OPERATOR);
 
   const reward = (tenant: string, i: number) => ({
     rewards: [
@@ -94,21 +77,7 @@ describe('a burst of single sends across 4 gateway processes while tokens expire
   });
 
   async function connect(base: string, tenant: string, account: string): Promise<void> {
-    await sandbox.control('/settings', { auto_approve_account_id: account });
-    const created = await api(base, '/v1/tenants', {
-      method: 'POST',
-      body: { id: tenant, name: tenant, return_urls: ['https://platform.example.com/done'] },
-    });
-    expect(created.status).toBe(201);
-    const session = await api(base, `/v1/tenants/${tenant}/connect-sessions`, { method: 'POST', body: {} });
-    expect(session.status).toBe(201);
-    const callback = await connectAutoApproved(
-      `${base}${new URL(session.body.connect_url as string).pathname}/authorize`,
-    );
-    expect(callback.status).toBeLessThan(400);
-    const connection = await api(base, `/v1/tenants/${tenant}/connection`);
-    expect(connection.body.status).toBe('active');
-    connectionOf[tenant] = connection.body.id as string;
+    connectionOf[tenant] = await connectToAccount(api, sandbox, base, tenant, account);
     const stats = await sandbox.control('/stats');
     grantOf[tenant] = (stats.grants as { id: string; account_id: string }[])
       .filter((g) => g.account_id === account)

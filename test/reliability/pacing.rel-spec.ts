@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { demoSeed } from '../../src/sandbox/sandbox.seed';
 import { freePort } from '../support/app';
 import { createTestDatabase, sqlOn } from '../support/database';
+import { connectToAccount, gatewayApi } from '../support/gateway-api';
 import { startGatewayProcess, waitUntilGone } from '../support/gateway-process';
-import { connectAutoApproved } from '../support/connect';
 import { CLIENT } from '../support/sandbox';
 import { type SandboxProcess, startSandboxProcess } from '../support/sandbox-process';
 import { waitFor } from '../support/send';
@@ -24,24 +24,7 @@ describe('per-account pacing across 2 gateway processes (sandbox at 10 requests/
   const gateways: { child: ChildProcess; base: string }[] = [];
   let admittedBefore: Record<string, number> = {};
 
-  const api = async (
-    base: string,
-    path: string,
-    init: { method?: string; body?: unknown; key?: string } = {},
-  ) => {
-    const res = await fetch(`${base}${path}`, {
-      method: init.method ?? 'GET',
-      headers: {
-        Authorization: `Bearer ${OPERATOR}`,
-        'Content-Type': 'application/json',
-        ...(init.key ? { 'Idempotency-Key': init.key } : {}),
-      },
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
-    });
-    const text = await res.text();
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    return { status: res.status, body: (text ? JSON.parse(text) : null) as any };
-  };
+  const api = gatewayApi(OPERATOR);
 
   const reward = (tenant: string, i: number) => ({
     recipient: { name: `${tenant} ${i}`, email: `${tenant}-${i}@example.com` },
@@ -50,22 +33,8 @@ describe('per-account pacing across 2 gateway processes (sandbox at 10 requests/
     custom_fields: { Department: 'Sales' },
   });
 
-  async function connect(base: string, tenant: string, account: string): Promise<void> {
-    await sandbox.control('/settings', { auto_approve_account_id: account });
-    const created = await api(base, '/v1/tenants', {
-      method: 'POST',
-      body: { id: tenant, name: tenant, return_urls: ['https://platform.example.com/done'] },
-    });
-    expect(created.status).toBe(201);
-    const session = await api(base, `/v1/tenants/${tenant}/connect-sessions`, { method: 'POST', body: {} });
-    expect(session.status).toBe(201);
-    const callback = await connectAutoApproved(
-      `${base}${new URL(session.body.connect_url as string).pathname}/authorize`,
-    );
-    expect(callback.status).toBeLessThan(400);
-    const connection = await api(base, `/v1/tenants/${tenant}/connection`);
-    expect(connection.body.status).toBe('active');
-  }
+  const connect = (base: string, tenant: string, account: string) =>
+    connectToAccount(api, sandbox, base, tenant, account);
 
   beforeAll(async () => {
     db = await createTestDatabase();

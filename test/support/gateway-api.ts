@@ -1,0 +1,61 @@
+import { connectAutoApproved } from './connect';
+import type { SandboxProcess } from './sandbox-process';
+
+/** A JSON answer of a gateway process. */
+export interface GatewayAnswer {
+  status: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  headers: Headers;
+}
+
+export type GatewayApi = (
+  base: string,
+  path: string,
+  init?: { method?: string; body?: unknown; key?: string },
+) => Promise<GatewayAnswer>;
+
+/** Calls gateway processes over real HTTP with `key` (an Idempotency-Key with `init.key`); JSON both ways. */
+export function gatewayApi(key: string): GatewayApi {
+  return async (base, path, init = {}) => {
+    const res = await fetch(`${base}${path}`, {
+      method: init.method ?? 'GET',
+      headers: {
+        Authorization: `Bearer ${key}`,
+        'Content-Type': 'application/json',
+        ...(init.key ? { 'Idempotency-Key': init.key } : {}),
+      },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
+  };
+}
+
+/**
+ * Creates `tenant` on the gateway at `base` (with the operator's `api`) and connects it to the sandbox process's
+ * account `account` (auto-approved); resolves to the connection's id, once it is active.
+ */
+export async function connectToAccount(
+  api: GatewayApi,
+  sandbox: SandboxProcess,
+  base: string,
+  tenant: string,
+  account: string,
+): Promise<string> {
+  await sandbox.control('/settings', { auto_approve_account_id: account });
+  const created = await api(base, '/v1/tenants', {
+    method: 'POST',
+    body: { id: tenant, name: tenant, return_urls: ['https://platform.example.com/done'] },
+  });
+  expect(created.status).toBe(201);
+  const session = await api(base, `/v1/tenants/${tenant}/connect-sessions`, { method: 'POST', body: {} });
+  expect(session.status).toBe(201);
+  const callback = await connectAutoApproved(
+    `${base}${new URL(session.body.connect_url as string).pathname}/authorize`,
+  );
+  expect(callback.status).toBeLessThan(400);
+  const connection = await api(base, `/v1/tenants/${tenant}/connection`);
+  expect(connection.body.status).toBe('active');
+  return connection.body.id as string;
+}
