@@ -283,13 +283,20 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     // of its own: stop them too.
     await t.app.get(DispatchWorker).onModuleDestroy();
     await t.app.get(RetentionJob).onModuleDestroy();
-    await new Promise((r) => setTimeout(r, 300));
     const queries: string[] = [];
     const clientQuery = Client.prototype.query;
     Client.prototype.query = function (this: Client, ...args: unknown[]) {
       queries.push(String((args[0] as { text?: string }).text ?? args[0]));
       return (clientQuery as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof clientQuery;
+    // A pass already under way (an approval check waiting on the sandbox, a webhook claim going round again) ends on
+    // its own: wait for 500 ms without a query (a loaded machine may take seconds), then count from zero.
+    for (let quiet = 0, waited = 0; quiet < 500 && waited < 20_000; waited += 100) {
+      const seen = queries.length;
+      await new Promise((r) => setTimeout(r, 100));
+      quiet = queries.length === seen ? quiet + 100 : 0;
+    }
+    queries.length = 0;
     const scrape = async () => (await request(t.baseUrl).get('/metrics').expect(200)).text;
     const value = (text: string, series: string) =>
       Number(new RegExp(`^${series.replace(/[{}()[\]."]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
