@@ -5,7 +5,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
-import { Logger } from 'nestjs-pino';
+import { Logger, PARAMS_PROVIDER_TOKEN, type Params } from 'nestjs-pino';
 import type { AppConfig } from './config/app-config';
 import type { AppModuleOptions } from './app.module';
 import { AppModule } from './app.module';
@@ -14,10 +14,12 @@ import { toErrorResponse } from './common/http-exception.filter';
 import { formBody } from './common/form-body';
 import { jsonBody } from './common/json-body';
 import { createValidationPipe } from './common/validation';
-import { REQUEST_ID_HEADER, assignRequestId } from './common/request-id';
+import { REQUEST_ID_HEADER, assignRequestIds } from './common/request-id';
 import { securityHeaders } from './common/security-headers';
 import { continueTrace, traceRequests, tracingEnabled } from './common/tracing';
-import { openRequestContext } from './audit/request-context';
+import { openRequestContext } from './common/request-context';
+import { appLogger, logAnswers } from './common/logging';
+import { Clock } from './common/clock';
 import { ApiKeyGuard } from './tenants/auth/api-key.guard';
 import { DeliveryWebhookIntake } from './delivery-webhooks/delivery-webhook.intake';
 import { createSandbox } from './sandbox/sandbox.app';
@@ -59,7 +61,8 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   const security = securityHeaders(config.publicBaseUrl);
   // With tracing on, the request's server span comes first, so everything after runs inside it.
   if (tracingEnabled()) app.use(traceRequests);
-  app.use(assignRequestId);
+  const clock = app.get(Clock);
+  app.use(assignRequestIds(clock));
   app.use(security);
   if (config.mountSandbox) mountSandbox(app, config);
   // JSON bodies only on the gateway's own API; the sandbox (mounted later under /sandbox) parses its own.
@@ -71,8 +74,13 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   // With tracing on, what follows the body readers runs inside the request's span again.
   if (tracingEnabled()) app.use(continueTrace);
   app.use(['/v1', '/ops', '/connect', '/oauth'], rejectNulCharacters);
-  // Last before the routes (after the body readers): each request's audit context (request id, address, caller).
-  app.use(openRequestContext);
+  // Last before the routes (after the body readers): each request's context (request id, address, caller) and its
+  // access line.
+  const logAnswer = logAnswers(appLogger(app.get<Params>(PARAMS_PROVIDER_TOKEN)), clock);
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    logAnswer(req, res);
+    openRequestContext(req, res, next);
+  });
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
     const { status, body, headers } = toErrorResponse(error, req, errorLogger);

@@ -5,7 +5,7 @@ import type { AppConfig } from './config/app-config';
 import { CLI_ACTOR } from './audit/audit-actions';
 import { AuditLog } from './audit/audit-log.service';
 import { AuditStore } from './audit/audit.store';
-import { runInRequestContext } from './audit/request-context';
+import { runInRequestContext } from './common/request-context';
 import { systemClock } from './common/clock';
 import { Database } from './database/database';
 import { revertLastMigration, runMigrations } from './database/migrator';

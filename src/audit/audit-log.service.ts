@@ -5,7 +5,7 @@ import type { Sql } from '../database/sql';
 import type { AuditAction, AuditActor, AuditTargetType } from './audit-actions';
 import { SYSTEM_ACTOR } from './audit-actions';
 import { type AuditEventInput, AuditStore } from './audit.store';
-import { currentRequestContext } from './request-context';
+import { currentRequestContext } from '../common/request-context';
 
 /** What a change was made to, as the caller of `AuditLog.record` describes it. */
 export interface AuditChange {

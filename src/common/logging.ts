@@ -1,8 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Params } from 'nestjs-pino';
-import type { DestinationStream, LogFn, Logger } from 'pino';
+import { pino, type DestinationStream, type LogFn, type Logger, type LoggerOptions } from 'pino';
 import type { LogLevel } from '../config/app-config';
-import { REQUEST_ID_HEADER, requestIdOf } from './request-id';
+import type { Clock } from './clock';
+import { arrivedAtOf } from './request-id';
+import { currentRequestContext } from './request-context';
 import { traceLogFields, tracingEnabled } from './tracing';
 
 const SENSITIVE_QUERY =
@@ -50,38 +52,75 @@ function quietStartUp(this: Logger, args: Parameters<LogFn>, method: LogFn, leve
   method.apply(this, args);
 }
 
+/**
+ * The app's logger: JSON lines (pino), secrets redacted, Nest's start-up chatter at debug. Every line written while a
+ * request is served carries its id (`req.id`, from the one request context, request-context.ts) — the service's lines
+ * as well as the access line — with trace and span ids when tracing is on. nestjs-pino routes Nest's `Logger` here;
+ * its per-request middleware (a pino-http child logger and a context of its own for each request) is not used: the
+ * request context already knows the id, and the access line is written by `logAnswers`.
+ */
 export function loggerParams(level: LogLevel, destination?: DestinationStream): Params {
-  const options = {
+  const options: LoggerOptions = {
     level,
     hooks: { logMethod: quietStartUp },
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
-    // With tracing on, each line written inside a span carries trace_id and span_id; off, no mixin runs at all.
-    ...(tracingEnabled() ? { mixin: traceLogFields } : {}),
-    // Normally `assignRequestId` (the app's first middleware) has set req.id and the header already.
-    genReqId: (req: IncomingMessage, res: ServerResponse) => {
-      const id = requestIdOf(req);
-      res.setHeader(REQUEST_ID_HEADER, id);
-      return id;
-    },
-    // Our serializers read the raw request and response: pino-std-serializers' wrapped copies (every header, query,
-    // params, addresses) would be built per request only to be thrown away.
-    wrapSerializers: false,
+    mixin: tracingEnabled() ? () => ({ ...requestLogFields(), ...traceLogFields() }) : requestLogFields,
     serializers: {
-      req: (req: { id: unknown; method: string; url: string; headers: Record<string, unknown> }) => ({
-        id: req.id,
-        method: req.method,
-        url: redactUrl(req.url),
-        headers: {
-          'user-agent': req.headers['user-agent'],
-          authorization: req.headers.authorization,
-          cookie: req.headers.cookie,
-        },
-      }),
-      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      // The access line's request; a service's line carries only `{ id }` (requestLogFields).
+      req: (req: (IncomingMessage & { id?: unknown }) | { id: string; headers?: undefined }) =>
+        req.headers === undefined
+          ? req
+          : {
+              id: req.id,
+              method: req.method,
+              url: redactUrl(req.url ?? ''),
+              headers: {
+                'user-agent': req.headers['user-agent'],
+                authorization: req.headers.authorization,
+                cookie: req.headers.cookie,
+              },
+            },
+      res: (res: ServerResponse) => ({ statusCode: res.statusCode }),
     },
-    customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) =>
-      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
-    autoLogging: { ignore: (req: IncomingMessage) => req.url === '/health/live' },
   };
-  return { pinoHttp: destination ? [options, destination] : options };
+  const logger = destination ? pino(options, destination) : pino(options);
+  return { pinoHttp: { logger }, forRoutes: [] };
+}
+
+/** The logger `loggerParams` made, from nestjs-pino's params as the app holds them. */
+export function appLogger(params: Params): Logger {
+  return (params.pinoHttp as { logger: Logger }).logger;
+}
+
+/** The request id of the line being written, from the request context (a fresh object: pino merges into it). */
+function requestLogFields(): Record<string, unknown> {
+  const id = currentRequestContext()?.requestId;
+  return id ? { req: { id } } : {};
+}
+
+/**
+ * The access log: one line per answer (but `/health/live`'s), once it is sent or the connection closes — `info`,
+ * `warn` for a 4xx, `error` for a 5xx — with the request (its Authorization header redacted), the status and the time
+ * taken from the request's arrival.
+ */
+export function logAnswers(
+  logger: Logger,
+  clock: Clock,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    if (req.url === '/health/live') return;
+    const done = (): void => {
+      res.off('finish', done);
+      res.off('close', done);
+      const status = res.statusCode;
+      const now = clock.now();
+      const line = { req, res, responseTime: now - (arrivedAtOf(req) ?? now) };
+      if (status >= 500)
+        logger.error({ ...line, err: new Error(`failed with status code ${status}`) }, 'request errored');
+      else if (status >= 400) logger.warn(line, 'request completed');
+      else logger.info(line, 'request completed');
+    };
+    res.on('finish', done);
+    res.on('close', done);
+  };
 }

@@ -4,7 +4,7 @@ import type { UpstreamExchange } from '../rewards-api/call-recorder';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { ActivityRecorder, classify } from './activity.recorder';
 import type { ActivityStore } from './activity.store';
-import { serving } from './served';
+import { serving } from '../common/request-context';
 
 const CONNECTION = '0c9e6f0a-1b2c-4d5e-8f90-123456789abc';
 const what = (over: Partial<UpstreamExchange> = {}): UpstreamExchange => ({

@@ -14,7 +14,7 @@ import { CallRecorder, type UpstreamExchange, type UpstreamOperation } from '../
 import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.errors';
 import { ACTIVITY_BUFFER, ActivityBuffer } from './activity-buffer';
 import { type ActivityOutcome, type ActivityRecord, ActivityStore } from './activity.store';
-import { currentlyServed } from './served';
+import { currentlyServed } from '../common/request-context';
 
 /** Connection ids are UUIDs; anything else (a grant not stored yet) is not recorded. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

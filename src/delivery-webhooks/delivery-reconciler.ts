@@ -11,7 +11,7 @@ import { RewardsApi } from '../token-vault/rewards-api.service';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
 import { WebhookRegistrar } from './webhook-registrar';
 import { rootSpan } from '../common/tracing';
-import { serving } from '../connection-activity/served';
+import { serving } from '../common/request-context';
 
 /** Rewards one instance checks per pass at most (each a paced, bulk-priority `GET /rewards/{id}`). */
 export const CHECKS_PER_PASS = 20;

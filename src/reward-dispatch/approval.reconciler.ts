@@ -13,7 +13,7 @@ import { DispatchStore } from './dispatch.store';
 import { backoffMs } from './dispatch.sender';
 import { runEvery } from '../common/schedule';
 import { rootSpan } from '../common/tracing';
-import { serving } from '../connection-activity/served';
+import { serving } from '../common/request-context';
 
 /** Checks one instance makes per pass at most: a backlog drains over several passes, never in a burst. */
 const CHECKS_PER_PASS = 10;

@@ -8,7 +8,7 @@ import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.er
 import { type OrderRequest, type UpstreamOrder, orderOutcome } from '../rewards-api/rewards-api.types';
 import type { ConnectionClient } from '../rewards-api/connection-client';
 import { SlotTooFarError } from '../rewards-api/account-pacer';
-import { serving } from '../connection-activity/served';
+import { serving } from '../common/request-context';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import {
   AppCredentialsInvalidError,

@@ -4,7 +4,7 @@ import { Reflector } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import type { AuditActor, AuditVia } from '../../audit/audit-actions';
-import { currentRequestContext } from '../../audit/request-context';
+import { currentRequestContext } from '../../common/request-context';
 import { closeAfterAnswer } from '../../common/close-after-answer';
 import { AuthThrottle } from './auth-throttle';
 import { ApiKeysService, keyPrefix } from '../api-keys.service';
