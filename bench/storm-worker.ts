@@ -8,9 +8,10 @@ import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
 import { ConnectionStateStore } from '../src/connections/connection-state.store';
 import { GrantStore } from '../src/token-vault/grant.store';
 import { Vault } from '../src/token-vault/vault.service';
+import { systemClock } from '../src/common/clock';
 
 const config = parseConfig(JSON.parse(process.env.WORKER_ENV as string) as Record<string, string>);
-const api = new RewardsApiClient();
+const api = new RewardsApiClient(systemClock);
 const db = new Database(config.database);
 const provider = new AccessTokenProvider(
   config.rewards,
@@ -19,13 +20,14 @@ const provider = new AccessTokenProvider(
   api,
   new ConnectionStateStore(),
   new GrantStore(),
+  systemClock,
 );
 
 async function call(connectionId: string): Promise<{ status: number | string; ms: number }> {
   const started = performance.now();
   try {
     // As every module does: through a ConnectionClient, which reads the token as the request leaves.
-    await new ConnectionClient(api, provider, config.rewards, connectionId).probe();
+    await new ConnectionClient(api, provider, config.rewards, connectionId, systemClock).probe();
     return { status: 200, ms: performance.now() - started };
   } catch (error) {
     return { status: (error as { code?: string }).code ?? String(error), ms: performance.now() - started };

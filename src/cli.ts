@@ -85,6 +85,7 @@ async function main(args: string[]): Promise<number> {
       return 0;
     }
     case 'vault:generate-key': {
+      // Today's date on the operator's wall clock names the key (a CLI run: no app, no Clock to move).
       const id = option(args, 'id') ?? `k${new Date().toISOString().slice(0, 10).replace(/-/g, '')}`;
       process.stdout.write(`${id}:${randomBytes(32).toString('base64')}\n`);
       return 0;

@@ -105,6 +105,7 @@ export class BudgetPool extends pg.Pool {
   }
 
   private async connectRetrying(): Promise<PoolClient> {
+    // Real time on purpose: it bounds a reconnect loop that sleeps on real timers (a still test clock: no end).
     const deadline = Date.now() + CONNECT_RETRY_WINDOW_MS;
     for (let attempt = 0; ; attempt++) {
       try {

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppError } from '../common/app-error';
+import { Clock } from '../common/clock';
 import { span } from '../common/tracing';
 import type { DispatchConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
@@ -84,6 +85,7 @@ export class DispatchSender {
     private readonly store: DispatchStore,
     private readonly rewardsApi: RewardsApi,
     private readonly metrics: MetricsService,
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -110,7 +112,7 @@ export class DispatchSender {
         ? this.rewardsApi.forConnection(
             row.connection_id,
             'interactive',
-            (opts.arrivedAt ?? Date.now()) + this.config.interactiveMaxWaitMs,
+            (opts.arrivedAt ?? this.clock.now()) + this.config.interactiveMaxWaitMs,
           )
         : this.rewardsApi.forConnection(row.connection_id, 'bulk')
       : null;
@@ -312,7 +314,7 @@ export class DispatchSender {
           status: 'queued',
           responseStatus: 202,
           lastError: (run.interruption?.error as unknown as Record<string, unknown>) ?? row.last_error,
-          nextAttemptAt: new Date(Date.now() + delay),
+          nextAttemptAt: new Date(this.clock.now() + delay),
           sentAt: null,
           resetAttempts: run.progressed,
         }),
@@ -331,7 +333,7 @@ export class DispatchSender {
   private async finish(row: DispatchRow, rewards: RewardRow[], run: RunState): Promise<HttpOutcome> {
     const { carry, interruption, progressed, deferredMs } = run;
     const derived = interruption || deferredMs !== null ? null : deriveStatus(rewards);
-    const now = new Date();
+    const now = new Date(this.clock.now());
     let update: DispatchUpdate;
     let outcome: HttpOutcome;
     if (!derived) {
@@ -409,7 +411,7 @@ export class DispatchSender {
   /** The order's status decides, whatever the HTTP code: executed → sent; held → pending_approval; canceled → failed. */
   private settled(row: DispatchRow, unit: RewardRow[], order: UpstreamOrder): RewardUpdate[] {
     const outcome = orderOutcome(order.status);
-    const now = new Date();
+    const now = new Date(this.clock.now());
     return unit.map((r, i) => {
       const upstream = order.rewards[i];
       const link = upstream?.delivery?.link;

@@ -647,7 +647,7 @@ export class DispatchStore {
             reward_count: rewards.length,
             // Queued: due now, or when its account's slot comes (a send beyond the interactive bound).
             due_ms: row.next_attempt_at
-              ? Math.max(0, new Date(row.next_attempt_at).getTime() - Date.now())
+              ? Math.max(0, new Date(row.next_attempt_at).getTime() - this.clock.now())
               : 0,
           })),
         ),

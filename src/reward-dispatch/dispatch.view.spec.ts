@@ -2,6 +2,7 @@ import {
   type RewardStatus,
   REWARD_STATUSES,
   deriveStatus,
+  dueAt,
   failureOf,
   progressOf,
   statusOf,
@@ -85,5 +86,22 @@ describe('progressOf: a dispatch’s progress and when it should be done', () =>
       estimated_completion_at: null,
     });
     expect(progressOf(counts({}), 100, NOW).percent).toBe(100);
+    expect(progressOf(counts({ sent: 1, pending: 3 }))).toEqual({
+      total: 4,
+      settled: 1,
+      percent: 25,
+      estimated_completion_at: null,
+    });
+  });
+
+  it('counts the estimate from when the open rewards are due: the next attempt, or now', () => {
+    const later = new Date(NOW + 60_000);
+    expect(dueAt({ next_attempt_at: later }, NOW)).toBe(NOW + 60_000);
+    expect(dueAt({ next_attempt_at: later.toISOString() as unknown as Date }, NOW)).toBe(NOW + 60_000);
+    expect(dueAt({ next_attempt_at: new Date(NOW - 60_000) }, NOW)).toBe(NOW); // overdue: due now
+    expect(dueAt({ next_attempt_at: null }, NOW)).toBe(NOW);
+    expect(
+      progressOf(counts({ pending: 2 }), 100, dueAt({ next_attempt_at: later }, NOW)).estimated_completion_at,
+    ).toBe(new Date(NOW + 60_200).toISOString());
   });
 });

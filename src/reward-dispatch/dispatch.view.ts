@@ -193,7 +193,7 @@ export function toView(
     created_at: iso(row.created_at),
     sent_at: iso(row.sent_at),
     counts,
-    progress: stored?.progress ?? progressOf(counts, null),
+    progress: stored?.progress ?? progressOf(counts),
     cancel_requested_at: iso(row.cancel_requested_at),
     warnings: row.request.warnings ?? [],
     /** True when `rewards` lists only the first ones: page through the rest with `…/dispatches/{id}/rewards`. */
@@ -225,12 +225,18 @@ export function toView(
 
 /**
  * Progress from counts; `msPerReward` (the account's pace) gives the estimate while rewards are open, counted from
- * `fromMs` (when they are due; now by default).
+ * `fromMs` (epoch ms: when they are due, see dueAt). Without a pace there is no estimate, and no time is needed.
  */
+export function progressOf(counts: Record<RewardStatus, number>): Progress;
 export function progressOf(
   counts: Record<RewardStatus, number>,
   msPerReward: number | null,
-  fromMs = Date.now(),
+  fromMs: number,
+): Progress;
+export function progressOf(
+  counts: Record<RewardStatus, number>,
+  msPerReward: number | null = null,
+  fromMs = 0,
 ): Progress {
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   const open = counts.pending + counts.sending;
@@ -242,6 +248,11 @@ export function progressOf(
     estimated_completion_at:
       open > 0 && msPerReward !== null ? new Date(fromMs + open * msPerReward).toISOString() : null,
   };
+}
+
+/** When a dispatch's open rewards are due (epoch ms): its next attempt, or `now` when that is past or none is set. */
+export function dueAt(row: Pick<DispatchRow, 'next_attempt_at'>, now: number): number {
+  return row.next_attempt_at ? Math.max(now, new Date(row.next_attempt_at).getTime()) : now;
 }
 
 /**

@@ -4,6 +4,7 @@ import { AuditLog } from '../audit/audit-log.service';
 import { sha256Hex } from '../common/digest';
 import { type ErrorDetail, ValidationFailedError } from '../common/app-error';
 import { canonicalJson } from '../common/canonical-json';
+import { Clock } from '../common/clock';
 import type { DispatchConfig, RewardsConfig, RewardsEnvironmentConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { ConnectionsService } from '../connections/connections.service';
@@ -25,6 +26,7 @@ import {
   type RewardRow,
   type RewardStatus,
   countsOf,
+  dueAt,
   failureBody,
   httpStatusOf,
   progressOf,
@@ -63,6 +65,7 @@ export class RewardDispatchService {
     private readonly audit: AuditLog,
     private readonly db: Database,
     private readonly pacer: AccountPacer,
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -91,7 +94,10 @@ export class RewardDispatchService {
     idempotencyKey: string | undefined,
     dto: SendRewardsDto,
     rawBody: unknown,
-    { respondAsync = false, arrivedAt = Date.now() }: { respondAsync?: boolean; arrivedAt?: number } = {},
+    {
+      respondAsync = false,
+      arrivedAt = this.clock.now(),
+    }: { respondAsync?: boolean; arrivedAt?: number } = {},
   ): Promise<HttpOutcome> {
     const key = validateKey(idempotencyKey);
     const requestHash = sha256Hex(canonicalJson(rawBody));
@@ -134,7 +140,7 @@ export class RewardDispatchService {
       upstream_payload: { payment: { funding_source_id: prepared.request.funding_source_id } },
       status: answerNow ? 'queued' : 'sending',
       attempts: answerNow ? 0 : 1,
-      next_attempt_at: beyondBound > 0 ? new Date(Date.now() + beyondBound) : null,
+      next_attempt_at: beyondBound > 0 ? new Date(this.clock.now() + beyondBound) : null,
       upstream_order_id: null,
       last_error: null,
       response_status: null,
@@ -205,7 +211,7 @@ export class RewardDispatchService {
     rewards: RewardRow[],
     counts: Record<RewardStatus, number>,
   ): HttpOutcome {
-    const now = Date.now();
+    const now = this.clock.now();
     const due = dueAt(row, now);
     const progress = progressOf(counts, this.msPerReward(row), due);
     const until = progress.estimated_completion_at ? Date.parse(progress.estimated_completion_at) : due;
@@ -228,7 +234,7 @@ export class RewardDispatchService {
       rewards.length >= row.reward_count
         ? countsOf(rewards)
         : ((await this.store.countsOf([row.id])).get(row.id) as Record<RewardStatus, number>);
-    return { counts, progress: progressOf(counts, this.msPerReward(row), dueAt(row, Date.now())) };
+    return { counts, progress: progressOf(counts, this.msPerReward(row), dueAt(row, this.clock.now())) };
   }
 
   /** How far out the account's next slot is known to be, when beyond the interactive bound (ms); else 0. */
@@ -402,22 +408,18 @@ export class RewardDispatchService {
     const page = rows.slice(0, limit);
     const ids = page.map((r) => r.id);
     const [rewards, counts] = await Promise.all([this.store.rewardsOf(ids), this.store.countsOf(ids)]);
+    const now = this.clock.now();
     return {
       dispatches: page.map((r) => {
         const c = counts.get(r.id) as Record<RewardStatus, number>;
         return this.sender.view(r, rewards.get(r.id) ?? [], {
           counts: c,
-          progress: progressOf(c, this.msPerReward(r)),
+          progress: progressOf(c, this.msPerReward(r), now),
         });
       }),
       next_offset: rows.length > limit ? offset + limit : null,
     };
   }
-}
-
-/** When a dispatch's open rewards are due: its next attempt, or now. */
-function dueAt(row: DispatchRow, now: number): number {
-  return row.next_attempt_at ? Math.max(now, new Date(row.next_attempt_at).getTime()) : now;
 }
 
 /**

@@ -5,6 +5,7 @@ import type { AccountPacer, Priority, Slot } from './account-pacer';
 import { type CallRecorder, operationOf, recorded } from './call-recorder';
 import { RewardsApiError } from './rewards-api.errors';
 import { span } from '../common/tracing';
+import type { Clock } from '../common/clock';
 import type {
   OrderRequest,
   UpstreamOrder,
@@ -63,6 +64,8 @@ export class ConnectionClient {
     private readonly tokens: TokenSource,
     private readonly environments: RewardsConfig,
     readonly connectionId: string,
+    /** Whose time a 401's answer and the interactive bound are read on. */
+    private readonly clock: Clock,
     private readonly pacer: AccountPacer | null = null,
     readonly priority: Priority = 'interactive',
     /**
@@ -193,7 +196,7 @@ export class ConnectionClient {
           if (++unauthorized > MAX_UNAUTHORIZED_RETRIES) throw tooManyUnauthorized(error);
           refusedBefore = await span(
             'token',
-            () => this.tokens.unauthorized(this.connectionId, token, Date.now(), refusedBefore),
+            () => this.tokens.unauthorized(this.connectionId, token, this.clock.now(), refusedBefore),
             { 'token.after_401': true },
           );
           continue;
@@ -236,7 +239,7 @@ export class ConnectionClient {
         this.connectionId,
         env.pacing,
         this.priority,
-        this.waitUntil === null ? null : Math.max(0, this.waitUntil - Date.now()),
+        this.waitUntil === null ? null : Math.max(0, this.waitUntil - this.clock.now()),
       ),
     );
     this.pacingTurn = turn.then(

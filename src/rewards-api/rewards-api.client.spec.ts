@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RewardsEnvironmentConfig } from '../config/app-config';
-import { RewardsApiClient } from './rewards-api.client';
+import { ManualClock } from '../../test/support/clock';
+import { RewardsApiClient, retryAfterSeconds } from './rewards-api.client';
 import { RewardsApiError } from './rewards-api.errors';
 
 /**
@@ -13,7 +14,8 @@ describe('RewardsApiClient against a hostile upstream', () => {
   let env: RewardsEnvironmentConfig;
   let handler: (req: IncomingMessage, res: ServerResponse) => void;
   const seen: IncomingMessage[] = [];
-  const client = new RewardsApiClient();
+  const clock = new ManualClock();
+  const client = new RewardsApiClient(clock);
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -111,5 +113,40 @@ describe('RewardsApiClient against a hostile upstream', () => {
     expect(new URLSearchParams(form).get('refresh_token')).toBe('rt-1');
     expect(seen.at(-1)?.headers['content-type']).toBe('application/x-www-form-urlencoded');
     expect(JSON.stringify({ message: error.message, body: error.body })).not.toContain('secret');
+  });
+
+  it('dates a token without created_at, and a Retry-After date, on its own clock', async () => {
+    handler = (_req, res) =>
+      res
+        .writeHead(200, { 'Content-Type': 'application/json' })
+        .end('{"access_token":"at","refresh_token":"rt","expires_in":60}');
+    const tokens = await client.refreshToken(env, 'rt-1', 2_000);
+    expect(tokens.issuedAt.getTime()).toBe(clock.now());
+    expect(tokens.expiresAt.getTime()).toBe(clock.now() + 60_000);
+    const in30s = new Date(clock.now() + 30_000).toUTCString();
+    handler = (_req, res) =>
+      res.writeHead(429, { 'Retry-After': in30s, 'Content-Type': 'application/json' }).end('{}');
+    const limited = await failure(client.call(env, 'tok', 'GET', '/fields', undefined, 2_000));
+    expect(limited.retryAfterSeconds).toBe(30);
+  });
+});
+
+describe('retryAfterSeconds: a Retry-After header', () => {
+  const now = Date.UTC(2030, 0, 1, 12, 0, 0);
+
+  it('reads delay-seconds as they are, never below zero', () => {
+    expect(retryAfterSeconds('7', now)).toBe(7);
+    expect(retryAfterSeconds('-3', now)).toBe(0);
+  });
+
+  it('counts an HTTP date from now, rounding up; a date already past is no wait', () => {
+    expect(retryAfterSeconds('Tue, 01 Jan 2030 12:00:30 GMT', now)).toBe(30);
+    expect(retryAfterSeconds('Tue, 01 Jan 2030 12:00:30 GMT', now + 500)).toBe(30);
+    expect(retryAfterSeconds('Tue, 01 Jan 2030 11:59:00 GMT', now)).toBe(0);
+  });
+
+  it('is null when absent or unreadable', () => {
+    expect(retryAfterSeconds(undefined, now)).toBeNull();
+    expect(retryAfterSeconds('soon', now)).toBeNull();
   });
 });

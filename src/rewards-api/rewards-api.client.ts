@@ -5,6 +5,7 @@ import type { RewardsEnvironmentConfig } from '../config/app-config';
 import { RewardsApiError, upstreamMessage } from './rewards-api.errors';
 import { type Span, SpanStatusCode } from '@opentelemetry/api';
 import { clientSpan } from '../common/tracing';
+import { Clock } from '../common/clock';
 
 /** A token response, normalised. `refreshToken` is absent when the service did not rotate it. */
 export interface TokenSet {
@@ -32,8 +33,11 @@ interface RawResponse {
 export const TOKEN_CALL_TIMEOUT_MS = 10_000;
 export const API_CALL_TIMEOUT_MS = 15_000;
 
-/** Turns a raw token response into a TokenSet; expiry is `created_at + expires_in` (spec §5). */
-export function normaliseTokenResponse(raw: Record<string, unknown>, receivedAt = Date.now()): TokenSet {
+/**
+ * Turns a raw token response into a TokenSet; expiry is `created_at + expires_in` (spec §5). `receivedAt`: when the
+ * response came (epoch ms, the caller's clock).
+ */
+export function normaliseTokenResponse(raw: Record<string, unknown>, receivedAt: number): TokenSet {
   if (typeof raw.access_token !== 'string' || !raw.access_token) {
     throw new RewardsApiError('transient', 'token response without access_token', 200);
   }
@@ -72,7 +76,10 @@ export class RewardsApiClient implements OnModuleDestroy {
   /** Each configured base URL as origin + path prefix (a base URL may carry a path: the mounted sandbox's `/sandbox`). */
   private readonly targets = new Map<string, Target>();
 
-  constructor(@Optional() private readonly metrics?: MetricsService) {}
+  constructor(
+    private readonly clock: Clock,
+    @Optional() private readonly metrics?: MetricsService,
+  ) {}
 
   private target(baseUrl: string): Target {
     let target = this.targets.get(baseUrl);
@@ -118,7 +125,7 @@ export class RewardsApiClient implements OnModuleDestroy {
       timeoutMs,
     );
     const json = parseJson(res) as Record<string, unknown>;
-    if (res.status === 200) return normaliseTokenResponse(json);
+    if (res.status === 200) return normaliseTokenResponse(json, this.clock.now());
     const error = typeof json.error === 'string' ? json.error : `http_${res.status}`;
     if (res.status === 400 && error === 'invalid_grant') {
       throw new RewardsApiError(
@@ -142,7 +149,7 @@ export class RewardsApiClient implements OnModuleDestroy {
         `token endpoint answered ${res.status}`,
         res.status,
         { error },
-        retryAfter(res),
+        retryAfter(res, this.clock.now()),
       );
     }
     throw new RewardsApiError('rejected', `token endpoint answered ${res.status} ${error}`, res.status, {
@@ -177,7 +184,7 @@ export class RewardsApiClient implements OnModuleDestroy {
     const message = upstreamMessage(json) ?? `rewards service answered ${res.status}`;
     if (res.status === 401) throw new RewardsApiError('unauthorized', message, 401, json);
     if (res.status === 429 || res.status >= 500)
-      throw new RewardsApiError('transient', message, res.status, json, retryAfter(res));
+      throw new RewardsApiError('transient', message, res.status, json, retryAfter(res, this.clock.now()));
     throw new RewardsApiError('rejected', message, res.status, json);
   }
 
@@ -273,12 +280,16 @@ function parseJson(res: RawResponse): unknown {
   }
 }
 
-function retryAfter(res: RawResponse): number | null {
+function retryAfter(res: RawResponse, now: number): number | null {
   const raw = res.headers['retry-after'];
-  const header = Array.isArray(raw) ? raw[0] : raw;
+  return retryAfterSeconds(Array.isArray(raw) ? raw[0] : raw, now);
+}
+
+/** A `Retry-After` header's wait in seconds — delay-seconds, or an HTTP date counted from `now` (epoch ms) — or null. */
+export function retryAfterSeconds(header: string | undefined, now: number): number | null {
   if (!header) return null;
   const seconds = Number(header);
   if (Number.isFinite(seconds)) return Math.max(0, seconds);
   const date = Date.parse(header);
-  return Number.isFinite(date) ? Math.max(0, Math.ceil((date - Date.now()) / 1000)) : null;
+  return Number.isFinite(date) ? Math.max(0, Math.ceil((date - now) / 1000)) : null;
 }

@@ -1,4 +1,5 @@
 import { Injectable, Logger, Optional } from '@nestjs/common';
+import { Clock } from '../common/clock';
 import { MetricsService } from '../metrics/metrics.service';
 import type { Pool, PoolClient } from 'pg';
 import { NotificationsService } from '../database/notifications.service';
@@ -88,6 +89,11 @@ export abstract class ConnectionStatus {
 }
 type Detail = Record<string, unknown>;
 
+/** The cooldown after the `failures`-th transient refresh failure in a row (ms): what markRefreshFailed writes. */
+export function refreshBackoffMs(failures: number): number {
+  return Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (failures - 1));
+}
+
 export function usableUntil(issuedAt: number, expiresAt: number): number {
   const skew = Math.min(REFRESH_SKEW_MS, (expiresAt - issuedAt) * REFRESH_SKEW_FRACTION);
   return expiresAt - skew;
@@ -146,6 +152,7 @@ export class AccessTokenProvider implements TokenSource {
     private readonly api: RewardsApiClient,
     private readonly connections: ConnectionStatus,
     private readonly grants: GrantStore,
+    private readonly clock: Clock,
     @Optional() private readonly metrics?: MetricsService,
     @Optional() notifications?: NotificationsService,
     @Optional() private readonly recorder?: CallRecorder,
@@ -164,7 +171,7 @@ export class AccessTokenProvider implements TokenSource {
   async getAccessToken(connectionId: string): Promise<AccessToken> {
     this.markUsed(connectionId);
     const cached = this.cache.get(connectionId);
-    if (cached && cached.refreshAt > Date.now()) return cached;
+    if (cached && cached.refreshAt > this.clock.now()) return cached;
     return this.singleFlight(connectionId, async () => {
       const row = await this.readGrant(connectionId);
       const token = this.usable(row);
@@ -179,7 +186,7 @@ export class AccessTokenProvider implements TokenSource {
    */
   async afterUnauthorized(connectionId: string, used: ConnectionToken): Promise<AccessToken> {
     const cached = this.cache.get(connectionId);
-    if (cached && cached.generation > used.generation && cached.refreshAt > Date.now()) return cached;
+    if (cached && cached.generation > used.generation && cached.refreshAt > this.clock.now()) return cached;
     this.cache.delete(connectionId);
     return this.singleFlight(connectionId, async () => {
       const row = await this.readGrant(connectionId);
@@ -253,7 +260,7 @@ export class AccessTokenProvider implements TokenSource {
 
   /** Records `last_used_at` at most once a minute per connection and process, off the caller's path. */
   private markUsed(connectionId: string): void {
-    const now = Date.now();
+    const now = this.clock.now();
     if (now - (this.lastUseWritten.get(connectionId) ?? 0) < LAST_USED_WRITE_INTERVAL_MS) return;
     this.lastUseWritten.set(connectionId, now);
     this.connections
@@ -281,7 +288,8 @@ export class AccessTokenProvider implements TokenSource {
   private usable(row: GrantRow): AccessToken | null {
     const issued = row.issued_at.getTime();
     const until = usableUntil(issued, row.expires_at.getTime());
-    if (until > Date.now()) {
+    const now = this.clock.now();
+    if (until > now) {
       const token: AccessToken = {
         token: this.vault.open(GRANT_ACCESS, row.connection_id, row.access_token_enc),
         generation: row.generation,
@@ -292,9 +300,9 @@ export class AccessTokenProvider implements TokenSource {
       this.cache.set(row.connection_id, token);
       return token;
     }
-    if (row.backoff_until && row.backoff_until.getTime() > Date.now()) {
+    if (row.backoff_until && row.backoff_until.getTime() > now) {
       this.metrics?.refreshBackoffs.inc();
-      throw new RefreshBackoffError((row.backoff_until.getTime() - Date.now()) / 1000);
+      throw new RefreshBackoffError((row.backoff_until.getTime() - now) / 1000);
     }
     return null;
   }
@@ -351,8 +359,9 @@ export class AccessTokenProvider implements TokenSource {
           `configured for ${row.environment}, which this gateway no longer has`,
         );
       const refusedUntil = this.appCredentialsRefusedUntil.get(row.environment) ?? 0;
-      if (refusedUntil > Date.now())
-        throw new AppCredentialsInvalidError(row.environment, (refusedUntil - Date.now()) / 1000);
+      const now = this.clock.now();
+      if (refusedUntil > now)
+        throw new AppCredentialsInvalidError(row.environment, (refusedUntil - now) / 1000);
       const refreshToken = this.vault.open(GRANT_REFRESH, connectionId, row.refresh_token_enc);
       let tokens: TokenSet;
       try {
@@ -462,7 +471,7 @@ export class AccessTokenProvider implements TokenSource {
     environment: RewardsEnvironment,
     error: RewardsApiError,
   ): Promise<AppCredentialsInvalidError> {
-    this.appCredentialsRefusedUntil.set(environment, Date.now() + APP_CREDENTIALS_RETRY_MS);
+    this.appCredentialsRefusedUntil.set(environment, this.clock.now() + APP_CREDENTIALS_RETRY_MS);
     this.logger.error(
       { environment, status: error.status },
       'the rewards service rejected this gateway’s app credentials (invalid_client)',
@@ -493,10 +502,9 @@ export class AccessTokenProvider implements TokenSource {
       { connectionId, status: error.status, outcomeUnknown: error.outcomeUnknown, failures },
       'token refresh failed',
     );
-    const backoffMs = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (failures - 1));
     return new RefreshFailedError(
       error.outcomeUnknown ? 'no answer from the rewards service' : error.message,
-      backoffMs / 1000,
+      refreshBackoffMs(failures) / 1000,
     );
   }
 }

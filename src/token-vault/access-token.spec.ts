@@ -1,9 +1,12 @@
 import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
 import { ManualClock } from '../../test/support/clock';
 import {
+  BACKOFF_BASE_MS,
+  BACKOFF_MAX_MS,
   EXPIRY_MARGIN_MS,
   REFRESH_SKEW_MS,
   judgeUnauthorized,
+  refreshBackoffMs,
   usableUntil,
   validAt,
 } from './access-token.provider';
@@ -31,7 +34,9 @@ describe('token expiry', () => {
   });
 
   it('keeps the old refresh token when the response has none', () => {
-    expect(normaliseTokenResponse({ access_token: 'a', expires_in: 60 }).refreshToken).toBeUndefined();
+    expect(
+      normaliseTokenResponse({ access_token: 'a', expires_in: 60 }, 1_800_000_000_000).refreshToken,
+    ).toBeUndefined();
   });
 
   it('refreshes early by a skew that never exceeds a tenth of the lifetime', () => {
@@ -70,5 +75,18 @@ describe('a 401 and the grant', () => {
     expect(judgeUnauthorized(fresh, clock.now(), 1)).toBe('grant_refused');
     // The same token again (not newer than the one refused): another refresh, no verdict on the grant.
     expect(judgeUnauthorized(first, clock.now(), 1)).toBe('refused');
+  });
+});
+
+describe('the cooldown after transient refresh failures', () => {
+  it('doubles from the base with each failure in a row', () => {
+    expect([1, 2, 3, 4].map(refreshBackoffMs)).toEqual([2_000, 4_000, 8_000, 16_000]);
+    expect(refreshBackoffMs(1)).toBe(BACKOFF_BASE_MS);
+  });
+
+  it('is capped at five minutes', () => {
+    expect(refreshBackoffMs(8)).toBe(256_000);
+    expect(refreshBackoffMs(9)).toBe(BACKOFF_MAX_MS);
+    expect(refreshBackoffMs(50)).toBe(300_000);
   });
 });

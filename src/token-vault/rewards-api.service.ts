@@ -1,4 +1,5 @@
 import { Injectable, Optional } from '@nestjs/common';
+import { Clock } from '../common/clock';
 import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { AccountPacer, type Priority } from '../rewards-api/account-pacer';
@@ -20,6 +21,7 @@ export class RewardsApi {
     private readonly http: RewardsApiClient,
     private readonly tokens: AccessTokenProvider,
     private readonly pacer: AccountPacer,
+    private readonly clock: Clock,
     /** The connection activity: every request made for a stored connection is reported there. */
     @Optional() private readonly recorder?: CallRecorder,
   ) {}
@@ -39,6 +41,7 @@ export class RewardsApi {
       this.tokens,
       this.environments,
       connectionId,
+      this.clock,
       this.pacer,
       priority,
       waitUntil,
@@ -65,6 +68,7 @@ export class RewardsApi {
       grant,
       this.environments,
       paceAs ?? 'unstored-grant',
+      this.clock,
       paceAs ? this.pacer : null,
       'interactive',
     );

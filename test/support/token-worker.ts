@@ -18,6 +18,7 @@ import { ConnectionStateStore } from '../../src/connections/connection-state.sto
 import { GrantStore } from '../../src/token-vault/grant.store';
 import { Vault } from '../../src/token-vault/vault.service';
 import { terminate } from '../../src/common/terminate';
+import { systemClock } from '../../src/common/clock';
 
 const config = parseConfig(JSON.parse(process.env.WORKER_ENV as string) as Record<string, string>);
 const db = new Database(config.database);
@@ -25,11 +26,12 @@ const provider = new AccessTokenProvider(
   config.rewards,
   new Vault(config.vaultKeys),
   db,
-  new RewardsApiClient(),
+  new RewardsApiClient(systemClock),
   new ConnectionStateStore(),
   new GrantStore(),
+  systemClock,
 );
-const api = new RewardsApiClient();
+const api = new RewardsApiClient(systemClock);
 const hash = (token: string) => createHash('sha256').update(token).digest('hex').slice(0, 16);
 
 async function oneCall(connectionId: string): Promise<CallResult> {
@@ -62,7 +64,7 @@ async function probe(connectionId: string): Promise<CallResult> {
       provider.unauthorized(id, used, answeredAt, refusedBefore),
   };
   try {
-    await new ConnectionClient(api, recording, config.rewards, connectionId).probe();
+    await new ConnectionClient(api, recording, config.rewards, connectionId, systemClock).probe();
     return { status: 200, tokens, ms: performance.now() - started };
   } catch (error) {
     return {
