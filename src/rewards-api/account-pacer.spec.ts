@@ -15,8 +15,8 @@ function slots(pacing: PacingConfig, n: number): number[] {
 
 describe('spacingMs: the spacing between two requests of an account', () => {
   it('spreads the requests beyond a burst over a second widened by the margin', () => {
-    expect(spacingMs({ rps: 10, burst: 1 })).toBe(105);
-    expect(spacingMs({ rps: 10, burst: 3 })).toBe(131.25);
+    expect(spacingMs({ rps: 10, burst: 1 })).toBe(110);
+    expect(spacingMs({ rps: 10, burst: 3 })).toBe(137.5);
     expect(spacingMs({ rps: 1, burst: 1 })).toBe(1000 + PACING_MARGIN_MS);
   });
 

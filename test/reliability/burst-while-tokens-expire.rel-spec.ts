@@ -16,15 +16,7 @@ const GATEWAYS = 4;
 const PER_GATEWAY = 200;
 const SENDS = GATEWAYS * PER_GATEWAY;
 /** Every request is answered within this (201 sent, or 202 queued when its slot lies beyond the interactive bound). */
-/**
- * The scenario's goals are every answer within 7 s and no 429. On this suite's 2-core machine — 4 gateways, the
- * sandbox, Postgres and 800 concurrent clients sharing it — the measured p99 is 6–7 s and a stalled sandbox process
- * counts, now and then, one request too many in a second (it counts by handling time, not arrival): the test holds
- * p99 to 7 s, every answer to 9 s and the 429s to 2 per account, each absorbed (retried, sent once: checked above).
- */
-const ANSWER_P99_MS = 7_000;
-const ANSWER_WITHIN_MS = 9_000;
-const MAX_429_PER_ACCOUNT = 2;
+const ANSWER_WITHIN_MS = 7_000;
 const SHORT_TTL_S = 3;
 
 /** The two bursts run at once on two accounts, each with its own 10/s window: one with 3-second tokens, one with 2-hour. */
@@ -315,13 +307,12 @@ describe('a burst of single sends across 4 gateway processes while tokens expire
       `burst: ${answered}; all sent after ${finishedIn} ms; ` +
         `token calls: ${tokenCalls('burst-short')} (3-s tokens), ${tokenCalls('burst-long')} (2-h tokens)`,
     );
-    // The pace held even as the machine delayed requests on their way (see MAX_429_PER_ACCOUNT).
+    // The pace held even as the machine delayed requests on their way: no 429 at all.
     for (const { account } of BURSTS)
-      expect(
-        after.rate_limit[account].rejected_429 - (before.rate_limit[account]?.rejected_429 ?? 0),
-      ).toBeLessThanOrEqual(MAX_429_PER_ACCOUNT);
-    // …and answered in time.
-    expect(pct(99)).toBeLessThanOrEqual(ANSWER_P99_MS);
+      expect(after.rate_limit[account].rejected_429 - (before.rate_limit[account]?.rejected_429 ?? 0)).toBe(
+        0,
+      );
+    // …and every request was answered in time.
     expect(
       answers.filter((a) => a.ms > ANSWER_WITHIN_MS).map((a) => ({ key: a.key, status: a.status, ms: a.ms })),
     ).toEqual([]);
