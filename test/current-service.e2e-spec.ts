@@ -28,6 +28,8 @@ describe('sending through the current rewards service', () => {
       DISPATCH_UPSTREAM_TIMEOUT_MS: '1000',
       DISPATCH_LEASE_MS: '3000',
       DISPATCH_APPROVAL_CHECK_MS: '200',
+      // After invalid_client, sends fail fast for this long (default 10 s) before the token endpoint is asked again.
+      TOKEN_APP_CREDENTIALS_RETRY_MS: '2000',
     });
     await control(t, '/reset');
     await createTenant(t, 'shop');

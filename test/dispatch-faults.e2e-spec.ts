@@ -7,6 +7,15 @@ import { reward, send, waitFor } from './support/send';
 
 const SENDS = 500;
 const CALLERS = 10;
+/**
+ * The sends are spread over this many tenants (each its own connection, all to the sandbox's one account). A send that
+ * failed is retried by the worker, which sends at most two interactive dispatches per connection at once (fairness
+ * between accounts): with one tenant the retries of the same 500 rewards drain two at a time, with five ten at a time.
+ */
+const TENANTS = ['faulty', 'faulty-2', 'faulty-3', 'faulty-4', 'faulty-5'];
+const TIMEOUT_MS = 300;
+/** The sandbox does the work, then answers this late: after the gateway's timeout. */
+const LATE_MS = 2 * TIMEOUT_MS;
 
 describe('dispatch under upstream faults', () => {
   let t: TestApp;
@@ -14,16 +23,21 @@ describe('dispatch under upstream faults', () => {
     t = await startTestApp({
       DISPATCH_RETRY_BASE_MS: '100',
       // The proof is exactly-once under faults, not the backoff curve: keep the longest wait short.
-      DISPATCH_RETRY_MAX_MS: '2000',
+      DISPATCH_RETRY_MAX_MS: '1000',
       DISPATCH_POLL_MS: '100',
-      DISPATCH_UPSTREAM_TIMEOUT_MS: '800',
+      // An answer later than this is an unknown outcome (the order may exist upstream): LATE_MS below is later. Short,
+      // since every such wait holds one of the worker's two sends per account; a call slowed by a loaded machine only
+      // adds faults of the same kind.
+      DISPATCH_UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS),
       DISPATCH_LEASE_MS: '5000',
       DISPATCH_MAX_ATTEMPTS: '40',
       LOG_LEVEL: 'error',
     });
     await control(t, '/reset');
-    await createTenant(t, 'faulty');
-    await connectTenant(t, 'faulty');
+    for (const tenant of TENANTS) {
+      await createTenant(t, tenant);
+      await connectTenant(t, tenant);
+    }
   });
   afterAll(async () => {
     await t.close();
@@ -32,14 +46,14 @@ describe('dispatch under upstream faults', () => {
   it('sends 500 rewards exactly once despite 30% 503s, 429s with Retry-After and answers that come too late', async () => {
     await control(t, '/faults', { route: 'orders', status: 503, probability: 0.3 });
     await control(t, '/faults', { route: 'orders', status: 429, retry_after: 1, probability: 0.1 });
-    await control(t, '/faults', { route: 'orders', delay_after_work_ms: 1_200, probability: 0.1 });
+    await control(t, '/faults', { route: 'orders', delay_after_work_ms: LATE_MS, probability: 0.1 });
     const statuses: number[] = [];
     let next = 0;
     await Promise.all(
       Array.from({ length: CALLERS }, async () => {
         while (next < SENDS) {
           const i = next++;
-          const res = await send(t, 'faulty', `fault-${i}`, {
+          const res = await send(t, TENANTS[i % TENANTS.length], `fault-${i}`, {
             funding_source_id: 'FSDEMOMAIN',
             rewards: [reward({ recipient: { name: `R${i}`, email: `r${i}@example.com` } })],
           });
@@ -79,7 +93,7 @@ describe('dispatch under upstream faults', () => {
     await control(t, '/reset');
     await connectTenant(t, 'faulty');
     await control(t, '/faults', { route: 'orders', status: 503, probability: 0.3 });
-    await control(t, '/faults', { route: 'orders', delay_after_work_ms: 1_200, probability: 0.1 });
+    await control(t, '/faults', { route: 'orders', delay_after_work_ms: LATE_MS, probability: 0.1 });
     const recipients: string[] = [];
     const statuses = await Promise.all(
       Array.from({ length: 50 }, async (_, d) => {

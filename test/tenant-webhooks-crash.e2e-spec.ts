@@ -76,6 +76,8 @@ describe('tenant webhooks: the gateway killed with SIGKILL between a state chang
       WEBHOOK_POLL_MS: '100',
       WEBHOOK_RETRY_SCHEDULE_MS: '200,400,800',
       WEBHOOK_TIMEOUT_MS: '1000',
+      // A claim's lease is the timeout plus this margin (default 20 s): a dead process's claims come back sooner.
+      WEBHOOK_LEASE_MARGIN_MS: '2000',
       LOG_LEVEL: 'error',
     };
     gateway = await startGatewayProcess(env, port);
@@ -150,10 +152,19 @@ describe('tenant webhooks: the gateway killed with SIGKILL between a state chang
       (n) => n >= 4,
     );
     await kill();
+    // Where the dead process's leases end (each claim moved the row's next attempt that far ahead).
+    const leases = new Map(
+      (
+        await sql(
+          `SELECT id, (extract(epoch FROM next_attempt_at) * 1000)::float8 AS until_ms FROM webhook_outbox WHERE id = ANY($1::uuid[])`,
+          [rows.map((r) => r.id)],
+        )
+      ).map((r) => [r.id as string, r.until_ms as number]),
+    );
 
     receiver.answer = () => 200;
     gateway = await startGatewayProcess(env, port);
-    // The dead process's claims are leases: the rows come back when they end (timeout + 20 s), not before.
+    // The dead process's claims are leases: the rows come back when they end (timeout + margin), not before.
     const arrived = await waitFor(
       async () => receiver.accepted('/hook').filter((r) => rows.some((row) => row.id === r.id)),
       (list) => new Set(list.map((r) => r.id)).size >= 4,
@@ -164,5 +175,8 @@ describe('tenant webhooks: the gateway killed with SIGKILL between a state chang
     expect(again).toHaveLength(4);
     expect(arrived.map((r) => r.id).sort()).toEqual(rows.map((r) => r.id).sort());
     for (const r of again) verified(secret, r);
+    // Not before: each was sent again (webhook-timestamp, whole seconds) no earlier than its lease's end.
+    for (const r of again)
+      expect(Number(r.timestamp)).toBeGreaterThanOrEqual(Math.floor((leases.get(r.id) as number) / 1000));
   }, 120_000);
 });

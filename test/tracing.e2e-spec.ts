@@ -375,6 +375,9 @@ describe('OpenTelemetry traces', () => {
     const p = await gateway(port, {
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${closed}`,
       OTEL_BSP_SCHEDULE_DELAY: '100',
+      // The exporter retries a refused connection with backoff until its timeout (10 s by default) before it reports
+      // the failure: 1 s reports it sooner, and more failures then fall in the once-a-minute window checked below.
+      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
       REWARDS_SANDBOX_RATE_LIMIT_RPS: '0',
     });
     for (const n of [1, 2, 3])

@@ -17,6 +17,9 @@ describe('the configuration', () => {
     expect(settings.rewards.sandbox?.baseUrl).toBe('http://localhost:3000/sandbox');
     expect(settings.defaultEnvironment).toBe('sandbox');
     expect(settings.logLevel).toBe('info');
+    // The waits the tests shorten (each e2e test that sets one proves its behaviour with a shorter value).
+    expect(settings.tokens).toEqual({ refreshLockTimeoutMs: 5_000, appCredentialsRetryMs: 10_000 });
+    expect(settings.webhooks.leaseMarginMs).toBe(20_000);
   });
 
   it('traces only with an OTLP endpoint: protobuf by default, JSON on request, grpc refused by name', () => {

@@ -140,8 +140,21 @@ export interface TenantWebhooksConfig {
   readonly disableAfterMs: number;
   /** Timeout of one delivery (connect, answer and the capped body read). */
   readonly timeoutMs: number;
+  /**
+   * A claim's lease beyond the delivery's own timeout: a row claimed by a process that died is due again this long
+   * after its timeout would have ended.
+   */
+  readonly leaseMarginMs: number;
   /** Deliveries in flight per instance (at most 4 per endpoint). */
   readonly concurrency: number;
+}
+
+/** Access tokens (token-vault/access-token.provider.ts). */
+export interface TokensConfig {
+  /** How long a caller waits for another instance's refresh lock before `refresh_lock_timeout`. */
+  readonly refreshLockTimeoutMs: number;
+  /** After `invalid_client`, each instance asks the token endpoint again at most this often per environment. */
+  readonly appCredentialsRetryMs: number;
 }
 
 /** The audit trail (`audit_events`). */
@@ -209,6 +222,7 @@ export interface AppConfig {
   readonly dispatch: DispatchConfig;
   readonly ops: OpsConfig;
   readonly webhooks: TenantWebhooksConfig;
+  readonly tokens: TokensConfig;
   readonly audit: AuditConfig;
   readonly retention: RetentionConfig;
   /** Null: tracing off (no SDK loaded, only the no-op API). */
@@ -366,6 +380,7 @@ export function readSettings(env: Env, cwd = process.cwd()): Settings {
     giveUpAfterMs: read('WEBHOOK_GIVE_UP_AFTER_MS', 3 * DAY, int(100, 30 * DAY)),
     disableAfterMs: read('WEBHOOK_DISABLE_AFTER_MS', 5 * DAY, int(100, 90 * DAY)),
     timeoutMs: read('WEBHOOK_TIMEOUT_MS', 10_000, int(100, 60_000)),
+    leaseMarginMs: read('WEBHOOK_LEASE_MARGIN_MS', 20_000, int(100, 3_600_000)),
     concurrency: read('WEBHOOK_CONCURRENCY', 16, int(1, 256)),
   };
 
@@ -389,6 +404,10 @@ export function readSettings(env: Env, cwd = process.cwd()): Settings {
     dispatch,
     ops,
     webhooks,
+    tokens: {
+      refreshLockTimeoutMs: read('TOKEN_REFRESH_LOCK_TIMEOUT_MS', 5_000, int(100, 60_000)),
+      appCredentialsRetryMs: read('TOKEN_APP_CREDENTIALS_RETRY_MS', 10_000, int(100, 3_600_000)),
+    },
     audit: { retentionDays: read('AUDIT_RETENTION_DAYS', 400, int(1, 3650)) },
     retention: {
       dispatchDays: read('DISPATCH_RETENTION_DAYS', 400, int(0, 36500)),

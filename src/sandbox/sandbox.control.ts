@@ -10,7 +10,7 @@ import type {
   SandboxState,
   SeedAccount,
 } from './sandbox.state';
-import { demoSeed } from './sandbox.state';
+import { UNAUTHENTICATED_MAP_CAP, demoSeed } from './sandbox.state';
 import { checkFields, checkSeedAccount, normalizeFields } from './sandbox.seed';
 import { approveOrder, findOrder, orderView, rejectOrder } from './sandbox.orders';
 import { webhookControlRouter } from './sandbox.webhooks';
@@ -222,6 +222,7 @@ function settingsView(s: SandboxSettings) {
     pending_approval_http_status: s.pendingApprovalStatus,
     rate_limit_rps: s.rateLimitRps,
     rate_limit_retry_after: s.rateLimitRetryAfter ?? null,
+    unauthenticated_map_cap: s.unauthenticatedMapCap,
   };
 }
 
@@ -264,6 +265,12 @@ function applySettings(state: SandboxState, body: Record<string, unknown>): stri
     else if (!num('rate_limit_retry_after', 0))
       return 'rate_limit_retry_after must be a number of seconds >= 0, or null for no header';
     else next.rateLimitRetryAfter = body.rate_limit_retry_after as number;
+  }
+  if (body.unauthenticated_map_cap !== undefined) {
+    const cap = body.unauthenticated_map_cap;
+    if (!Number.isInteger(cap) || (cap as number) < 1 || (cap as number) > UNAUTHENTICATED_MAP_CAP)
+      return `unauthenticated_map_cap must be a whole number from 1 to ${UNAUTHENTICATED_MAP_CAP}`;
+    next.unauthenticatedMapCap = cap as number;
   }
   state.settings = next;
   return null;

@@ -121,7 +121,7 @@ function authorize(state: SandboxState, req: Request, res: Response): void {
     return;
   }
   const requestId = randomId('consent', 18);
-  setBounded(state.pendingConsents, requestId, request, state.now());
+  setBounded(state.pendingConsents, requestId, request, state.now(), 0, state.settings.unauthenticatedMapCap);
   res.type('html').send(consentPage(state, client, request.scopes, requestId));
 }
 
@@ -181,6 +181,7 @@ function issueCode(
     },
     state.now(),
     USED_CODE_GRACE_MS,
+    state.settings.unauthenticatedMapCap,
   );
   redirectWith(res, request.redirectUri, { code, state: request.state });
 }

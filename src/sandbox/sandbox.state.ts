@@ -39,7 +39,16 @@ export interface SandboxSettings {
   rateLimitRetryAfter?: number;
   /** Reward delivery and webhook events (`/__control/webhooks`). */
   webhooks: SandboxWebhookSettings;
+  /**
+   * Entries kept at most in each map that grows from unauthenticated requests (pending consents; codes under
+   * auto-approval): UNAUTHENTICATED_MAP_CAP, or fewer — `/__control/settings` may lower it (a test proving the bound
+   * without 10,000 requests), never raise it.
+   */
+  unauthenticatedMapCap: number;
 }
+
+/** Entries kept at most in maps that grow from unauthenticated requests; the oldest go first. */
+export const UNAUTHENTICATED_MAP_CAP = 10_000;
 
 /** The settings before configuration and `/__control` change them. */
 export function defaultSettings(): SandboxSettings {
@@ -53,15 +62,13 @@ export function defaultSettings(): SandboxSettings {
     pendingApprovalStatus: 200,
     rateLimitRps: 0,
     webhooks: { ...DEFAULT_WEBHOOK_SETTINGS, failRecipients: [] },
+    unauthenticatedMapCap: UNAUTHENTICATED_MAP_CAP,
   };
 }
 
-/** Entries kept at most in maps that grow from unauthenticated requests; the oldest go first. */
-export const UNAUTHENTICATED_MAP_CAP = 10_000;
-
 /**
  * Bounds on everything that grows from traffic (an emulator keeps the newest, not everything). Pending consents and
- * authorization codes are capped at UNAUTHENTICATED_MAP_CAP (setBounded); the `calls` counters are keyed by route
+ * authorization codes are capped at UNAUTHENTICATED_MAP_CAP (setBounded; SandboxSettings.unauthenticatedMapCap); the `calls` counters are keyed by route
  * name (a fixed set) and the rate-limit windows by account (capped below).
  */
 export interface SandboxLimits {

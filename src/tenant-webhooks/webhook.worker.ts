@@ -14,8 +14,6 @@ import { type ClaimedDelivery, WebhookStore } from './webhook.store';
 
 /** Deliveries in flight per endpoint on one instance. */
 export const PER_ENDPOINT_IN_FLIGHT = 4;
-/** A claim's lease beyond the attempt's own timeout: a row held by a dead process is due again after this. */
-const LEASE_MARGIN_MS = 20_000;
 /** Delivered and failed rows are kept this long (the deliveries view), then purged. */
 export const OUTBOX_KEPT_DAYS = 30;
 const GAUGE_EVERY_MS = 15_000;
@@ -72,7 +70,8 @@ export class WebhookWorker extends LoopWorker {
       free,
       this.busy,
       PER_ENDPOINT_IN_FLIGHT,
-      this.config.timeoutMs + LEASE_MARGIN_MS,
+      // The lease: a row held by a dead process is due again once it ends (WEBHOOK_LEASE_MARGIN_MS past the timeout).
+      this.config.timeoutMs + this.config.leaseMarginMs,
     );
     for (const row of claimed) this.start(row);
     return { started: claimed.length, more: claimed.length === free };

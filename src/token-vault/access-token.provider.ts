@@ -5,7 +5,7 @@ import type { Pool, PoolClient } from 'pg';
 import { NotificationsService } from '../database/notifications.service';
 import { Database } from '../database/database';
 import { InjectConfig } from '../config/config.module';
-import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
+import type { RewardsConfig, RewardsEnvironment, TokensConfig } from '../config/app-config';
 import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewards-api/rewards-api.client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import type { ConnectionToken, TokenSource } from '../rewards-api/connection-client';
@@ -26,7 +26,7 @@ import {
 /** Refresh this long before expiry, but never more than a tenth of the token's lifetime (a 2 s token is used). */
 export const REFRESH_SKEW_MS = 30_000;
 export const REFRESH_SKEW_FRACTION = 0.1;
-/** How long a caller waits for another instance's refresh lock before `refresh_lock_timeout`. */
+/** How long a caller waits for another instance's refresh lock before `refresh_lock_timeout` (default). */
 export const LOCK_TIMEOUT_MS = 5_000;
 /** Cooldown after transient refresh failures: 2 s, 4 s, 8 s … capped at 5 min. */
 export const BACKOFF_BASE_MS = 2_000;
@@ -34,7 +34,7 @@ export const BACKOFF_MAX_MS = 300_000;
 /** Consecutive transient failures after which the connection shows `error`. */
 export const ERROR_THRESHOLD = 3;
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
-/** After `invalid_client`, each instance asks the token endpoint again at most this often per environment. */
+/** After `invalid_client`, each instance asks the token endpoint again at most this often per environment (default). */
 export const APP_CREDENTIALS_RETRY_MS = 10_000;
 
 export interface AccessToken extends ConnectionToken {
@@ -156,6 +156,12 @@ export class AccessTokenProvider implements TokenSource {
     @Optional() private readonly metrics?: MetricsService,
     @Optional() notifications?: NotificationsService,
     @Optional() private readonly recorder?: CallRecorder,
+    @Optional()
+    @InjectConfig('tokens')
+    private readonly tokens: TokensConfig = {
+      refreshLockTimeoutMs: LOCK_TIMEOUT_MS,
+      appCredentialsRetryMs: APP_CREDENTIALS_RETRY_MS,
+    },
   ) {
     // Another instance disconnected or replaced the connection: forget its token here too.
     notifications?.onEviction((eviction) => {
@@ -330,7 +336,7 @@ export class AccessTokenProvider implements TokenSource {
     let appCredentialsRefused: { environment: RewardsEnvironment; error: RewardsApiError } | null = null;
     try {
       await client.query('BEGIN');
-      await client.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT_MS}ms'`);
+      await client.query(`SET LOCAL lock_timeout = '${this.tokens.refreshLockTimeoutMs}ms'`);
       let row: GrantRow | undefined;
       const waited = this.metrics?.lockWait.startTimer();
       try {
@@ -471,7 +477,7 @@ export class AccessTokenProvider implements TokenSource {
     environment: RewardsEnvironment,
     error: RewardsApiError,
   ): Promise<AppCredentialsInvalidError> {
-    this.appCredentialsRefusedUntil.set(environment, this.clock.now() + APP_CREDENTIALS_RETRY_MS);
+    this.appCredentialsRefusedUntil.set(environment, this.clock.now() + this.tokens.appCredentialsRetryMs);
     this.logger.error(
       { environment, status: error.status },
       'the rewards service rejected this gateway’s app credentials (invalid_client)',
@@ -483,7 +489,7 @@ export class AccessTokenProvider implements TokenSource {
         `The token endpoint answered ${error.status ?? '?'} invalid_client for the ${environment} app credentials.`,
       )
       .catch((e: Error) => this.logger.warn(`could not record the app credentials state: ${e.message}`));
-    return new AppCredentialsInvalidError(environment, APP_CREDENTIALS_RETRY_MS / 1000);
+    return new AppCredentialsInvalidError(environment, this.tokens.appCredentialsRetryMs / 1000);
   }
 
   /** Keeps the old token, counts the failure and starts a cooldown; returns the error to throw. */
