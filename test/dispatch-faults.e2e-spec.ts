@@ -91,7 +91,7 @@ describe('dispatch under upstream faults', () => {
 
   it('sends every reward of 50 dispatches of 5 exactly once despite 30% 503s and answers that come after the timeout', async () => {
     await control(t, '/reset');
-    await connectTenant(t, 'faulty');
+    for (const tenant of TENANTS) await connectTenant(t, tenant);
     await control(t, '/faults', { route: 'orders', status: 503, probability: 0.3 });
     await control(t, '/faults', { route: 'orders', delay_after_work_ms: LATE_MS, probability: 0.1 });
     const recipients: string[] = [];
@@ -102,7 +102,8 @@ describe('dispatch under upstream faults', () => {
           recipients.push(email);
           return reward({ recipient: { name: `D${d} R${i}`, email } });
         });
-        return (await send(t, 'faulty', `multi-${d}`, { funding_source_id: 'BALANCE', rewards })).status;
+        const tenant = TENANTS[d % TENANTS.length];
+        return (await send(t, tenant, `multi-${d}`, { funding_source_id: 'BALANCE', rewards })).status;
       }),
     );
     expect(statuses.filter((s) => s !== 201 && s !== 202)).toEqual([]);

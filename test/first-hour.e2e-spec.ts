@@ -11,6 +11,7 @@ import type { TestApp } from './support/app';
 import { freePort, startTestApp } from './support/app';
 import { connectByApproving } from './support/connect';
 import { createTestDatabase } from './support/database';
+import { scriptArgs } from './support/script';
 import { shellPath } from './support/shell';
 
 const ROOT = path.join(__dirname, '..');
@@ -329,24 +330,22 @@ interface Main {
 
 /**
  * src/main.ts as its own process, as `npm start` runs it (with exactly `env`, plus PATH and HOME), in a process group
- * of its own: `process.kill(-pid, 'SIGINT')` is then what a terminal's Ctrl-C does.
+ * of its own: `process.kill(-pid, 'SIGINT')` is then what a terminal's Ctrl-C does. Plain JavaScript, as `npm start`
+ * runs the build: the copy global setup transpiled once for the run (test/support/script.ts), not ts-node compiling
+ * the sources again at each start.
  */
 function startMain(env: Record<string, string>): Main {
-  const child = spawn(
-    process.execPath,
-    ['-r', 'ts-node/register/transpile-only', path.join(ROOT, 'src', 'main.ts')],
-    {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        TS_NODE_TRANSPILE_ONLY: 'true',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
+  const child = spawn(process.execPath, scriptArgs('src/main.ts'), {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      TS_NODE_TRANSPILE_ONLY: 'true',
+      ...env,
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let output = '';
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
