@@ -8,6 +8,9 @@ import { OPS_METRICS_INTERVAL } from '../src/ops/ops-metrics.service';
 import { HEALTH_SQL, OpsService } from '../src/ops/ops.service';
 import type { TestApp } from './support/app';
 import { DispatchWorker } from '../src/reward-dispatch/dispatch.worker';
+import { ApprovalReconciler } from '../src/reward-dispatch/approval.reconciler';
+import { DeliveryReconciler } from '../src/delivery-webhooks/delivery-reconciler';
+import { WebhookWorker } from '../src/tenant-webhooks/webhook.worker';
 import { startTestApp } from './support/app';
 import { op } from './support/connect';
 import { sqlOn } from './support/database';
@@ -283,6 +286,10 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     // of its own: stop them too.
     await t.app.get(DispatchWorker).onModuleDestroy();
     await t.app.get(RetentionJob).onModuleDestroy();
+    // The other claimers too: a pass already under way, or one asked for by another path, then claims nothing.
+    await t.app.get(WebhookWorker).onModuleDestroy();
+    t.app.get(ApprovalReconciler).onModuleDestroy();
+    t.app.get(DeliveryReconciler).onModuleDestroy();
     const queries: string[] = [];
     const clientQuery = Client.prototype.query;
     Client.prototype.query = function (this: Client, ...args: unknown[]) {
