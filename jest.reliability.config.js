@@ -5,6 +5,8 @@ module.exports = {
   ...base,
   testRegex: 'test/reliability/.*\\.rel-spec\\.ts$',
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '/.test-build/'],
-  maxWorkers: 1,
+  // Two at a time, in the order of test/support/reliability-sequencer.js: the burst alongside the short scenarios.
+  maxWorkers: 2,
+  testSequencer: '<rootDir>/test/support/reliability-sequencer.js',
   testTimeout: 180_000,
 };
