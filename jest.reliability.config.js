@@ -5,8 +5,6 @@ module.exports = {
   ...base,
   testRegex: 'test/reliability/.*\\.rel-spec\\.ts$',
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '/.test-build/'],
-  // Two at a time, in the order of test/support/reliability-sequencer.js: the burst alongside the short scenarios.
-  maxWorkers: 2,
-  testSequencer: '<rootDir>/test/support/reliability-sequencer.js',
+  maxWorkers: 1,
   testTimeout: 180_000,
 };
