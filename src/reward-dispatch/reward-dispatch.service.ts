@@ -117,7 +117,9 @@ export class RewardDispatchService {
     // So is a send whose account's next slot is already known to lie beyond the interactive bound (see sender.run for
     // the bound checked as its slot is taken): due when that slot comes.
     const beyondBound =
-      batch || respondAsync ? 0 : this.knownWaitBeyondBound(prepared.connectionId, prepared.environment);
+      batch || respondAsync
+        ? 0
+        : this.knownWaitBeyondBound(prepared.connectionId, prepared.environment, arrivedAt);
     const answerNow = batch || respondAsync || beyondBound > 0;
     // The first order's rewards are marked `sending` by the insert itself: the call follows at once.
     const first = answerNow ? 0 : shape === 'array' ? prepared.rewards.length : 1;
@@ -237,11 +239,18 @@ export class RewardDispatchService {
     return { counts, progress: progressOf(counts, this.msPerReward(row), dueAt(row, this.clock.now())) };
   }
 
-  /** How far out the account's next slot is known to be, when beyond the interactive bound (ms); else 0. */
-  private knownWaitBeyondBound(connectionId: string, environment: RewardsEnvironmentConfig): number {
+  /**
+   * How far out the account's next slot is known to be, when beyond what is left of the interactive bound counted from
+   * the request's arrival (ms); else 0.
+   */
+  private knownWaitBeyondBound(
+    connectionId: string,
+    environment: RewardsEnvironmentConfig,
+    arrivedAt: number,
+  ): number {
     if (environment.pacing.rps <= 0) return 0;
     const wait = this.pacer.knownWaitMs(connectionId);
-    return wait > this.config.interactiveMaxWaitMs ? wait : 0;
+    return wait > arrivedAt + this.config.interactiveMaxWaitMs - this.clock.now() ? wait : 0;
   }
 
   /** The account's pace for estimates: the configured spacing (null when pacing is off). */
