@@ -288,8 +288,8 @@ describe('ops list at scale: keyset paging in urgency order from an index; metri
     await t.app.get(RetentionJob).onModuleDestroy();
     // The other claimers too: a pass already under way, or one asked for by another path, then claims nothing.
     await t.app.get(WebhookWorker).onModuleDestroy();
-    t.app.get(ApprovalReconciler).onModuleDestroy();
-    t.app.get(DeliveryReconciler).onModuleDestroy();
+    await t.app.get(ApprovalReconciler).onModuleDestroy();
+    await t.app.get(DeliveryReconciler).onModuleDestroy();
     const queries: string[] = [];
     const clientQuery = Client.prototype.query;
     Client.prototype.query = function (this: Client, ...args: unknown[]) {

@@ -28,3 +28,29 @@ export async function withTimeout<T>(work: Promise<T>, ms: number, message: stri
     clearTimeout(timer);
   }
 }
+
+/**
+ * One pass at a time of a background job in this process (the approval and delivery checks): `run` starts a pass
+ * unless one is under way or the job is stopped; `stop` (shutdown) refuses new passes and waits for the one under way,
+ * so that none outlives the database it uses.
+ */
+export class OnePass {
+  private current: Promise<number> | null = null;
+  private stopped = false;
+
+  get isStopped(): boolean {
+    return this.stopped;
+  }
+
+  run(pass: () => Promise<number>): Promise<number> {
+    if (this.current || this.stopped) return Promise.resolve(0);
+    const current = pass().finally(() => (this.current = null));
+    this.current = current;
+    return current;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.current?.catch(() => 0);
+  }
+}

@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { Clock } from '../common/clock';
-import { runEvery } from '../common/schedule';
+import { OnePass, runEvery } from '../common/schedule';
 import { InjectConfig } from '../config/config.module';
 import type { DispatchConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
@@ -62,8 +62,7 @@ export function deliveryOutcome(
 @Injectable()
 export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(DeliveryReconciler.name);
-  private running = false;
-  private stopped = false;
+  private readonly pass = new OnePass();
 
   constructor(
     @InjectConfig('dispatch') private readonly config: DispatchConfig,
@@ -84,21 +83,16 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
     );
   }
 
-  onModuleDestroy(): void {
-    this.stopped = true;
+  onModuleDestroy(): Promise<void> {
+    return this.pass.stop();
   }
 
   /** One pass (never two at once in a process); returns how many rewards were checked. */
-  async tick(): Promise<number> {
-    if (this.running || this.stopped) return 0;
-    this.running = true;
-    try {
+  tick(): Promise<number> {
+    return this.pass.run(async () => {
       await this.step('webhook registration retry', () => this.registrar.retryDue());
-      const checked = await this.step('delivery reconciliation', () => this.reconcile());
-      return checked;
-    } finally {
-      this.running = false;
-    }
+      return this.step('delivery reconciliation', () => this.reconcile());
+    });
   }
 
   private async step(what: string, run: () => Promise<number>): Promise<number> {
@@ -113,7 +107,7 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
   async reconcile(): Promise<number> {
     const due = await this.store.claimDeliveryChecks(CHECKS_PER_PASS, this.config.deliveryRecheckMs);
     for (const reward of due) {
-      if (this.stopped) break;
+      if (this.pass.isStopped) break;
       const outcome = await rootSpan('delivery.check', () => this.check(reward), {
         'dispatch.id': reward.dispatch_id,
       });

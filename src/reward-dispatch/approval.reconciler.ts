@@ -11,7 +11,7 @@ import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vaul
 import type { RewardUpdate } from './dispatch.store';
 import { DispatchStore } from './dispatch.store';
 import { backoffMs } from './dispatch.sender';
-import { runEvery } from '../common/schedule';
+import { OnePass, runEvery } from '../common/schedule';
 import { rootSpan } from '../common/tracing';
 import { serving } from '../common/request-context';
 
@@ -27,8 +27,7 @@ const CHECKS_PER_PASS = 10;
 @Injectable()
 export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(ApprovalReconciler.name);
-  private running = false;
-  private stopped = false;
+  private readonly pass = new OnePass();
 
   constructor(
     @InjectConfig('dispatch') private readonly config: DispatchConfig,
@@ -44,17 +43,19 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
     runEvery(this.scheduler, 'approval-reconciler', every, () => void this.tick());
   }
 
-  onModuleDestroy(): void {
-    this.stopped = true;
+  onModuleDestroy(): Promise<void> {
+    return this.pass.stop();
   }
 
   /** One pass; returns how many rewards were checked. */
-  async tick(): Promise<number> {
-    if (this.running || this.stopped) return 0;
-    this.running = true;
+  tick(): Promise<number> {
+    return this.pass.run(() => this.checkDue());
+  }
+
+  private async checkDue(): Promise<number> {
     let checked = 0;
     try {
-      while (checked < CHECKS_PER_PASS && !this.stopped) {
+      while (checked < CHECKS_PER_PASS && !this.pass.isStopped) {
         const reward = await this.store.claimApprovalCheck();
         if (!reward) break;
         checked += 1;
@@ -78,8 +79,6 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
       this.logger.warn(
         `approval reconciliation pass failed: ${error instanceof Error ? error.message : String(error)}`,
       );
-    } finally {
-      this.running = false;
     }
     return checked;
   }

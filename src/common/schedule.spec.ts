@@ -1,0 +1,53 @@
+import { OnePass } from './schedule';
+
+/** A pass that runs until `finish` is called with how many it checked. */
+function held(): { pass: () => Promise<number>; finish: (n: number) => void; started: () => number } {
+  let finish: (n: number) => void = () => undefined;
+  let started = 0;
+  return {
+    pass: () => {
+      started += 1;
+      return new Promise<number>((resolve) => (finish = resolve));
+    },
+    finish: (n) => finish(n),
+    started: () => started,
+  };
+}
+
+describe('OnePass: one pass of a background job at a time, stopped with the app', () => {
+  it('starts no second pass while one is under way, and another once it has ended', async () => {
+    const one = new OnePass();
+    const job = held();
+    const first = one.run(job.pass);
+    await expect(one.run(job.pass)).resolves.toBe(0);
+    expect(job.started()).toBe(1);
+    job.finish(3);
+    await expect(first).resolves.toBe(3);
+    const second = one.run(job.pass);
+    expect(job.started()).toBe(2);
+    job.finish(1);
+    await expect(second).resolves.toBe(1);
+  });
+
+  it('stop() waits for the pass under way and refuses new ones', async () => {
+    const one = new OnePass();
+    const job = held();
+    void one.run(job.pass);
+    let stopped = false;
+    const stopping = one.stop().then(() => (stopped = true));
+    await new Promise((r) => setImmediate(r));
+    expect(one.isStopped).toBe(true);
+    expect(stopped).toBe(false); // the pass is still running
+    job.finish(2);
+    await stopping;
+    expect(stopped).toBe(true);
+    await expect(one.run(job.pass)).resolves.toBe(0);
+    expect(job.started()).toBe(1);
+  });
+
+  it('stop() resolves even when the pass under way fails', async () => {
+    const one = new OnePass();
+    void one.run(() => Promise.reject(new Error('database gone'))).catch(() => undefined);
+    await expect(one.stop()).resolves.toBeUndefined();
+  });
+});
