@@ -20,6 +20,7 @@ import { ConnectionOrganization1700000017400 } from './1700000017400-connection-
 import { TenantEventsInCode1700000017500 } from './1700000017500-tenant-events-in-code';
 import { Retention1700000018000 } from './1700000018000-retention';
 import { ConnectionActivity1700000018100 } from './1700000018100-connection-activity';
+import { KeyedRecords1700000018200 } from './1700000018200-keyed-records';
 
 /** Every migration, in order. Listed explicitly so ts-jest, ts-node and the compiled build all find them. */
 export const MIGRATIONS = [
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   TenantEventsInCode1700000017500,
   Retention1700000018000,
   ConnectionActivity1700000018100,
+  KeyedRecords1700000018200,
 ];

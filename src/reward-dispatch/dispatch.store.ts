@@ -193,12 +193,14 @@ export const DISPATCH_SQL = {
    * dispatch as written, its connection's status and whether a cancel was requested.
    */
   write: `WITH w AS (
-    SELECT * FROM jsonb_to_recordset($3::jsonb) AS w(dispatch_id uuid, status text, response_status int, last_error jsonb,
-                  next_attempt_at timestamptz, sent_at timestamptz, reset_attempts boolean, event jsonb)
+    SELECT w.* FROM rg_keyed_records($3::jsonb) e,
+           jsonb_to_record(e) AS w(dispatch_id uuid, status text, response_status int, last_error jsonb,
+                                   next_attempt_at timestamptz, sent_at timestamptz, reset_attempts boolean, event jsonb)
   ), x AS (
-    SELECT * FROM jsonb_to_recordset($4::jsonb) AS x(dispatch_id uuid, position int, status text, bump int,
-                  upstream_order_id text, upstream_reward_id text, upstream_order_status text, delivery_status text,
-                  link_enc text, last_error jsonb, sent_at timestamptz, next_check_at timestamptz, event jsonb)
+    SELECT x.* FROM rg_keyed_records($4::jsonb) e,
+           jsonb_to_record(e) AS x(dispatch_id uuid, position int, status text, bump int, upstream_order_id text,
+                                   upstream_reward_id text, upstream_order_status text, delivery_status text, link_enc text,
+                                   last_error jsonb, sent_at timestamptz, next_check_at timestamptz, event jsonb)
   ), d AS (
     UPDATE reward_dispatches dd
        SET status = coalesce(w.status, dd.status), response_status = coalesce(dd.response_status, w.response_status),
@@ -207,8 +209,10 @@ export const DISPATCH_SQL = {
            sent_at = coalesce(dd.sent_at, w.sent_at),
            lease_until = CASE WHEN w.status IS NULL THEN now() + make_interval(secs => $1::float8 / 1000) END,
            attempts = CASE WHEN w.reset_attempts THEN 0 ELSE dd.attempts END, updated_at = now()
-      FROM w
-     WHERE dd.id = ANY(ARRAY(SELECT dispatch_id FROM w)) AND dd.status = 'sending' AND dd.id = w.dispatch_id
+      FROM (SELECT w.*, k.row_id FROM w,
+                   LATERAL (SELECT ctid AS row_id FROM reward_dispatches
+                             WHERE id = w.dispatch_id AND status = 'sending' FOR NO KEY UPDATE) k) w
+     WHERE dd.ctid = w.row_id AND dd.status = 'sending'
     RETURNING dd.id, dd.connection_id, dd.cancel_requested_at IS NOT NULL AS cancel_requested
   ), r AS (
     UPDATE dispatch_rewards t
@@ -222,10 +226,11 @@ export const DISPATCH_SQL = {
            delivery_state = CASE WHEN x.status = 'sent' AND ${TRACKED} THEN coalesce(t.delivery_state, 'pending') ELSE t.delivery_state END,
            delivery_check_at = CASE WHEN x.status = 'sent' AND ${TRACKED} AND t.delivery_state IS NULL
                                     THEN now() + make_interval(secs => $2::float8 / 1000) ELSE t.delivery_check_at END
-      FROM x
-     WHERE t.dispatch_id = ANY(ARRAY(SELECT dispatch_id FROM x)) AND t.position = ANY(ARRAY(SELECT position FROM x))
-       AND t.status IN ('pending', 'sending') AND t.dispatch_id = x.dispatch_id AND t.position = x.position
-       AND (SELECT count(*) FROM d) >= 0
+      FROM (SELECT x.*, k.row_id FROM x,
+                   LATERAL (SELECT ctid AS row_id FROM dispatch_rewards
+                             WHERE dispatch_id = x.dispatch_id AND position = x.position AND status IN ('pending', 'sending')
+                               FOR NO KEY UPDATE) k) x
+     WHERE t.ctid = x.row_id AND t.status IN ('pending', 'sending') AND (SELECT count(*) FROM d) >= 0
     RETURNING t.dispatch_id, t.position
   ), queued AS (
     ${outboxInsert(`SELECT x.event FROM x JOIN r ON r.dispatch_id = x.dispatch_id AND r.position = x.position
@@ -417,8 +422,8 @@ export const DISPATCH_SQL = {
      LIMIT $2
   )
   DELETE FROM reward_dispatches d
-   WHERE d.ctid = ANY(ARRAY(SELECT row_id FROM k)) AND d.tenant_id = ANY(ARRAY(SELECT DISTINCT tenant_id FROM k))
-     AND d.created_at < $1 AND d.status IN ${SETTLED}`,
+   USING rg_keyed(ARRAY(SELECT row_id FROM k)) AS l(row_id)
+   WHERE d.ctid = l.row_id AND d.created_at < $1 AND d.status IN ${SETTLED}`,
 
   /**
    * Retention: redacts the recipients' personal data of up to `$2` settled dispatches created before `$1`, oldest
@@ -485,9 +490,10 @@ export const DISPATCH_SQL = {
            last_error = CASE WHEN t.status = 'pending'
                              THEN '{"code": "dispatch_cancelled", "message": "The recipient was erased before this reward was sent; it was not sent."}'::jsonb
                              ELSE ${redactedError('t.last_error')} END
-      FROM hit
-     WHERE t.dispatch_id = ANY(ARRAY(SELECT dispatch_id FROM hit)) AND t.position = ANY(ARRAY(SELECT position FROM hit))
-       AND t.dispatch_id = hit.dispatch_id AND t.position = hit.position AND (SELECT count(*) FROM d) >= 0
+      FROM (SELECT x.row_id FROM hit h,
+                   LATERAL (SELECT ctid AS row_id FROM dispatch_rewards
+                             WHERE dispatch_id = h.dispatch_id AND position = h.position FOR NO KEY UPDATE) x) k
+     WHERE t.ctid = k.row_id AND (SELECT count(*) FROM d) >= 0
     RETURNING 1
   )
   SELECT (SELECT count(*)::int FROM d) AS dispatches, (SELECT count(*)::int FROM r) AS rewards,

@@ -81,11 +81,10 @@ const DELIVERY_COLUMNS = `id, endpoint_id, event_type, status, attempts, next_at
 export function outboxInsert(events: string): string {
   return `INSERT INTO webhook_outbox (endpoint_id, tenant_id, event_type, payload)
     SELECT e.id, e.tenant_id, ev.event->>'type', ev.event
-      FROM (${events}) AS ev(event)
-      JOIN webhook_endpoints e
-        ON e.tenant_id = ev.event->'data'->>'tenant_id' AND e.events && ARRAY[ev.event->>'type', '*']
-     WHERE e.tenant_id = ANY(ARRAY(SELECT t.event->'data'->>'tenant_id' FROM (${events}) AS t(event)))
-       AND e.disabled_at IS NULL`;
+      FROM (${events}) AS ev(event),
+           LATERAL (SELECT id, tenant_id FROM webhook_endpoints
+                     WHERE tenant_id = ev.event->'data'->>'tenant_id' AND disabled_at IS NULL
+                       AND events && ARRAY[ev.event->>'type', '*'] OFFSET 0) e`;
 }
 
 const ENQUEUE = outboxInsert(`SELECT jsonb_array_elements($1::jsonb)`);
