@@ -146,7 +146,11 @@ const REDACTED_DISPATCH = `upstream_payload = jsonb_build_object('payment', dd.u
  *   `pending` / `sending`) and `reward_dispatches_sending_idx` (dispatches held), which stay as small as the work in
  *   flight — each statement spells out the condition that implies their predicate;
  * - rows reached one at a time are reached in a subquery of their own (correlated, or LATERAL with its lock), or by
- *   the ctid their lock just took.
+ *   the ctid their lock just took;
+ * - a list of keys that drives a join (the write's records, the ctids retention locked) comes from `rg_keyed_records`
+ *   / `rg_keyed` (migration KeyedRecords1700000018200), estimated at one row: Postgres 15 costs `= ANY(...)` of a list
+ *   of unknown length above a scan of a table never analyzed (taken as 10 pages), and a join from 100 estimated keys
+ *   (a JSON array's default) above one; from one key, the index (or the TID) is the cheapest path at every size.
  */
 export const DISPATCH_SQL = {
   /**
@@ -182,12 +186,13 @@ export const DISPATCH_SQL = {
   /**
    * Reward outcomes and dispatch progress of several dispatches (see writeAll): `$1` the lease in ms, `$2` the delivery
    * reconciliation delay in ms; `$3` one record per dispatch (`w`: its end of attempt, or none to extend its lease),
-   * `$4` the reward updates (`x`), as JSON arrays of typed records. Their size is hidden from the planner, so one plan
-   * fits a write of one send and a group of sixty, and Postgres keeps its generic plan (a plan made for the sizes it
-   * was given would be made again at every execution); the keys are taken from them as arrays for the index
-   * conditions. Only rewards still open change, and only dispatches still held. The dispatches are written (locked)
-   * before their rewards (`r` waits for all of `d`): the order of every statement here that locks both, so that a
-   * write never deadlocks with a cancel or a claim. The tenant events the records carry (`event`: a reward sent, a
+   * `$4` the reward updates (`x`), as JSON arrays of typed records. Their size is hidden from the planner (each read
+   * through `rg_keyed_records`, estimated at one record whatever it holds), so one plan fits a write of one send and a
+   * group of sixty, and Postgres keeps its generic plan (a plan made for the sizes it was given would be made again at
+   * every execution); each record's row is locked by key (LATERAL, on the partial index of held dispatches or of open
+   * rewards) and written through the ctid that lock took. Only rewards still open change, and only dispatches still
+   * held. The dispatches are written (locked) before their rewards (`r` waits for all of `d`): the order of every
+   * statement here that locks both, so that a write never deadlocks with a cancel or a claim. The tenant events the records carry (`event`: a reward sent, a
    * dispatch settled) are queued with them, each only if the statement changed its row — a reward still open, a
    * dispatch still held: a real transition, once. Returns per dispatch the positions changed and, read from the
    * dispatch as written, its connection's status and whether a cancel was requested.
@@ -411,11 +416,12 @@ export const DISPATCH_SQL = {
   /**
    * Retention: deletes up to `$2` settled dispatches created before `$1` (their rewards go with them, by the foreign
    * key), walking each tenant's `reward_dispatches_tenant_idx` from its oldest entry — no index of its own to keep up
-   * on every send — and deleting the very rows locked (`ctid`: a TID scan, whatever the estimates). A dispatch still
-   * open or held for approval is kept, however old; one locked by someone else waits for the next batch.
+   * on every send — and deleting the very rows locked (`ctid`, through `rg_keyed`: a TID scan per row, whatever the
+   * estimates). A dispatch still open or held for approval is kept, however old; one locked by someone else waits for
+   * the next batch.
    */
   expire: `WITH k AS (
-    SELECT o.row_id, t.id AS tenant_id FROM tenants t,
+    SELECT o.row_id FROM tenants t,
            LATERAL (SELECT ctid AS row_id FROM reward_dispatches
                      WHERE tenant_id = t.id AND created_at < $1 AND status IN ${SETTLED}
                      ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) o
@@ -463,8 +469,8 @@ export const DISPATCH_SQL = {
    * tenant's dispatches: up to `$6` of them before the cursor (`$4` created_at, `$5` id), newest first, from
    * `reward_dispatches_tenant_idx`, each one's rewards read by key. Each of their rewards to that recipient is
    * redacted like `redact` (its custom field values in the request too); one not sent yet is cancelled instead of being sent to no one. Dispatches are locked and written
-   * before their rewards (the lock order of every statement here). Returns the counts changed and the page's last
-   * row, the next cursor.
+   * before their rewards (the lock order of every statement here), each row locked by key and written through its
+   * ctid. Returns the counts changed and the page's last row, the next cursor.
    */
   eraseRecipient: `WITH page AS (
     SELECT id, created_at FROM reward_dispatches
