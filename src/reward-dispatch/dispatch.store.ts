@@ -189,12 +189,12 @@ export const DISPATCH_SQL = {
    * `$4` the reward updates (`x`), as JSON arrays of typed records. Their size is hidden from the planner (each read
    * through `rg_keyed_records`, estimated at one record whatever it holds), so one plan fits a write of one send and a
    * group of sixty, and Postgres keeps its generic plan (a plan made for the sizes it was given would be made again at
-   * every execution); each record's row is locked by key (LATERAL, on the partial index of held dispatches or of open
-   * rewards) and written through the ctid that lock took. Only rewards still open change, and only dispatches still
-   * held. The dispatches are written (locked) before their rewards (`r` waits for all of `d`): the order of every
-   * statement here that locks both, so that a write never deadlocks with a cancel or a claim. The tenant events the records carry (`event`: a reward sent, a
-   * dispatch settled) are queued with them, each only if the statement changed its row — a reward still open, a
-   * dispatch still held: a real transition, once. Returns per dispatch the positions changed and, read from the
+   * every execution); each record's row is locked by key (LATERAL: one index probe per record) and written through
+   * the ctid that lock took. Only rewards still open change, and only dispatches still held. The dispatches are
+   * written (locked) before their rewards (`r` waits for all of `d`): the order of every statement here that locks
+   * both, so that a write never deadlocks with a cancel or a claim. The tenant events the records carry (`event`: a
+   * reward sent, a dispatch settled) are queued with them, each only if the statement changed its row — a reward still
+   * open, a dispatch still held: a real transition, once. Returns per dispatch the positions changed and, read from the
    * dispatch as written, its connection's status and whether a cancel was requested.
    */
   write: `WITH w AS (

@@ -72,9 +72,9 @@ const DELIVERY_COLUMNS = `id, endpoint_id, event_type, status, attempts, next_at
  * query of one `jsonb` column, the event) becomes one row per active endpoint of its tenant subscribed to its type or
  * to `*` — the fan-out happens here, at insert, so an endpoint registered later never receives older events, and a
  * tenant without endpoints gets no row. The subscriptions are read in the caller's transaction. The endpoints are
- * found by key — each event's tenant, on the partial index of active endpoints, in a LATERAL subquery of its own
- * (`OFFSET 0`: never flattened into a join) — whatever plan Postgres keeps for a statement that embeds this (a join
- * may become a scan of every active endpoint per statement, and so may `= ANY(...)` of the tenants on Postgres 15).
+ * found by key — each event's tenant, on a tenant index, in a LATERAL subquery of its own (`OFFSET 0`: never
+ * flattened into a join) — whatever plan Postgres keeps for a statement that embeds this (a join may become a scan of
+ * every active endpoint per statement, and so may `= ANY(...)` of the tenants on Postgres 15).
  *
  * Embedded as a CTE (`WITH queued AS (${outboxInsert('SELECT …')})`) in a statement that decides which candidate events
  * stand (the hot send path's write keeps those whose row the statement changed), or run alone by `enqueueEvents`.
