@@ -1,12 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { demoSeed } from '../../src/sandbox/sandbox.seed';
 import { freePort } from '../support/app';
 import { createTestDatabase, sqlOn } from '../support/database';
-import { connectToAccount, gatewayApi } from '../support/gateway-api';
-import { startGatewayProcess, waitUntilGone } from '../support/gateway-process';
-import { CLIENT } from '../support/sandbox';
+import { connectToAccount, gatewayApi, startPacedGateways } from '../support/gateway-api';
+import { waitUntilGone } from '../support/gateway-process';
 import { type SandboxProcess, startSandboxProcess } from '../support/sandbox-process';
 import { waitFor } from '../support/send';
 
@@ -93,26 +91,15 @@ describe('a burst of single sends across 4 gateway processes while tokens expire
       })),
     });
     await sandbox.control('/settings', { auto_approve: true });
-    const vaultKeys = `burst:${randomBytes(32).toString('base64')}`;
-    // One after another: four starting at once on a busy machine can outlast a start's deadline.
-    for (const port of ports.slice(0, GATEWAYS)) {
-      const child = await startGatewayProcess(
-        {
-          DATABASE_URL: db.url,
-          PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-          OPERATOR_API_KEY: OPERATOR,
-          VAULT_KEYS: vaultKeys,
-          REWARDS_SANDBOX_BASE_URL: sandbox.baseUrl,
-          REWARDS_SANDBOX_CLIENT_ID: CLIENT.clientId,
-          REWARDS_SANDBOX_CLIENT_SECRET: CLIENT.clientSecret,
-          REWARDS_SANDBOX_RATE_LIMIT_RPS: String(RPS),
-          OPS_PROBE_INTERVAL_MS: '0',
-          LOG_LEVEL: 'warn',
-        },
-        port,
-      );
-      gateways.push({ child, base: `http://127.0.0.1:${port}` });
-    }
+    gateways.push(
+      ...(await startPacedGateways({
+        databaseUrl: db.url,
+        ports: ports.slice(0, GATEWAYS),
+        operatorKey: OPERATOR,
+        sandbox,
+        rps: RPS,
+      })),
+    );
     // The 2-hour grant is made first, with the sandbox's default lifetime; every token minted after this lives 3 s.
     await connect(gateways[0].base, 'burst-long', 'acc_long');
     await sandbox.control('/settings', { access_token_ttl_seconds: SHORT_TTL_S });

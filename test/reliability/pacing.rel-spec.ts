@@ -1,11 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { demoSeed } from '../../src/sandbox/sandbox.seed';
 import { freePort } from '../support/app';
 import { createTestDatabase, sqlOn } from '../support/database';
-import { connectToAccount, gatewayApi } from '../support/gateway-api';
-import { startGatewayProcess, waitUntilGone } from '../support/gateway-process';
-import { CLIENT } from '../support/sandbox';
+import { connectToAccount, gatewayApi, startPacedGateways } from '../support/gateway-api';
+import { waitUntilGone } from '../support/gateway-process';
 import { type SandboxProcess, startSandboxProcess } from '../support/sandbox-process';
 import { waitFor } from '../support/send';
 
@@ -53,25 +51,15 @@ describe('per-account pacing across 2 gateway processes (sandbox at 10 requests/
       })),
     });
     await sandbox.control('/settings', { auto_approve: true });
-    const vaultKeys = `pace:${randomBytes(32).toString('base64')}`;
-    for (const port of ports.slice(0, 2)) {
-      const child = await startGatewayProcess(
-        {
-          DATABASE_URL: db.url,
-          PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-          OPERATOR_API_KEY: OPERATOR,
-          VAULT_KEYS: vaultKeys,
-          REWARDS_SANDBOX_BASE_URL: sandbox.baseUrl,
-          REWARDS_SANDBOX_CLIENT_ID: CLIENT.clientId,
-          REWARDS_SANDBOX_CLIENT_SECRET: CLIENT.clientSecret,
-          REWARDS_SANDBOX_RATE_LIMIT_RPS: String(RPS),
-          OPS_PROBE_INTERVAL_MS: '0',
-          LOG_LEVEL: 'warn',
-        },
-        port,
-      );
-      gateways.push({ child, base: `http://127.0.0.1:${port}` });
-    }
+    gateways.push(
+      ...(await startPacedGateways({
+        databaseUrl: db.url,
+        ports: ports.slice(0, 2),
+        operatorKey: OPERATOR,
+        sandbox,
+        rps: RPS,
+      })),
+    );
     await connect(gateways[0].base, 'tenant-a', 'acc_a');
     await connect(gateways[1].base, 'tenant-b', 'acc_b');
     await connect(gateways[0].base, 'tenant-c', 'acc_c');

@@ -1,4 +1,8 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { connectAutoApproved } from './connect';
+import { startGatewayProcess } from './gateway-process';
+import { CLIENT } from './sandbox';
 import type { SandboxProcess } from './sandbox-process';
 
 /** A JSON answer of a gateway process. */
@@ -58,4 +62,39 @@ export async function connectToAccount(
   const connection = await api(base, `/v1/tenants/${tenant}/connection`);
   expect(connection.body.status).toBe('active');
   return connection.body.id as string;
+}
+
+/**
+ * Gateway processes on one database and one sandbox process, pacing the sandbox environment at `rps` per account
+ * (probes off, warnings only), one per port — one after another: several starting at once on a busy machine can
+ * outlast a start's deadline.
+ */
+export async function startPacedGateways(opts: {
+  databaseUrl: string;
+  ports: number[];
+  operatorKey: string;
+  sandbox: SandboxProcess;
+  rps: number;
+}): Promise<{ child: ChildProcess; base: string }[]> {
+  const vaultKeys = `paced:${randomBytes(32).toString('base64')}`;
+  const gateways: { child: ChildProcess; base: string }[] = [];
+  for (const port of opts.ports) {
+    const child = await startGatewayProcess(
+      {
+        DATABASE_URL: opts.databaseUrl,
+        PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+        OPERATOR_API_KEY: opts.operatorKey,
+        VAULT_KEYS: vaultKeys,
+        REWARDS_SANDBOX_BASE_URL: opts.sandbox.baseUrl,
+        REWARDS_SANDBOX_CLIENT_ID: CLIENT.clientId,
+        REWARDS_SANDBOX_CLIENT_SECRET: CLIENT.clientSecret,
+        REWARDS_SANDBOX_RATE_LIMIT_RPS: String(opts.rps),
+        OPS_PROBE_INTERVAL_MS: '0',
+        LOG_LEVEL: 'warn',
+      },
+      port,
+    );
+    gateways.push({ child, base: `http://127.0.0.1:${port}` });
+  }
+  return gateways;
 }
