@@ -1,9 +1,7 @@
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import { AUDIT_ACTIONS } from '../src/audit/audit-actions';
 import { type AuditListFilter, PURGE_SQL, listingStatement } from '../src/audit/audit.store';
-import { runMigrations } from '../src/database/migrator';
-import { createTestDatabase } from './support/database';
-import { sequentialScans } from './support/plans';
+import { planDatabase, sequentialScans } from './support/plans';
 
 const ROWS = 100_000;
 
@@ -27,16 +25,11 @@ function statements(): { name: string; text: string; values: unknown[] }[] {
  * the generic plan a prepared statement would settle on.
  */
 describe('audit trail statements: an index range at any size', () => {
-  let db: { url: string; drop: () => Promise<void> };
   let client: Client;
+  let close: () => Promise<void>;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    await runMigrations(db.url);
-    client = new Client({ connectionString: db.url });
-    await client.connect();
-    // No statistics until the test asks for them.
-    await client.query(`ALTER TABLE audit_events SET (autovacuum_enabled = off)`);
+    ({ client, close } = await planDatabase('audit_events'));
     await client.query(
       `INSERT INTO audit_events (at, tenant_id, action, actor_type, via, details)
        SELECT now() - make_interval(mins => ($1 - n)), CASE WHEN n % 50 = 0 THEN NULL ELSE 't' || (n % 100) END,
@@ -45,10 +38,7 @@ describe('audit trail statements: an index range at any size', () => {
       [ROWS, AUDIT_ACTIONS],
     );
   });
-  afterAll(async () => {
-    await client.end();
-    await db.drop();
-  });
+  afterAll(() => close());
 
   const scans = (mode: 'force_custom_plan' | 'force_generic_plan') =>
     sequentialScans(client, 'audit_events', statements(), mode);

@@ -1,4 +1,4 @@
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import {
   ACTIVITY_OUTCOMES,
   type ActivityListFilter,
@@ -7,9 +7,7 @@ import {
   SUMMARY_SQL,
   listingStatement,
 } from '../src/connection-activity/activity.store';
-import { runMigrations } from '../src/database/migrator';
-import { createTestDatabase } from './support/database';
-import { sequentialScans } from './support/plans';
+import { planDatabase, sequentialScans } from './support/plans';
 
 const ROWS = 100_000;
 const CONNECTION = '00000000-0000-4000-8000-000000000007';
@@ -45,15 +43,11 @@ function statements(): { name: string; text: string; values: unknown[] }[] {
  * before statistics exist and after, as a custom plan and as the generic plan a prepared statement settles on.
  */
 describe('connection activity statements: an index range at any size', () => {
-  let db: { url: string; drop: () => Promise<void> };
   let client: Client;
+  let close: () => Promise<void>;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    await runMigrations(db.url);
-    client = new Client({ connectionString: db.url });
-    await client.connect();
-    await client.query(`ALTER TABLE connection_activity SET (autovacuum_enabled = off)`);
+    ({ client, close } = await planDatabase('connection_activity'));
     await client.query(
       `INSERT INTO tenants (id, name) SELECT 't' || n, 'T' || n FROM generate_series(0, 99) AS n`,
     );
@@ -71,10 +65,7 @@ describe('connection activity statements: an index range at any size', () => {
       [ROWS],
     );
   });
-  afterAll(async () => {
-    await client.end();
-    await db.drop();
-  });
+  afterAll(() => close());
 
   const scans = (mode: 'force_custom_plan' | 'force_generic_plan') =>
     sequentialScans(client, 'connection_activity', statements(), mode);

@@ -1,4 +1,6 @@
-import type { Client } from 'pg';
+import { Client } from 'pg';
+import { runMigrations } from '../../src/database/migrator';
+import { createTestDatabase } from './database';
 
 /** A statement to EXPLAIN: its SQL with `$n` parameters and values for them. */
 export interface PlannedStatement {
@@ -32,4 +34,23 @@ export async function sequentialScans(
     if (new RegExp(`Seq Scan on ${table}\\b`).test(plan)) problems.push(`${s.name} (${mode}):\n${plan}`);
   }
   return problems;
+}
+
+/**
+ * A migrated database of the test's own and a client on it, with autovacuum off on `table`: no statistics until the
+ * test asks for them (ANALYZE). `close` ends the client and drops the database.
+ */
+export async function planDatabase(table: string): Promise<{ client: Client; close: () => Promise<void> }> {
+  const db = await createTestDatabase();
+  await runMigrations(db.url);
+  const client = new Client({ connectionString: db.url });
+  await client.connect();
+  await client.query(`ALTER TABLE ${table} SET (autovacuum_enabled = off)`);
+  return {
+    client,
+    close: async () => {
+      await client.end();
+      await db.drop();
+    },
+  };
 }
