@@ -3,8 +3,7 @@ import { readFileSync } from 'node:fs';
 import { demoSeed } from '../../src/sandbox/sandbox.seed';
 import { freePort } from '../support/app';
 import { createTestDatabase, sqlOn } from '../support/database';
-import { connectToAccount, gatewayApi, startPacedGateways } from '../support/gateway-api';
-import { waitUntilGone } from '../support/gateway-process';
+import { connectToAccount, gatewayApi, startPacedGateways, stopGateways } from '../support/gateway-api';
 import { type SandboxProcess, startSandboxProcess } from '../support/sandbox-process';
 import { waitFor } from '../support/send';
 
@@ -131,10 +130,7 @@ describe('a burst of single sends across 4 gateway processes while tokens expire
   }, 240_000);
 
   afterAll(async () => {
-    for (const g of gateways) {
-      g.child.kill('SIGTERM');
-      await waitUntilGone(g.child);
-    }
+    await stopGateways(gateways);
     await sandbox?.close();
     await db?.drop();
   });

@@ -2,8 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { demoSeed } from '../../src/sandbox/sandbox.seed';
 import { freePort } from '../support/app';
 import { createTestDatabase, sqlOn } from '../support/database';
-import { connectToAccount, gatewayApi, startPacedGateways } from '../support/gateway-api';
-import { waitUntilGone } from '../support/gateway-process';
+import { connectToAccount, gatewayApi, startPacedGateways, stopGateways } from '../support/gateway-api';
 import { type SandboxProcess, startSandboxProcess } from '../support/sandbox-process';
 import { waitFor } from '../support/send';
 
@@ -70,10 +69,7 @@ describe('per-account pacing across 2 gateway processes (sandbox at 10 requests/
   }, 120_000);
 
   afterAll(async () => {
-    for (const g of gateways) {
-      g.child.kill('SIGTERM');
-      await waitUntilGone(g.child);
-    }
+    await stopGateways(gateways);
     await sandbox?.close();
     await db?.drop();
   });

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { connectAutoApproved } from './connect';
-import { startGatewayProcess } from './gateway-process';
+import { startGatewayProcess, waitUntilGone } from './gateway-process';
 import { CLIENT } from './sandbox';
 import type { SandboxProcess } from './sandbox-process';
 
@@ -97,4 +97,12 @@ export async function startPacedGateways(opts: {
     gateways.push({ child, base: `http://127.0.0.1:${port}` });
   }
   return gateways;
+}
+
+/** Stops gateway processes as an orchestrator would (SIGTERM), each gone before the next. */
+export async function stopGateways(gateways: { child: ChildProcess }[]): Promise<void> {
+  for (const g of gateways) {
+    g.child.kill('SIGTERM');
+    await waitUntilGone(g.child);
+  }
 }
