@@ -8,10 +8,15 @@ import { reward, send, waitFor } from './support/send';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
 
-/** The bound, and the account's pace: slots 550 ms apart ((1000 + 100) / 2), so the third slot lies past the bound. */
-const MAX_WAIT_MS = 1_000;
+/**
+ * The bound, and the account's pace: slots 550 ms apart ((1000 + 100) / 2), so at most four slots (0, 550, 1100,
+ * 1650 ms) fit the bound and the other four of eight sends lie past it. A busy machine may push a send that would fit
+ * past the bound (its wait counts from its arrival), never the other way.
+ */
+const MAX_WAIT_MS = 2_000;
 const RPS = 2;
-const SENDS = 6;
+const SENDS = 8;
+const FIT = 4;
 
 /**
  * Bounded interactive waits (issue 24), in one process: a send whose account's slot lies further out than
@@ -30,7 +35,7 @@ describe(`bounded interactive waits (${RPS} requests/s per account, DISPATCH_INT
     await createTenant(t, 'paced');
     await connectTenant(t, 'paced');
     // The connect flow's own calls took the account's first slots: start from an idle account.
-    await new Promise((r) => setTimeout(r, 2 * MAX_WAIT_MS));
+    await new Promise((r) => setTimeout(r, MAX_WAIT_MS));
   });
   afterAll(() => t.close());
 
@@ -52,13 +57,12 @@ describe(`bounded interactive waits (${RPS} requests/s per account, DISPATCH_INT
     );
     const sent = answers.filter((a) => a.status === 201);
     const queued = answers.filter((a) => a.status === 202);
-    // Slots at about 0 and 550 ms fit the bound; the rest lie beyond it.
     expect(sent.length).toBeGreaterThanOrEqual(1);
-    expect(sent.length).toBeLessThanOrEqual(2);
+    expect(sent.length).toBeLessThanOrEqual(FIT);
     expect(queued).toHaveLength(SENDS - sent.length);
     for (const a of sent) {
       expect(a.body.status).toBe('sent');
-      expect(a.ms).toBeLessThan(MAX_WAIT_MS + 1_000);
+      expect(a.ms).toBeLessThan(MAX_WAIT_MS + 2_000); // its slot within the bound, then the call and the write
     }
     for (const a of queued) {
       expect(a.body.status).toBe('queued');
