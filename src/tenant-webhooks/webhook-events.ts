@@ -2,98 +2,12 @@ import type { RewardsEnvironment } from '../config/app-config';
 import type { RewardStatus, SettledStatus } from '../reward-dispatch/dispatch.view';
 
 /**
- * The events a tenant can subscribe an endpoint to: the public contract, in one place. Each event has one type for
- * its `data` (EventData), one builder below and one line in WEBHOOK_EVENTS, which says when it happens and is the
- * event table of docs/api.md (webhook-events.spec.ts keeps the two equal and pins every payload).
- *
- * The code that makes a change builds its events and writes them to the outbox in the same transaction
- * (`enqueueEvents` / `outboxInsert` of webhook.store.ts): the dispatch store and the sender for rewards and
- * dispatches, the connection state store for connections. Never a secret, a token or a redemption link in `data`.
+ * The events a tenant can subscribe an endpoint to: the public contract, in one place. Each event has one builder
+ * below (its payload type is the builder's) and one line in WEBHOOK_EVENTS, which is the event table of docs/api.md
+ * (webhook-events.spec.ts keeps the two equal and pins every payload). The code that makes a change writes its events
+ * to the outbox in the same transaction (`enqueueEvents` / `outboxInsert`). Never a secret, a token or a redemption
+ * link in `data`.
  */
-
-/** What an event about a dispatch (or one of its rewards) says of the dispatch. */
-interface DispatchData {
-  tenant_id: string;
-  dispatch_id: string;
-  environment: RewardsEnvironment;
-  idempotency_key: string;
-}
-
-/** What an event about one reward says of it. */
-interface RewardData extends DispatchData {
-  position: number;
-  external_id: string;
-  status: RewardStatus;
-  /** The rewards service's id of the reward. */
-  reward_id: string | null;
-  upstream_order_id: string | null;
-  delivery_method: string | null;
-}
-
-export interface RewardSentData extends RewardData {
-  status: 'sent';
-  upstream_order_status: string | null;
-  sent_at: string;
-}
-
-export interface RewardDeliveryData<S extends 'delivered' | 'delivery_failed'> extends RewardData {
-  delivery_state: S;
-  /** The rewards service's word for it. */
-  delivery_status: string | null;
-  /** Why it failed, when it did. */
-  delivery_reason: string | null;
-  delivery_event_at: string | null;
-}
-
-export interface DispatchCompletedData extends DispatchData {
-  external_reference: string | null;
-  status: SettledStatus;
-  counts: Record<RewardStatus, number>;
-  /** When every reward failed or was cancelled: why (the dispatch's error code). */
-  error_code: string | null;
-  created_at: string;
-}
-
-interface ConnectionData {
-  tenant_id: string;
-  connection_id: string;
-  environment: RewardsEnvironment;
-}
-
-export interface ConnectionNeedsReauthData extends ConnectionData {
-  status: 'needs_reauth';
-  previous_status: string;
-  /** The error code that broke it, e.g. `invalid_grant`. */
-  reason: string | null;
-  message: string | null;
-}
-
-export interface ConnectionRecoveredData extends ConnectionData {
-  status: 'active';
-  previous_status: 'needs_reauth';
-  /** The broken connection a new consent replaced; null when the same connection is active again. */
-  replaced_connection_id: string | null;
-}
-
-/** Every event's `data`, by type: the one list of event types. */
-export interface EventData {
-  'dispatch.completed': DispatchCompletedData;
-  'reward.sent': RewardSentData;
-  'reward.delivered': RewardDeliveryData<'delivered'>;
-  'reward.delivery_failed': RewardDeliveryData<'delivery_failed'>;
-  'connection.needs_reauth': ConnectionNeedsReauthData;
-  'connection.recovered': ConnectionRecoveredData;
-}
-export type WebhookEventType = keyof EventData;
-
-/** One event's body as delivered and signed: `{type, timestamp, data}` (Standard Webhooks style). */
-export interface TenantEventOf<T extends WebhookEventType> {
-  type: T;
-  /** When the change happened: ISO 8601, UTC, milliseconds. */
-  timestamp: string;
-  data: EventData[T];
-}
-export type TenantEvent = { [T in WebhookEventType]: TenantEventOf<T> }[WebhookEventType];
 
 /** When each event happens, as docs/api.md's event table says it (in the order the API lists an endpoint's events). */
 export const WEBHOOK_EVENTS: Readonly<Record<WebhookEventType, string>> = {
@@ -109,7 +23,17 @@ export const WEBHOOK_EVENTS: Readonly<Record<WebhookEventType, string>> = {
 };
 export const WEBHOOK_EVENT_TYPES = Object.keys(WEBHOOK_EVENTS) as readonly WebhookEventType[];
 
-// --- the builders: from the facts the changing code holds to the event ---
+/** One event's body as delivered and signed: `{type, timestamp, data}` (Standard Webhooks style). */
+export type TenantEvent = ReturnType<
+  | typeof dispatchCompleted
+  | typeof rewardSent
+  | typeof rewardDelivered
+  | typeof rewardDeliveryFailed
+  | typeof connectionNeedsReauth
+  | typeof connectionRecovered
+>;
+export type WebhookEventType = TenantEvent['type'];
+export type TenantEventOf<T extends WebhookEventType> = Extract<TenantEvent, { type: T }>;
 
 /** A dispatch as its store holds it (a DispatchRow has these). */
 export interface DispatchFacts {
@@ -117,16 +41,6 @@ export interface DispatchFacts {
   tenant_id: string;
   environment: RewardsEnvironment;
   idempotency_key: string;
-}
-
-/** The fields every dispatch and reward event opens with. */
-function aboutDispatch(dispatch: DispatchFacts) {
-  return {
-    tenant_id: dispatch.tenant_id,
-    dispatch_id: dispatch.id,
-    environment: dispatch.environment,
-    idempotency_key: dispatch.idempotency_key,
-  };
 }
 
 /** A reward as its store holds it (a RewardRow has these), as of the change. */
@@ -138,38 +52,6 @@ export interface RewardFacts {
   delivery_method: string | null;
 }
 
-/** A connection as its store holds it, as of the change. */
-export interface ConnectionFacts {
-  id: string;
-  tenant_id: string;
-  environment: RewardsEnvironment;
-}
-
-const iso = (at: Date) => at.toISOString();
-
-/** `reward.sent`: the reward became `sent` at `at` (`sent_at`: when it was sent, `at` when unknown). */
-export function rewardSent(
-  dispatch: DispatchFacts,
-  reward: RewardFacts & { upstream_order_status: string | null; sent_at: Date | null },
-  at: Date,
-): TenantEventOf<'reward.sent'> {
-  return {
-    type: 'reward.sent',
-    timestamp: iso(at),
-    data: {
-      ...aboutDispatch(dispatch),
-      position: reward.position,
-      external_id: reward.external_id,
-      status: 'sent',
-      reward_id: reward.upstream_reward_id,
-      upstream_order_id: reward.upstream_order_id,
-      upstream_order_status: reward.upstream_order_status,
-      delivery_method: reward.delivery_method,
-      sent_at: iso(reward.sent_at ?? at),
-    },
-  };
-}
-
 /** The delivery outcome the store recorded for a reward (`status`: the reward's, `sent` or `pending_approval`). */
 export interface DeliveryFacts extends RewardFacts {
   status: RewardStatus;
@@ -178,47 +60,74 @@ export interface DeliveryFacts extends RewardFacts {
   delivery_event_at: Date | null;
 }
 
-function delivery<S extends 'delivered' | 'delivery_failed'>(
+/** A connection as its store holds it, as of the change. */
+export interface ConnectionFacts {
+  id: string;
+  tenant_id: string;
+  environment: RewardsEnvironment;
+}
+
+const iso = (at: Date) => at.toISOString();
+const event = <T extends string, D>(type: T, at: Date, data: D) => ({ type, timestamp: iso(at), data });
+
+const aboutDispatch = (dispatch: DispatchFacts) => ({
+  tenant_id: dispatch.tenant_id,
+  dispatch_id: dispatch.id,
+  environment: dispatch.environment,
+  idempotency_key: dispatch.idempotency_key,
+});
+
+/** The fields every reward event opens with (`reward_id`: the rewards service's id of the reward). */
+const aboutReward = <S extends RewardStatus>(dispatch: DispatchFacts, reward: RewardFacts, status: S) => ({
+  ...aboutDispatch(dispatch),
+  position: reward.position,
+  external_id: reward.external_id,
+  status,
+  reward_id: reward.upstream_reward_id,
+  upstream_order_id: reward.upstream_order_id,
+});
+
+const aboutConnection = (connection: ConnectionFacts) => ({
+  tenant_id: connection.tenant_id,
+  connection_id: connection.id,
+  environment: connection.environment,
+});
+
+/** `reward.sent`: the reward became `sent` at `at` (`sent_at`: when it was sent, `at` when unknown). */
+export function rewardSent(
+  dispatch: DispatchFacts,
+  reward: RewardFacts & { upstream_order_status: string | null; sent_at: Date | null },
+  at: Date,
+) {
+  return event('reward.sent', at, {
+    ...aboutReward(dispatch, reward, 'sent'),
+    upstream_order_status: reward.upstream_order_status,
+    delivery_method: reward.delivery_method,
+    sent_at: iso(reward.sent_at ?? at),
+  });
+}
+
+/** `delivery_status`: the rewards service's word for it; `delivery_reason`: why it failed, when it did. */
+const delivery = <S extends 'delivered' | 'delivery_failed'>(
   state: S,
   dispatch: DispatchFacts,
   reward: DeliveryFacts,
-): RewardDeliveryData<S> {
-  return {
-    ...aboutDispatch(dispatch),
-    position: reward.position,
-    external_id: reward.external_id,
-    status: reward.status,
-    reward_id: reward.upstream_reward_id,
-    upstream_order_id: reward.upstream_order_id,
-    delivery_method: reward.delivery_method,
-    delivery_state: state,
-    delivery_status: reward.delivery_status,
-    delivery_reason: reward.delivery_reason,
-    delivery_event_at: reward.delivery_event_at ? iso(reward.delivery_event_at) : null,
-  };
-}
+) => ({
+  ...aboutReward(dispatch, reward, reward.status),
+  delivery_method: reward.delivery_method,
+  delivery_state: state,
+  delivery_status: reward.delivery_status,
+  delivery_reason: reward.delivery_reason,
+  delivery_event_at: reward.delivery_event_at ? iso(reward.delivery_event_at) : null,
+});
 
 /** `reward.delivered`: the reward's delivery became `delivered`. */
-export function rewardDelivered(
-  dispatch: DispatchFacts,
-  reward: DeliveryFacts,
-  at: Date,
-): TenantEventOf<'reward.delivered'> {
-  return { type: 'reward.delivered', timestamp: iso(at), data: delivery('delivered', dispatch, reward) };
-}
+export const rewardDelivered = (dispatch: DispatchFacts, reward: DeliveryFacts, at: Date) =>
+  event('reward.delivered', at, delivery('delivered', dispatch, reward));
 
 /** `reward.delivery_failed`: the reward's delivery became `delivery_failed`. */
-export function rewardDeliveryFailed(
-  dispatch: DispatchFacts,
-  reward: DeliveryFacts,
-  at: Date,
-): TenantEventOf<'reward.delivery_failed'> {
-  return {
-    type: 'reward.delivery_failed',
-    timestamp: iso(at),
-    data: delivery('delivery_failed', dispatch, reward),
-  };
-}
+export const rewardDeliveryFailed = (dispatch: DispatchFacts, reward: DeliveryFacts, at: Date) =>
+  event('reward.delivery_failed', at, delivery('delivery_failed', dispatch, reward));
 
 /**
  * `dispatch.completed`: the dispatch left `sending` / `queued` for a settled status. `counts`: its rewards per status
@@ -226,46 +135,32 @@ export function rewardDeliveryFailed(
  */
 export function dispatchCompleted(
   dispatch: DispatchFacts & { external_reference: string | null; created_at: Date },
-  outcome: {
-    status: DispatchCompletedData['status'];
-    counts: Record<RewardStatus, number>;
-    error_code: string | null;
-  },
+  outcome: { status: SettledStatus; counts: Record<RewardStatus, number>; error_code: string | null },
   at: Date,
-): TenantEventOf<'dispatch.completed'> {
-  return {
-    type: 'dispatch.completed',
-    timestamp: iso(at),
-    data: {
-      ...aboutDispatch(dispatch),
-      external_reference: dispatch.external_reference,
-      status: outcome.status,
-      counts: { ...outcome.counts },
-      error_code: outcome.error_code,
-      created_at: iso(dispatch.created_at),
-    },
-  };
+) {
+  return event('dispatch.completed', at, {
+    ...aboutDispatch(dispatch),
+    external_reference: dispatch.external_reference,
+    status: outcome.status,
+    counts: { ...outcome.counts },
+    error_code: outcome.error_code,
+    created_at: iso(dispatch.created_at),
+  });
 }
 
-/** `connection.needs_reauth`: the connection became `needs_reauth` (from `previousStatus`), for `reason`. */
+/** `connection.needs_reauth`: the connection became `needs_reauth`; `reason`: the error code, e.g. `invalid_grant`. */
 export function connectionNeedsReauth(
   connection: ConnectionFacts,
   change: { previous_status: string; reason: string | null; message: string | null },
   at: Date,
-): TenantEventOf<'connection.needs_reauth'> {
-  return {
-    type: 'connection.needs_reauth',
-    timestamp: iso(at),
-    data: {
-      tenant_id: connection.tenant_id,
-      connection_id: connection.id,
-      environment: connection.environment,
-      status: 'needs_reauth',
-      previous_status: change.previous_status,
-      reason: change.reason,
-      message: change.message,
-    },
-  };
+) {
+  return event('connection.needs_reauth', at, {
+    ...aboutConnection(connection),
+    status: 'needs_reauth' as const,
+    previous_status: change.previous_status,
+    reason: change.reason,
+    message: change.message,
+  });
 }
 
 /**
@@ -276,19 +171,13 @@ export function connectionRecovered(
   connection: ConnectionFacts,
   replacedConnectionId: string | null,
   at: Date,
-): TenantEventOf<'connection.recovered'> {
-  return {
-    type: 'connection.recovered',
-    timestamp: iso(at),
-    data: {
-      tenant_id: connection.tenant_id,
-      connection_id: connection.id,
-      environment: connection.environment,
-      status: 'active',
-      previous_status: 'needs_reauth',
-      replaced_connection_id: replacedConnectionId,
-    },
-  };
+) {
+  return event('connection.recovered', at, {
+    ...aboutConnection(connection),
+    status: 'active' as const,
+    previous_status: 'needs_reauth' as const,
+    replaced_connection_id: replacedConnectionId,
+  });
 }
 
 /** `events: ["*"]` subscribes to every event, including ones added later. */
