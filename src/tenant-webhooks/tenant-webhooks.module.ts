@@ -10,10 +10,8 @@ import { Retention } from '../retention/retention';
 import { OUTBOX_KEPT_DAYS, WebhookWorker } from './webhook.worker';
 
 /**
- * Tenant webhooks: endpoints, the durable outbox and its delivery worker. Depends on no other feature module but the
- * vault (the signing secrets): the events are built and queued by the modules whose changes they describe, in their
- * own transactions (webhook-events.ts, and `enqueueEvents` / `outboxInsert` of webhook.store.ts, which need no
- * injection). `TenantWebhooksService.failingEndpoints` is exported for the ops dashboard.
+ * Tenant webhooks: endpoints, the outbox and its delivery worker. Events are queued by the modules whose changes they
+ * describe, in their own transactions (`enqueueEvents` / `outboxInsert` need no injection).
  */
 @Module({
   imports: [ScheduleModule.forRoot(), MetricsModule, VaultModule],

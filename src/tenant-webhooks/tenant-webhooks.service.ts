@@ -55,12 +55,7 @@ function toDeliveryView(row: DeliveryRow) {
   };
 }
 
-/**
- * Tenant webhook endpoints: registration (the signing secret shown once, stored encrypted with the vault), listing,
- * deletion, re-enabling, recent deliveries and replays; and the ops view of failing endpoints. Events are queued in
- * the outbox by the code that makes each change, in its transaction (webhook-events.ts), and delivered by
- * `WebhookWorker`.
- */
+/** Tenant webhook endpoints (the signing secret shown once, stored sealed by the vault) and their deliveries. */
 @Injectable()
 export class TenantWebhooksService {
   constructor(
@@ -78,14 +73,9 @@ export class TenantWebhooksService {
     const events = dto.events.includes(ALL_EVENTS)
       ? [ALL_EVENTS]
       : WEBHOOK_EVENT_TYPES.filter((e) => dto.events.includes(e));
+    const secret_enc = this.vault.seal(WEBHOOK_SECRET, id, secret);
     const row = await this.store.insertEndpoint(
-      {
-        id,
-        tenant_id: tenantId,
-        url: dto.url,
-        events,
-        secret_enc: this.vault.seal(WEBHOOK_SECRET, id, secret),
-      },
+      { id, tenant_id: tenantId, url: dto.url, events, secret_enc },
       MAX_ENDPOINTS_PER_TENANT,
     );
     if (!row) {
@@ -167,7 +157,6 @@ export class TenantWebhooksService {
     return toDeliveryView(row);
   }
 
-  /** Endpoints failing now or disabled (disabled first, then the longest failing), for the ops dashboard. */
   async failingEndpoints(limit = 50): Promise<FailingEndpoint[]> {
     return this.store.failingEndpoints(limit);
   }
@@ -183,8 +172,7 @@ export class TenantWebhooksService {
    * refused, naming `url`. A name that does not resolve now is accepted: every delivery resolves and checks again.
    */
   private async checkTarget(url: string): Promise<void> {
-    const allowPrivate = this.config.allowPrivateTargets;
-    if (allowPrivate) return;
+    if (this.config.allowPrivateTargets) return;
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([

@@ -9,15 +9,18 @@ import { hostOf, isForbiddenTargetError, pinnedLookup, resolveChecked } from './
 /** The most of a receiver's answer that is read (and then ignored). */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
 
+/** `kind`, for metrics: `http_error` is any non-2xx, 3xx included. */
+type FailureKind = 'http_error' | 'timeout' | 'network_error' | 'forbidden_target';
 export type AttemptOutcome =
   | { ok: true; statusCode: number }
-  | {
-      ok: false;
-      statusCode: number | null;
-      /** For metrics: `http_error` (non-2xx, 3xx included), `timeout`, `network_error`, `forbidden_target`. */
-      kind: 'http_error' | 'timeout' | 'network_error' | 'forbidden_target';
-      error: string;
-    };
+  | { ok: false; statusCode: number | null; kind: FailureKind; error: string };
+
+const failed = (kind: FailureKind, error: string, statusCode: number | null = null): AttemptOutcome => ({
+  ok: false,
+  statusCode,
+  kind,
+  error,
+});
 
 /** The body exactly as sent and signed: `{type, timestamp, data}`. */
 export function bodyOf(payload: { type: string; timestamp: string; data: unknown }): string {
@@ -79,36 +82,22 @@ export class WebhookSender implements OnModuleDestroy {
         signal: AbortSignal.timeout(this.config.timeoutMs),
       });
       await drain(res.body);
-      if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, statusCode: res.statusCode };
-      return {
-        ok: false,
-        statusCode: res.statusCode,
-        kind: 'http_error',
-        error:
-          res.statusCode >= 300 && res.statusCode < 400
-            ? `receiver answered ${res.statusCode} (a redirect; redirects are not followed)`
-            : `receiver answered ${res.statusCode}`,
-      };
+      const status = res.statusCode;
+      if (status >= 200 && status < 300) return { ok: true, statusCode: status };
+      const redirect = status >= 300 && status < 400 ? ' (a redirect; redirects are not followed)' : '';
+      return failed('http_error', `receiver answered ${status}${redirect}`, status);
     } catch (error) {
-      if (isForbiddenTargetError(error)) {
-        return { ok: false, statusCode: null, kind: 'forbidden_target', error: messageOf(error) };
-      }
-      const name = (error as { name?: string; code?: string })?.name ?? '';
-      const code = (error as { code?: string })?.code ?? '';
+      if (isForbiddenTargetError(error)) return failed('forbidden_target', messageOf(error));
+      const { name, code } = (error ?? {}) as { name?: string; code?: string };
       if (
         name === 'TimeoutError' ||
         name === 'AbortError' ||
-        /TIMEOUT/i.test(code) ||
+        /TIMEOUT/i.test(code ?? '') ||
         /timeout/i.test(messageOf(error))
       ) {
-        return {
-          ok: false,
-          statusCode: null,
-          kind: 'timeout',
-          error: `no answer within ${this.config.timeoutMs} ms`,
-        };
+        return failed('timeout', `no answer within ${this.config.timeoutMs} ms`);
       }
-      return { ok: false, statusCode: null, kind: 'network_error', error: messageOf(error) };
+      return failed('network_error', messageOf(error));
     }
   }
 }

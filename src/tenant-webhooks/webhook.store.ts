@@ -68,16 +68,11 @@ const DELIVERY_COLUMNS = `id, endpoint_id, event_type, status, attempts, next_at
   last_status_code, last_error, delivered_at, created_at`;
 
 /**
- * The outbox's one INSERT, for the transaction or the statement of a state change: each event `events` yields (a
- * query of one `jsonb` column, the event) becomes one row per active endpoint of its tenant subscribed to its type or
- * to `*` — the fan-out happens here, at insert, so an endpoint registered later never receives older events, and a
- * tenant without endpoints gets no row. The subscriptions are read in the caller's transaction. The endpoints are
- * found by key — each event's tenant, on a tenant index, in a LATERAL subquery of its own (`OFFSET 0`: never
- * flattened into a join) — whatever plan Postgres keeps for a statement that embeds this (a join may become a scan of
- * every active endpoint per statement, and so may `= ANY(...)` of the tenants on Postgres 15).
- *
- * Embedded as a CTE (`WITH queued AS (${outboxInsert('SELECT …')})`) in a statement that decides which candidate events
- * stand (the hot send path's write keeps those whose row the statement changed), or run alone by `enqueueEvents`.
+ * The outbox's one INSERT, run alone (`enqueueEvents`) or embedded as a CTE in a state change's statement: each event
+ * `events` yields (one `jsonb` column) becomes one row per active endpoint of its tenant subscribed to its type or `*`,
+ * read in the caller's transaction (an endpoint registered later never receives older events). The endpoints are
+ * found by tenant in a LATERAL subquery (`OFFSET 0`: never flattened into a join, which a cached generic plan may turn
+ * into a scan of every endpoint).
  */
 export function outboxInsert(events: string): string {
   return `INSERT INTO webhook_outbox (endpoint_id, tenant_id, event_type, payload)
@@ -90,18 +85,14 @@ export function outboxInsert(events: string): string {
 
 const ENQUEUE = outboxInsert(`SELECT jsonb_array_elements($1::jsonb)`);
 
-/**
- * Queues events in the caller's transaction (`sql`: the client holding it), with the change they describe: a change
- * that commits has its events, one that rolls back has none, whatever happens to the process afterwards.
- */
+/** Queues events in the caller's transaction: they commit, or roll back, with the change they describe. */
 export async function enqueueEvents(sql: Sql, events: readonly TenantEvent[]): Promise<void> {
   if (events.length) await sql.query(ENQUEUE, [JSON.stringify(events)]);
 }
 
 /**
- * Erasure: in the tenant's events still waiting for delivery, every occurrence of `needle` (a recipient's e-mail or
- * phone, any letter case) becomes `[redacted]`. Events carry ids, statuses and amounts, not recipients: this finds
- * nothing unless an event type ever names one. Returns the events changed.
+ * Erasure: every occurrence of `needle` (a recipient's e-mail or phone, any case) in the tenant's pending events
+ * becomes `[redacted]` (no event type names a recipient today). Returns the events changed.
  */
 export async function eraseFromOutbox(sql: Sql, tenantId: string, needle: string): Promise<number> {
   const pattern = needle.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -114,16 +105,10 @@ export async function eraseFromOutbox(sql: Sql, tenantId: string, needle: string
   return rowCount ?? 0;
 }
 
-/**
- * Every statement that writes `webhook_endpoints` and `webhook_outbox`. The events enter the outbox through
- * `outboxInsert` / `enqueueEvents` above, in the transactions of the stores whose changes they describe; this store
- * claims them, records outcomes, replays and purges them.
- */
+/** Every statement that writes `webhook_endpoints` and `webhook_outbox` (but the inserts above). */
 @Injectable()
 export class WebhookStore {
   constructor(private readonly db: Database) {}
-
-  // --- endpoints (the API) ---
 
   /**
    * Registers an endpoint unless the tenant has `max` already (under a per-tenant advisory lock, so two concurrent
@@ -185,7 +170,6 @@ export class WebhookStore {
     return rows[0] ?? null;
   }
 
-  /** An endpoint's most recent outbox rows, newest first. */
   async listDeliveries(endpointId: string, limit: number, status?: DeliveryStatus): Promise<DeliveryRow[]> {
     const { rows } = await this.db.main.query<DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_outbox
@@ -196,10 +180,7 @@ export class WebhookStore {
     return rows;
   }
 
-  /**
-   * Queues one event of the endpoint again, due now, with the same id (the `webhook-id` receivers deduplicate on);
-   * its give-up window starts again. Null when the endpoint has no such event.
-   */
+  /** Queues an event again, due now, with the same id (`webhook-id`) and a new give-up window. */
   async replay(endpointId: string, eventId: string): Promise<DeliveryRow | null> {
     const { rows } = await this.db.main.query<DeliveryRow>(
       `UPDATE webhook_outbox SET status = 'pending', next_attempt_at = now(), queued_at = now(), delivered_at = NULL
@@ -209,8 +190,6 @@ export class WebhookStore {
     );
     return rows[0] ?? null;
   }
-
-  // --- the delivery worker ---
 
   /**
    * Claims up to `limit` due rows of active endpoints (SKIP LOCKED: one instance each), at most `perEndpoint` in flight
@@ -261,10 +240,7 @@ export class WebhookStore {
     return rows;
   }
 
-  /**
-   * A 2xx: the row is delivered (even if its lease passed meanwhile — it did arrive), and the endpoint's failure
-   * record is cleared.
-   */
+  /** A 2xx: delivered (even if its lease passed meanwhile: it did arrive); the endpoint's failures cleared. */
   async recordSuccess(row: ClaimedDelivery, statusCode: number): Promise<void> {
     await this.db.main.query({
       name: 'rg_webhook_success_v1',
@@ -351,7 +327,6 @@ export class WebhookStore {
     return rows;
   }
 
-  /** Rows waiting for delivery (every endpoint): the outbox depth gauge. */
   async pendingCount(): Promise<number> {
     const { rows } = await this.db.main.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM webhook_outbox WHERE status = 'pending'`,
@@ -382,9 +357,9 @@ export class WebhookStore {
       [tenantId, limit],
     );
     if (rowCount) return rowCount;
-    return (
-      (await this.db.main.query(`DELETE FROM webhook_endpoints WHERE tenant_id = $1`, [tenantId])).rowCount ??
-      0
-    );
+    const endpoints = await this.db.main.query(`DELETE FROM webhook_endpoints WHERE tenant_id = $1`, [
+      tenantId,
+    ]);
+    return endpoints.rowCount ?? 0;
   }
 }

@@ -9,7 +9,7 @@ import { trace } from '@opentelemetry/api';
 import { MetricsService } from '../metrics/metrics.service';
 import { Vault, WEBHOOK_SECRET } from '../token-vault/vault.service';
 import { retryDelayMs } from './webhook-events';
-import { bodyOf, WebhookSender } from './webhook.sender';
+import { type AttemptOutcome, bodyOf, WebhookSender } from './webhook.sender';
 import { type ClaimedDelivery, WebhookStore } from './webhook.store';
 
 /** Deliveries in flight per endpoint on one instance. */
@@ -17,14 +17,12 @@ export const PER_ENDPOINT_IN_FLIGHT = 4;
 /** Delivered and failed rows are kept this long (the deliveries view), then purged. */
 export const OUTBOX_KEPT_DAYS = 30;
 const GAUGE_EVERY_MS = 15_000;
+const UNDECRYPTABLE = 'the signing secret cannot be decrypted with VAULT_KEYS; not sent';
 
 /**
- * Delivers the outbox. Every instance runs one: it claims due rows with `FOR UPDATE SKIP LOCKED` (one instance each),
- * as a lease — a row whose sender died is due again once the lease ends — and sends them with bounded concurrency
- * (`WEBHOOK_CONCURRENCY` per instance, at most 4 per endpoint). Failures are retried on the schedule
- * (`WEBHOOK_RETRY_SCHEDULE_MS`) until `WEBHOOK_GIVE_UP_AFTER_MS`; an endpoint failing continuously for
- * `WEBHOOK_DISABLE_AFTER_MS` is disabled. Delivery is at least once (receivers deduplicate on `webhook-id`), and the
- * order of deliveries to an endpoint is not guaranteed.
+ * Delivers the outbox on every instance: claims due rows (SKIP LOCKED) as a lease — a row whose sender died is due
+ * again once the lease ends — and sends them with bounded concurrency. At least once (receivers deduplicate on
+ * `webhook-id`), in no guaranteed order.
  */
 @Injectable()
 export class WebhookWorker extends LoopWorker {
@@ -88,23 +86,11 @@ export class WebhookWorker extends LoopWorker {
   }
 
   private async deliver(row: ClaimedDelivery): Promise<void> {
-    let secret: string;
-    try {
-      secret = this.secretOf(row);
-    } catch (error) {
-      // VAULT_KEYS lost the key of this secret: nothing can be signed. Logged; retried like a failed attempt.
-      this.logger.error(`webhook endpoint ${row.endpoint_id}: ${(error as Error).message}`);
-      secret = '';
-    }
-    const outcome = secret
+    const secret = this.secretOf(row);
+    const outcome: AttemptOutcome = secret
       ? await this.sender.send(row.url, row.id, secret, bodyOf(row.payload), new Date(this.clock.now()))
-      : ({
-          ok: false,
-          statusCode: null,
-          kind: 'network_error',
-          error: 'the signing secret cannot be decrypted with VAULT_KEYS; not sent',
-        } as const);
-    // The delivery's trace says how it went (never the URL, the body or the secret).
+      : { ok: false, statusCode: null, kind: 'network_error', error: UNDECRYPTABLE };
+    // Never the URL, the body or the secret in the trace.
     trace.getActiveSpan()?.setAttributes({
       'webhook.outcome': outcome.ok ? 'delivered' : outcome.kind,
       'http.response.status_code': outcome.statusCode ?? undefined,
@@ -115,16 +101,12 @@ export class WebhookWorker extends LoopWorker {
       return;
     }
     this.metrics.webhookDeliveries.inc({ outcome: outcome.kind });
-    const webhooks = this.config;
-    const result = await this.store.recordFailure(
-      row,
-      { statusCode: outcome.statusCode, error: outcome.error },
-      {
-        delayMs: retryDelayMs(webhooks.retryScheduleMs, row.attempts),
-        giveUpAfterMs: webhooks.giveUpAfterMs,
-        disableAfterMs: webhooks.disableAfterMs,
-      },
-    );
+    const { retryScheduleMs, giveUpAfterMs, disableAfterMs } = this.config;
+    const result = await this.store.recordFailure(row, outcome, {
+      delayMs: retryDelayMs(retryScheduleMs, row.attempts),
+      giveUpAfterMs,
+      disableAfterMs,
+    });
     if (result.gaveUp) this.metrics.webhookDeliveries.inc({ outcome: 'gave_up' });
     if (result.disabled) {
       this.metrics.webhookEndpointsDisabled.inc();
@@ -135,10 +117,17 @@ export class WebhookWorker extends LoopWorker {
     }
   }
 
-  private secretOf(row: ClaimedDelivery): string {
+  /** Null when VAULT_KEYS lost the secret's key: nothing can be signed; retried like a failed attempt. */
+  private secretOf(row: ClaimedDelivery): string | null {
     const cached = this.secrets.get(row.endpoint_id);
     if (cached && cached.enc === row.secret_enc) return cached.secret;
-    const secret = this.vault.open(WEBHOOK_SECRET, row.endpoint_id, row.secret_enc);
+    let secret: string;
+    try {
+      secret = this.vault.open(WEBHOOK_SECRET, row.endpoint_id, row.secret_enc);
+    } catch (error) {
+      this.logger.error(`webhook endpoint ${row.endpoint_id}: ${(error as Error).message}`);
+      return null;
+    }
     if (this.secrets.size > 10_000) this.secrets.clear();
     this.secrets.set(row.endpoint_id, { enc: row.secret_enc, secret });
     return secret;
