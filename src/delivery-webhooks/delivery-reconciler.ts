@@ -19,6 +19,7 @@ const CHECK_TIMEOUT_MS = 10_000;
 /** Handled webhook uuids are kept this long (the service's retries and replays fall well within it). */
 export const EVENTS_KEPT_DAYS = 30;
 const FAILURE_REASON = /^[A-Za-z0-9_.-]{1,100}$/;
+type DueCheck = Awaited<ReturnType<DispatchStore['claimDeliveryChecks']>>[number];
 
 /**
  * What a read of a reward (`GET /rewards/{id}`) says of its delivery at `now`: SUCCEEDED → delivered, FAILED →
@@ -29,16 +30,12 @@ const FAILURE_REASON = /^[A-Za-z0-9_.-]{1,100}$/;
 export function deliveryOutcome(
   upstream: { created_at?: unknown; delivery?: { status?: unknown; failure_reason?: unknown } | null },
   now: number,
-): {
-  state: 'delivered' | 'delivery_failed' | 'pending';
-  status: string;
-  reason: string | null;
-  eventAt: Date;
-} {
+) {
   const status = (typeof upstream.delivery?.status === 'string' ? upstream.delivery.status : '')
     .toUpperCase()
     .slice(0, 64);
-  const state = status === 'SUCCEEDED' ? 'delivered' : status === 'FAILED' ? 'delivery_failed' : 'pending';
+  const state: 'delivered' | 'delivery_failed' | 'pending' =
+    status === 'SUCCEEDED' ? 'delivered' : status === 'FAILED' ? 'delivery_failed' : 'pending';
   const failure = upstream.delivery?.failure_reason;
   const reason =
     state === 'delivery_failed' && typeof failure === 'string' && FAILURE_REASON.test(failure)
@@ -50,14 +47,10 @@ export function deliveryOutcome(
 }
 
 /**
- * The background job of every instance (every DELIVERY_RECONCILE_POLL_MS): retries due webhook registrations,
- * and reconciles deliveries whose webhook was missed (old webhook uuids are purged by the retention job).
- *
- * Reconciliation: `DispatchStore.claimDeliveryChecks` hands out sent EMAIL/PHONE rewards whose delivery is not final
- * `DELIVERY_RECONCILE_AFTER_MS` after sending (SKIP LOCKED: one instance each; the claim pushes the next check out by
- * `DELIVERY_RECHECK_MS`); each is read with `GET /rewards/{id}` at the account's pace (bulk priority) and applied with
- * `recordDelivery`: SUCCEEDED → delivered, FAILED → delivery_failed (final); anything else stays pending and is checked
- * again later. A reward the service does not know (404), or whose connection is gone, is not checked again.
+ * The background job of every instance: retries due webhook registrations, and reconciles deliveries whose webhook
+ * was missed — rewards not final `DELIVERY_RECONCILE_AFTER_MS` after sending are claimed (SKIP LOCKED; the claim pushes
+ * the next check out by `DELIVERY_RECHECK_MS`), read with `GET /rewards/{id}` at bulk priority and applied with
+ * `recordDelivery`. A reward the service does not know (404), or whose connection is gone, is not checked again.
  */
 @Injectable()
 export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestroy {
@@ -116,12 +109,7 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
     return due.length;
   }
 
-  private async check(reward: {
-    dispatch_id: string;
-    position: number;
-    upstream_reward_id: string;
-    connection_id: string;
-  }): Promise<string> {
+  private async check(reward: DueCheck): Promise<string> {
     let upstream;
     try {
       upstream = await serving({ dispatchId: reward.dispatch_id, rewardPosition: reward.position }, () =>
@@ -148,15 +136,14 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
       return 'error';
     }
     const outcome = deliveryOutcome(upstream, this.clock.now());
-    const { state } = outcome;
     const changed = await this.store.recordDelivery(
       reward.upstream_reward_id,
       [reward.connection_id],
       outcome,
     );
     // Final upstream but not applied (a newer state is recorded): nothing more to learn by polling.
-    if (!changed && state !== 'pending')
+    if (!changed && outcome.state !== 'pending')
       await this.store.stopDeliveryCheck(reward.dispatch_id, reward.position);
-    return state;
+    return outcome.state;
   }
 }

@@ -13,10 +13,8 @@ import { WebhookKeyStore } from './webhook-key.store';
 import { WebhookRegistrar } from './webhook-registrar';
 
 /**
- * The rewards service's delivery webhooks: registration per connection at connect (and retried), the signed receiver
- * `POST /webhooks/rewards/{environment}`, and the reconciliation of missed events. Delivery outcomes are written
- * through `DispatchStore.recordDelivery`, the reward-dispatch module's store (it owns those rows; one instance per
- * process, so its group commits are shared).
+ * The rewards service's delivery webhooks: registration per connection, the signed receiver and the reconciliation of
+ * missed events. Outcomes are written through `DispatchStore.recordDelivery` (reward-dispatch owns those rows).
  */
 @Module({
   imports: [

@@ -2,17 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
 
 /**
- * Every statement that writes `webhook_events`: the `uuid` of each delivery webhook handled. A uuid is recorded only
- * after its event's state change was applied (or found irrelevant): a crash in between leaves it unrecorded, and the
- * service's retry applies the event again — harmless, since applying is idempotent and order-proof. For the same
- * reason the record is written with asynchronous commit (the `relaxed` pool): losing it in a crash costs the same
- * harmless re-apply, and the webhook's answer does not wait for a WAL flush.
+ * Every statement that writes `webhook_events`: the `uuid` of each delivery webhook handled, recorded after its change
+ * was applied, with asynchronous commit (`relaxed`): losing it in a crash only costs a re-apply, which is idempotent.
  */
 @Injectable()
 export class WebhookEventStore {
   constructor(private readonly db: Database) {}
 
-  /** True when this event was handled already. */
   async seen(uuid: string): Promise<boolean> {
     const { rowCount } = await this.db.main.query({
       name: 'rg_webhook_event_seen',

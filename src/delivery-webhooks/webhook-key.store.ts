@@ -5,10 +5,7 @@ import { Database } from '../database/database';
 import { VaultDecryptionError } from '../token-vault/vault-cipher';
 import { Vault, WEBHOOK_KEY } from '../token-vault/vault.service';
 
-/**
- * A webhook's signing key, decrypted, with what it belongs to. The key itself is an ES private field: it is not a
- * property, so no serialiser, logger or error ever shows it; it is only used to compute an HMAC.
- */
+/** A decrypted webhook key. An ES private field: no serialiser, logger or error ever shows it. */
 export class WebhookKey {
   readonly #secret: string;
 
@@ -24,7 +21,6 @@ export class WebhookKey {
     this.#secret = secret;
   }
 
-  /** HMAC-SHA256 of `data` with the webhook's private key (32 bytes). */
   hmac(data: string | Buffer): Buffer {
     return createHmac('sha256', this.#secret).update(data).digest();
   }
@@ -49,9 +45,8 @@ interface KeyRow {
 }
 
 /**
- * Every statement that writes `webhook_keys`: the gateway's registration of the rewards service's webhook per
- * connection, and the webhook's private key, encrypted with the vault (AES-256-GCM, AAD = the connection id). The key
- * is decrypted only into a `WebhookKey`; it never leaves this module as a string.
+ * Every statement that writes `webhook_keys`: the registration per connection, and the webhook's private key sealed
+ * by the vault (AAD = the connection id), opened only into a `WebhookKey`.
  */
 @Injectable()
 export class WebhookKeyStore {
@@ -62,10 +57,7 @@ export class WebhookKeyStore {
     private readonly db: Database,
   ) {}
 
-  /**
-   * The connection's registration, created `pending` when it has none, due again at `retryAt` (so that a process
-   * dying during the registration leaves it to the background retry). Returns its id and status.
-   */
+  /** The connection's registration (created `pending`), due again at `retryAt` should this process die. */
   async begin(
     connectionId: string,
     environment: RewardsEnvironment,
@@ -107,10 +99,7 @@ export class WebhookKeyStore {
     );
   }
 
-  /**
-   * Claims up to `limit` registrations whose next attempt is due (SKIP LOCKED: one instance each), pushing it out by
-   * `leaseMs` so a crashed attempt comes back on its own.
-   */
+  /** Claims due registrations (SKIP LOCKED), pushed out by `leaseMs` so a crashed attempt comes back. */
   async claimDue(limit: number, leaseMs: number): Promise<DueRegistration[]> {
     const { rows } = await this.db.main.query<DueRegistration>(
       `UPDATE webhook_keys k SET next_attempt_at = now() + make_interval(secs => $2::float8 / 1000), updated_at = now()
@@ -125,9 +114,8 @@ export class WebhookKeyStore {
   }
 
   /**
-   * Live connections that have no registration at all (connected before webhooks were registered, or whose
-   * activation hook could not even record one) and were connected more than `graceMs` ago (fresh ones are the
-   * connect flow's): a pending registration, due now, for up to `limit` of them. Returns how many.
+   * A pending registration, due now, for up to `limit` live connections that have none and were connected more than
+   * `graceMs` ago (fresh ones are the connect flow's). Returns how many.
    */
   async adoptUnregistered(limit: number, graceMs: number): Promise<number> {
     const { rowCount } = await this.db.main.query(
@@ -143,11 +131,7 @@ export class WebhookKeyStore {
     return rowCount ?? 0;
   }
 
-  /**
-   * The key of registration `id` in `environment`: a WebhookKey; `unregistered` when the registration exists but
-   * holds no usable key (not registered yet, or its key cannot be decrypted); null when there is no such
-   * registration.
-   */
+  /** `unregistered`: the registration holds no usable key (not yet, or undecryptable); null: no registration. */
   async forRegistration(
     id: string,
     environment: RewardsEnvironment,
@@ -163,10 +147,7 @@ export class WebhookKeyStore {
     return this.toKey(row) ?? 'unregistered';
   }
 
-  /**
-   * The keys of `environment`'s most recently registered webhooks, one per webhook (connections of one account share
-   * theirs), at most `limit`: the fallback for an event whose URL names no usable registration.
-   */
+  /** The newest `limit` webhooks' keys, one per webhook: for an event whose URL names no usable registration. */
   async environmentKeys(environment: RewardsEnvironment, limit: number): Promise<WebhookKey[]> {
     const { rows } = await this.db.main.query<KeyRow>(
       `SELECT * FROM (

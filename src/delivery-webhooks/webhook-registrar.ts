@@ -26,13 +26,10 @@ const ADOPT_PER_PASS = 50;
 const ADOPT_GRACE_MS = 60_000;
 
 /**
- * Registers the gateway as the receiver of the service's webhooks for each connected account:
- * `POST /webhooks {url: $PUBLIC_BASE_URL/webhooks/rewards/<environment>?account=<registration id>}` with the
- * connection's token, as soon as the connection becomes active and before the browser is sent back (so no event of
- * the first send is missed). The service keeps one webhook per organization — a second POST re-points it and keeps
- * its id and key — so registering per connected account covers every account whether or not connected
- * organizations' events would reach the platform's own webhook (unconfirmed, spec §7). A failure never fails the
- * connect: it is recorded and retried in the background (`retryDue`, with backoff up to 1 h).
+ * Registers the gateway as the receiver of the service's webhooks for each connected account (`POST /webhooks` with
+ * the connection's token), as the connection becomes active and before the browser is sent back, so no event of the
+ * first send is missed. The service keeps one webhook per organization (a second POST re-points it, same id and key).
+ * A failure never fails the connect: it is retried in the background (`retryDue`, backoff up to 1 h).
  */
 @Injectable()
 export class WebhookRegistrar implements OnModuleInit {
@@ -98,7 +95,6 @@ export class WebhookRegistrar implements OnModuleInit {
     return due.length;
   }
 
-  /** The URL the service posts the account's events to. */
   urlFor(environment: RewardsEnvironment, registrationId: string): string {
     return `${this.publicBaseUrl}/webhooks/rewards/${environment}?account=${registrationId}`;
   }
