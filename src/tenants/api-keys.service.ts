@@ -9,21 +9,17 @@ import { AuditLog } from '../audit/audit-log.service';
 import { Clock } from '../common/clock';
 import { TenantsError } from './tenants.errors';
 import type { ApiKeyResponse, CreatedApiKeyResponse, RotatedApiKeyResponse } from './dto/tenant.dto';
-import { API_KEY_SCOPES, type ApiKeyScope, type Principal } from './auth/principal';
+import { API_KEY_SCOPES, type ApiKeyScope, isApiKeyScope, type Principal } from './auth/principal';
 
 const CACHE_TTL_MS = 10_000;
 /** A key prefix that matches no key is remembered this long: repeated junk keys cost no database lookup. */
 const UNKNOWN_PREFIX_TTL_MS = 60_000;
+const CACHE_MAX_ENTRIES = 10_000;
+const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 
 /** The part of a key that identifies it without revealing it (`rgk_` + 4 characters), as stored in `api_keys.prefix`. */
 export function keyPrefix(presented: string): string | null {
   return /^rg[ko]_[A-Za-z0-9_-]{4}/.test(presented) ? presented.slice(0, 8) : null;
-}
-const CACHE_MAX_ENTRIES = 10_000;
-const LAST_USED_WRITE_INTERVAL_MS = 60_000;
-
-export function hashApiKey(key: string): string {
-  return sha256Hex(key);
 }
 
 /** An API key's row; only its SHA-256 hash is stored. `tenant_id` null: an operator key. */
@@ -64,7 +60,7 @@ export async function createApiKey(
   const { rows } = await db.query<ApiKeyRow>(
     `INSERT INTO api_keys (tenant_id, name, key_hash, prefix, scopes, rotated_from) VALUES ($1, $2, $3, $4, $5, $6)
      RETURNING ${KEY_COLUMNS}`,
-    [tenantId, name, hashApiKey(key), key.slice(0, 8), [...scopes], rotatedFrom],
+    [tenantId, name, sha256Hex(key), key.slice(0, 8), [...scopes], rotatedFrom],
   );
   return { row: rows[0], key };
 }
@@ -79,11 +75,9 @@ interface CacheEntry {
 }
 
 /**
- * API keys (every statement that writes `api_keys`): created with 256 bits of randomness, stored as SHA-256 hashes,
- * shown once; scoped; rotated with a grace period for the old key.
- * Authentication results are cached in memory for 10 s, an accelerator only: a revocation or rotation is published
- * through Postgres NOTIFY in its own transaction, and every instance drops the key from its cache when it commits; an
- * expiry needs no message, as each use compares the key's `expires_at` with the clock.
+ * API keys (every statement that writes `api_keys`), stored as SHA-256 hashes. Authentications are cached for 10 s as
+ * an accelerator only: a revocation or rotation publishes a NOTIFY in its transaction, and every instance drops the
+ * key when it commits; an expiry needs none (each use compares `expires_at` with the clock).
  */
 @Injectable()
 export class ApiKeysService {
@@ -99,7 +93,7 @@ export class ApiKeysService {
     private readonly audit: AuditLog,
     private readonly clock: Clock,
   ) {
-    this.operatorKeyHash = Buffer.from(hashApiKey(operatorApiKey), 'hex');
+    this.operatorKeyHash = Buffer.from(sha256Hex(operatorApiKey), 'hex');
     notifications.onEviction((eviction) => {
       if (eviction === null) this.cache.clear();
       else if (eviction.kind === 'api_key') this.cache.delete(eviction.hash);
@@ -239,7 +233,7 @@ export class ApiKeysService {
   /** Resolves a presented key to its principal, or null (unknown, revoked or expired). */
   async authenticate(presented: string): Promise<Principal | null> {
     if (presented.length < 16 || presented.length > 200) return null;
-    const hash = hashApiKey(presented);
+    const hash = sha256Hex(presented);
     if (timingSafeEqual(Buffer.from(hash, 'hex'), this.operatorKeyHash)) {
       return { kind: 'operator', keyId: null, name: null };
     }
@@ -252,13 +246,9 @@ export class ApiKeysService {
     }
     const prefix = keyPrefix(presented);
     if (prefix && (this.unknownPrefixes.get(prefix) ?? 0) > now) return null;
-    const { rows } = await this.db.main.query<{
-      id: string;
-      tenant_id: string | null;
-      name: string;
-      scopes: ApiKeyScope[];
-      expires_at: Date | null;
-    }>(
+    const { rows } = await this.db.main.query<
+      Pick<ApiKeyRow, 'id' | 'tenant_id' | 'name' | 'scopes' | 'expires_at'>
+    >(
       `SELECT id, tenant_id, name, scopes, expires_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
       [hash],
     );
@@ -279,7 +269,7 @@ export class ApiKeysService {
             tenantId: row.tenant_id,
             keyId: row.id,
             name: row.name,
-            scopes: row.scopes.filter(isScope),
+            scopes: row.scopes.filter(isApiKeyScope),
           };
     if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
     const entry: CacheEntry = {
@@ -312,9 +302,6 @@ export class ApiKeysService {
     return rows.length > 0;
   }
 }
-
-const isScope = (scope: string): scope is ApiKeyScope =>
-  (API_KEY_SCOPES as readonly string[]).includes(scope);
 
 function keyNotFound(keyId: string): TenantsError {
   return new TenantsError(

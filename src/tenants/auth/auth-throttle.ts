@@ -11,10 +11,8 @@ export const AUTH_FAILURE_WINDOW_S = 60;
 export const AUTH_BLOCK_S = 60;
 
 /**
- * Throttles failed authentications per client address and per presented key prefix, with rate-limiter-flexible's
- * Postgres store (`auth_failures`), so every instance counts together. Only failures are counted (a valid key never
- * costs a write), and a block is remembered in memory: a blocked client is refused without a database round-trip
- * (memory is only the accelerator: a restarted instance learns the block again on the next failure).
+ * Throttles failed authentications per client address and per key prefix, counted in Postgres (`auth_failures`) so
+ * every instance counts together; only failures cost a write. A block is also remembered in memory, an accelerator.
  */
 @Injectable()
 export class AuthThrottle {
@@ -81,8 +79,6 @@ function tooMany(ms: number): TenantsError {
     'too_many_failed_authentications',
     'Too many failed authentications from this client or for this key; retry later.',
     [],
-    {
-      'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))),
-    },
+    { 'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))) },
   );
 }

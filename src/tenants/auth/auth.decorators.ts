@@ -1,8 +1,7 @@
-import type { ExecutionContext } from '@nestjs/common';
-import { SetMetadata, applyDecorators, createParamDecorator } from '@nestjs/common';
+import { SetMetadata, applyDecorators } from '@nestjs/common';
 import { ApiExtension } from '@nestjs/swagger';
 import { ApiErrors, insufficientScope } from '../../common/api-docs';
-import type { ApiKeyScope, Principal } from './principal';
+import type { ApiKeyScope } from './principal';
 import { BASIC_AUTH_ALLOWED, OPERATOR_ONLY, PUBLIC_ROUTE, REQUIRED_SCOPES } from './principal';
 
 /** A route anyone may call (the connect page, the OAuth callback, health). Each use is listed in a test. */
@@ -23,14 +22,6 @@ export const RequiresScope = (...scopes: [ApiKeyScope, ...ApiKeyScope[]]) =>
     ApiErrors(insufficientScope(scopes)),
   );
 
-export const CurrentPrincipal = createParamDecorator(
-  (_: unknown, ctx: ExecutionContext): Principal =>
-    ctx.switchToHttp().getRequest<{ principal: Principal }>().principal,
-);
-
 /** An operator page for browsers: also accepts HTTP Basic with the operator key as the password (any user name). */
-export const OperatorPage =
-  () => (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
-    SetMetadata(OPERATOR_ONLY, true)(target, key as string, descriptor as PropertyDescriptor);
-    SetMetadata(BASIC_AUTH_ALLOWED, true)(target, key as string, descriptor as PropertyDescriptor);
-  };
+export const OperatorPage = () =>
+  applyDecorators(SetMetadata(OPERATOR_ONLY, true), SetMetadata(BASIC_AUTH_ALLOWED, true));

@@ -6,6 +6,8 @@ export const API_KEY_SCOPES = [
   'webhooks:manage',
 ] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+export const isApiKeyScope = (scope: unknown): scope is ApiKeyScope =>
+  (API_KEY_SCOPES as readonly unknown[]).includes(scope);
 
 /**
  * Who is calling: an operator (every tenant, the ops API and every scope) or one tenant's service, with its key's

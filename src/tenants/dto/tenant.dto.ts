@@ -20,7 +20,7 @@ import {
 } from 'class-validator';
 import { BrowserUrl } from '../../common/url';
 import { DEFAULT_ROTATION_GRACE_S, MAX_ROTATION_GRACE_S } from '../api-keys.service';
-import { API_KEY_SCOPES, type ApiKeyScope } from '../auth/principal';
+import { API_KEY_SCOPES, type ApiKeyScope, isApiKeyScope } from '../auth/principal';
 
 const URL_OPTIONS = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
 
@@ -96,15 +96,13 @@ export class TenantResponse {
 @ValidatorConstraint({ name: 'knownScopes' })
 export class KnownScopes implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
-    return !Array.isArray(value) || value.every((v) => typeof v === 'string' && isScope(v));
+    return !Array.isArray(value) || value.every(isApiKeyScope);
   }
   defaultMessage(args: ValidationArguments): string {
-    const unknown = (args.value as unknown[]).filter((v) => typeof v !== 'string' || !isScope(v));
+    const unknown = (args.value as unknown[]).filter((v) => !isApiKeyScope(v));
     return `unknown scope ${unknown.map((v) => JSON.stringify(v)).join(', ')}; the scopes are ${API_KEY_SCOPES.join(', ')}`;
   }
 }
-
-const isScope = (v: string) => (API_KEY_SCOPES as readonly string[]).includes(v);
 
 export class CreateApiKeyDto {
   @ApiProperty({ example: 'payments-service', description: 'What the key is for; shown in listings.' })
