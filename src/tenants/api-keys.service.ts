@@ -170,10 +170,8 @@ export class ApiKeysService {
   }
 
   /**
-   * Rotation without downtime: a successor with the same name and scopes (its key shown once), and the old key kept
-   * working for `graceSeconds` (0: it stops now). One transaction: the old key locked, its `expires_at` set, the
-   * successor stored, the record written, and every instance told to read the old key again. A key is rotated once
-   * (409 naming its successor; rotate the successor instead).
+   * Rotation without downtime: a successor with the same name and scopes, the old key working for `graceSeconds` more;
+   * one transaction, every instance told to read the old key again. A key is rotated once (409 naming its successor).
    */
   async rotate(tenantId: string, keyId: string, graceSeconds: number): Promise<RotatedApiKeyResponse> {
     const now = this.clock.now();

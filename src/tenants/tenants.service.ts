@@ -118,10 +118,9 @@ export class TenantsService {
   }
 
   /**
-   * Offboarding: the tenant marked deleted — gone from every route and list at once (tenant_not_found) — its keys
-   * revoked and its connections disconnected (grants destroyed) by the modules' hooks, audited, every instance told;
-   * all in one transaction, which first takes the tenant row so that sends whose insert holds it finish first. Its
-   * data is then removed in bounded batches by the retention job, the row last.
+   * Offboarding, in one transaction that first locks the tenant row (sends holding it finish first): marked deleted,
+   * the modules' offboard hooks run (keys revoked, connections disconnected), audited, every instance told. The
+   * retention job then removes its data in batches, the row last.
    */
   async delete(id: string): Promise<void> {
     const deleted = await this.db.transaction(async (tx) => {
