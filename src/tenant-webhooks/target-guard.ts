@@ -3,11 +3,9 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import type { LookupAddress } from 'node:dns';
 
 /**
- * SSRF guard for tenant webhook targets. A tenant chooses the URL the gateway POSTs to; without this, a URL (or a
- * hostname whose DNS answer changes after registration) could make the gateway call its own network: the loopback,
- * private networks, the cloud metadata service. Refused: every address in the ranges below. The check runs when an
- * endpoint is registered and again at every delivery, after DNS resolution, on the very addresses the connection then
- * uses (`pinnedLookup`): a DNS answer cannot change between the check and the connect (no rebinding).
+ * SSRF guard: a tenant's webhook URL (or a name whose DNS answer changes later) must not make the gateway call its own
+ * network (loopback, private ranges, cloud metadata). Checked at registration and at every delivery, on the very
+ * addresses the connection then uses (`pinnedLookup`): no DNS rebinding between the check and the connect.
  */
 const blocked = new BlockList();
 // IPv4
@@ -119,10 +117,8 @@ type LookupCallback = (
 ) => void;
 
 /**
- * A `lookup` for `net.connect` / `tls.connect` (undici's `connect` options): resolves and checks with
- * `resolveChecked`, then hands the socket exactly the checked addresses. Node calls it with `{all: true}` when it
- * races address families (autoSelectFamily), else for one address. IP literals never reach a lookup: check them
- * before connecting (`resolveChecked` on the URL's host).
+ * A `lookup` for undici's `connect` options: hands the socket exactly the addresses `resolveChecked` checked (all of
+ * them when Node races address families). IP literals never reach a lookup: check them before connecting.
  */
 export function pinnedLookup(allowPrivate: () => boolean) {
   return (
