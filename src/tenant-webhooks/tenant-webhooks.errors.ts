@@ -1,5 +1,5 @@
 import type { HttpStatus } from '@nestjs/common';
-import { AppError, type ErrorDetail } from '../common/app-error';
+import { AppError } from '../common/app-error';
 
 /** Every error code the tenant webhooks API answers with (a bad `url` or `events` is `validation_failed`). */
 export const TENANT_WEBHOOK_ERROR_CODES = [
@@ -11,13 +11,7 @@ export const TENANT_WEBHOOK_ERROR_CODES = [
 export type TenantWebhookErrorCode = (typeof TENANT_WEBHOOK_ERROR_CODES)[number];
 
 export class TenantWebhookError extends AppError {
-  constructor(
-    status: HttpStatus,
-    code: TenantWebhookErrorCode,
-    message: string,
-    details: ErrorDetail[] = [],
-    headers: Record<string, string> = {},
-  ) {
-    super(status, code, message, details, headers);
+  constructor(status: HttpStatus, code: TenantWebhookErrorCode, message: string) {
+    super(status, code, message);
   }
 }
