@@ -236,50 +236,47 @@ export class ApiKeysService {
       return { kind: 'operator', keyId: null, name: null };
     }
     const now = this.clock.now();
-    const cached = this.cache.get(hash);
-    if (cached && cached.expiresAt > now) {
-      if (cached.keyExpiresAt !== null && cached.keyExpiresAt <= now) return null;
-      this.touch(hash, cached);
-      return cached.principal;
-    }
-    const prefix = keyPrefix(presented);
-    if (prefix && (this.unknownPrefixes.get(prefix) ?? 0) > now) return null;
-    const { rows } = await this.db.main.query<
-      Pick<ApiKeyRow, 'id' | 'tenant_id' | 'name' | 'scopes' | 'expires_at'>
-    >(
-      `SELECT id, tenant_id, name, scopes, expires_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
-      [hash],
-    );
-    const row = rows[0];
-    if (!row) {
-      this.cache.delete(hash);
-      if (prefix && !(await this.prefixInUse(prefix))) {
-        if (this.unknownPrefixes.size >= CACHE_MAX_ENTRIES) this.unknownPrefixes.clear();
-        this.unknownPrefixes.set(prefix, now + UNKNOWN_PREFIX_TTL_MS);
+    let entry = this.cache.get(hash);
+    if (!entry || entry.expiresAt <= now) {
+      const prefix = keyPrefix(presented);
+      if (prefix && (this.unknownPrefixes.get(prefix) ?? 0) > now) return null;
+      const { rows } = await this.db.main.query<
+        Pick<ApiKeyRow, 'id' | 'tenant_id' | 'name' | 'scopes' | 'expires_at'>
+      >(
+        `SELECT id, tenant_id, name, scopes, expires_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+        [hash],
+      );
+      const row = rows[0];
+      if (!row) {
+        this.cache.delete(hash);
+        if (prefix && !(await this.prefixInUse(prefix))) {
+          if (this.unknownPrefixes.size >= CACHE_MAX_ENTRIES) this.unknownPrefixes.clear();
+          this.unknownPrefixes.set(prefix, now + UNKNOWN_PREFIX_TTL_MS);
+        }
+        return null;
       }
-      return null;
+      const principal: Principal =
+        row.tenant_id === null
+          ? { kind: 'operator', keyId: row.id, name: row.name }
+          : {
+              kind: 'tenant',
+              tenantId: row.tenant_id,
+              keyId: row.id,
+              name: row.name,
+              scopes: row.scopes.filter(isApiKeyScope),
+            };
+      if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
+      entry = {
+        principal,
+        expiresAt: now + CACHE_TTL_MS,
+        keyExpiresAt: row.expires_at?.getTime() ?? null,
+        lastUsedWrite: entry?.lastUsedWrite ?? 0,
+      };
+      this.cache.set(hash, entry);
     }
-    const principal: Principal =
-      row.tenant_id === null
-        ? { kind: 'operator', keyId: row.id, name: row.name }
-        : {
-            kind: 'tenant',
-            tenantId: row.tenant_id,
-            keyId: row.id,
-            name: row.name,
-            scopes: row.scopes.filter(isApiKeyScope),
-          };
-    if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
-    const entry: CacheEntry = {
-      principal,
-      expiresAt: now + CACHE_TTL_MS,
-      keyExpiresAt: row.expires_at?.getTime() ?? null,
-      lastUsedWrite: cached?.lastUsedWrite ?? 0,
-    };
-    this.cache.set(hash, entry);
     if (entry.keyExpiresAt !== null && entry.keyExpiresAt <= now) return null;
     this.touch(hash, entry);
-    return principal;
+    return entry.principal;
   }
 
   /** Records last use at most once a minute per key and process; never on the request's critical path. */
