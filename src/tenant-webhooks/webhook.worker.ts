@@ -58,7 +58,6 @@ export class WebhookWorker extends LoopWorker {
       [],
       (set) => {
         set({}, this.depth);
-        return undefined;
       },
     );
   }
