@@ -38,16 +38,8 @@ export interface DeliveryRow {
 }
 
 /** A claimed outbox row, with what its delivery needs. `attempts` is the claim's fence. */
-export interface ClaimedDelivery {
-  id: string;
-  endpoint_id: string;
-  tenant_id: string;
-  event_type: string;
-  payload: TenantEvent;
-  attempts: number;
-  url: string;
-  secret_enc: string;
-}
+export type ClaimedDelivery = Pick<DeliveryRow, 'id' | 'endpoint_id' | 'event_type' | 'attempts'> &
+  Pick<EndpointRow, 'tenant_id' | 'url' | 'secret_enc'> & { payload: TenantEvent };
 
 /** An endpoint in trouble, for the ops dashboard. */
 export interface FailingEndpoint {
