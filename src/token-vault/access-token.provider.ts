@@ -25,17 +25,13 @@ import {
 
 /** Refresh this long before expiry, but never more than a tenth of the token's lifetime (a 2 s token is used). */
 export const REFRESH_SKEW_MS = 30_000;
-export const REFRESH_SKEW_FRACTION = 0.1;
-/** How long a caller waits for another instance's refresh lock before `refresh_lock_timeout` (default). */
-export const LOCK_TIMEOUT_MS = 5_000;
+const REFRESH_SKEW_FRACTION = 0.1;
 /** Cooldown after transient refresh failures: 2 s, 4 s, 8 s … capped at 5 min. */
 export const BACKOFF_BASE_MS = 2_000;
 export const BACKOFF_MAX_MS = 300_000;
 /** Consecutive transient failures after which the connection shows `error`. */
-export const ERROR_THRESHOLD = 3;
+const ERROR_THRESHOLD = 3;
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
-/** After `invalid_client`, each instance asks the token endpoint again at most this often per environment (default). */
-export const APP_CREDENTIALS_RETRY_MS = 10_000;
 
 export interface AccessToken extends ConnectionToken {
   /** Handed out until then (ms since the epoch): a little before it expires (see usableUntil). */
@@ -62,10 +58,9 @@ const GRANT_SELECT = `
    WHERE g.connection_id = $1`;
 
 /**
- * What the refresh protocol writes on its connection, each on the pool or transaction it is given, so that a refresh's
- * outcome commits with the rotated grant under the same lock (`markNeedsReauth` and `markRefreshed` queue a tenant
- * event with the change: they are given a transaction). Declared here, where it is used, so that the vault does not
- * depend on the connections module (which owns the tables, implements this and depends on the vault).
+ * What the refresh protocol writes on its connection, on the pool or transaction it is given, so that a refresh's
+ * outcome commits with the rotated grant under the same lock. Declared here so that the vault does not depend on the
+ * connections module (which implements it).
  */
 export abstract class ConnectionStatus {
   abstract markUsed(q: Sql, connectionId: string): Promise<void>;
@@ -89,6 +84,13 @@ export abstract class ConnectionStatus {
 }
 type Detail = Record<string, unknown>;
 
+/** The grant row of a connection that may use tokens; throws otherwise. */
+function live(row: GrantRow | undefined): GrantRow {
+  if (!row) throw new ConnectionNotFoundError();
+  if (row.status !== 'active' && row.status !== 'error') throw new ConnectionNotActiveError(row.status);
+  return row;
+}
+
 /** The cooldown after the `failures`-th transient refresh failure in a row (ms): what markRefreshFailed writes. */
 export function refreshBackoffMs(failures: number): number {
   return Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (failures - 1));
@@ -99,7 +101,7 @@ export function usableUntil(issuedAt: number, expiresAt: number): number {
   return expiresAt - skew;
 }
 
-/** How far our clock and the rewards service's may disagree: a token counts as valid only until this long before it expires. */
+/** How far our clock and the rewards service's may disagree. */
 export const EXPIRY_MARGIN_MS = 1_000;
 
 /** Whether a token expiring at `expiresAt` was certainly still valid at `at`, our clock against the service's. */
@@ -109,13 +111,10 @@ export function validAt(expiresAt: number, at: number, marginMs = EXPIRY_MARGIN_
 
 /**
  * What an API call's 401 says, for the token `used`:
- * - `expired`: the token may have expired on the way — the service read it somewhere between the request leaving and
- *   its answer, and only a token still valid when the answer came back (`answeredAt`) was valid when read. Nobody's
- *   fault: refresh, retry.
- * - `refused`: a valid token refused — perhaps that token alone was revoked: force one refresh, retry.
- * - `grant_refused`: a valid token newer than one already `refused` in the same request (fresh from that forced
- *   refresh) refused again: the service refuses the grant, only a new consent helps.
- * `refusedBefore`: the generation of the token refused earlier in the same request, null when none was.
+ * - `expired`: it may have expired on the way (not still valid at `answeredAt`): refresh, retry;
+ * - `refused`: a valid token refused, perhaps revoked alone: force one refresh, retry;
+ * - `grant_refused`: a valid token newer than `refusedBefore` (the generation already refused in the same request,
+ *   or null) refused again: the service refuses the grant, only a new consent helps.
  */
 export function judgeUnauthorized(
   used: { generation: number; expiresAt: number },
@@ -127,11 +126,8 @@ export function judgeUnauthorized(
 }
 
 /**
- * The only way any module gets a bearer token for a connection.
- *
- * Memory cache (no DB round-trip while valid) → in-process single-flight per connection → the grant row read →
- * when it needs refreshing, `refreshUnderLock`: a row lock held across processes, a re-check after the lock, the
- * token call, and the rotated pair stored in the same transaction with a compare-and-set on the generation.
+ * The only way any module gets a bearer token for a connection: memory cache → in-process single-flight per
+ * connection → the grant row → when it needs refreshing, `refreshUnderLock`.
  */
 @Injectable()
 export class AccessTokenProvider implements TokenSource {
@@ -140,8 +136,9 @@ export class AccessTokenProvider implements TokenSource {
   private readonly knownEnvironments = new Map<string, RewardsEnvironment>();
   private readonly inFlight = new Map<string, Promise<AccessToken>>();
   private readonly lastUseWritten = new Map<string, number>();
+  /** The lock pool: refreshes have their own share of the connection budget and cannot starve other queries. */
   private readonly pool: Pool;
-  private readonly appCredentials: AppCredentialsStore;
+  private readonly appCredentials = new AppCredentialsStore();
   /** Per environment: until when refreshes fail fast after the token endpoint refused our app credentials. */
   private readonly appCredentialsRefusedUntil = new Map<RewardsEnvironment, number>();
 
@@ -158,19 +155,14 @@ export class AccessTokenProvider implements TokenSource {
     @Optional() private readonly recorder?: CallRecorder,
     @Optional()
     @InjectConfig('tokens')
-    private readonly tokens: TokensConfig = {
-      refreshLockTimeoutMs: LOCK_TIMEOUT_MS,
-      appCredentialsRetryMs: APP_CREDENTIALS_RETRY_MS,
-    },
+    private readonly tokens: TokensConfig = { refreshLockTimeoutMs: 5_000, appCredentialsRetryMs: 10_000 },
   ) {
+    this.pool = db.lock;
     // Another instance disconnected or replaced the connection: forget its token here too.
     notifications?.onEviction((eviction) => {
       if (eviction === null) this.cache.clear();
       else if (eviction.kind === 'connection') this.cache.delete(eviction.id);
     });
-    // Lock transactions get their own share of the connection budget, so refreshes cannot starve other queries.
-    this.pool = db.lock;
-    this.appCredentials = new AppCredentialsStore();
   }
 
   /** A valid access token for the connection; refreshes (once, cluster-wide) when needed. */
@@ -215,8 +207,8 @@ export class AccessTokenProvider implements TokenSource {
 
   /**
    * An API call with `used` was answered 401 at `answeredAt` (see judgeUnauthorized). Resolves when the request may be
-   * sent again — it then takes a new slot and reads the token anew, which is newer by then: returns what to pass as
-   * `refusedBefore` next time. When the service refuses the grant, the connection goes to needs_reauth and this throws.
+   * sent again, with what to pass as `refusedBefore` next time; when the service refuses the grant, the connection
+   * goes to needs_reauth (with its tenant event, in one transaction) and this throws.
    */
   async unauthorized(
     connectionId: string,
@@ -226,28 +218,17 @@ export class AccessTokenProvider implements TokenSource {
   ): Promise<number | null> {
     const verdict = judgeUnauthorized(used, answeredAt, refusedBefore);
     if (verdict === 'grant_refused') {
-      await this.markNeedsReauthAfter401(connectionId);
+      this.cache.delete(connectionId);
+      const message =
+        'The rewards service rejected a freshly refreshed access token (401); the tenant must connect again.';
+      const reason = 'unauthorized';
+      await inTransaction(this.pool, (tx) =>
+        this.connections.markNeedsReauth(tx, connectionId, reason, message, { reason }, true),
+      );
       throw new ConnectionNotActiveError('needs_reauth');
     }
     await this.afterUnauthorized(connectionId, used);
     return verdict === 'refused' ? used.generation : refusedBefore;
-  }
-
-  private async markNeedsReauthAfter401(connectionId: string): Promise<void> {
-    this.cache.delete(connectionId);
-    const message =
-      'The rewards service rejected a freshly refreshed access token (401); the tenant must connect again.';
-    // A transaction: the change and its tenant event (connection.needs_reauth) commit together.
-    await inTransaction(this.pool, (tx) =>
-      this.connections.markNeedsReauth(
-        tx,
-        connectionId,
-        'unauthorized',
-        message,
-        { reason: 'unauthorized' },
-        true,
-      ),
-    );
   }
 
   /** Forces a refresh through the lock (ops). */
@@ -283,11 +264,7 @@ export class AccessTokenProvider implements TokenSource {
   }
 
   private async readGrant(connectionId: string): Promise<GrantRow> {
-    const { rows } = await this.pool.query<GrantRow>(GRANT_SELECT, [connectionId]);
-    const row = rows[0];
-    if (!row) throw new ConnectionNotFoundError();
-    if (row.status !== 'active' && row.status !== 'error') throw new ConnectionNotActiveError(row.status);
-    return row;
+    return live((await this.pool.query<GrantRow>(GRANT_SELECT, [connectionId])).rows[0]);
   }
 
   /** The row's token if it is still usable, cached; otherwise null. Throws during a refresh cooldown. */
@@ -314,12 +291,13 @@ export class AccessTokenProvider implements TokenSource {
   }
 
   /**
-   * The refresh protocol, whole:
+   * The refresh protocol (refresh tokens are single-use, so one refresh per grant at a time, cluster-wide):
    * 1. BEGIN; lock the grant row (FOR UPDATE, bounded by lock_timeout) — holds across processes;
    * 2. re-check: if the generation moved past the one we saw and the token is usable, someone else refreshed: done;
    * 3. call the token endpoint (timeout below idle_in_transaction_session_timeout);
    * 4. 200 → store the rotated pair with generation + 1 (compare-and-set), COMMIT;
-   *    invalid_grant → needs_reauth + event, COMMIT; transient → ROLLBACK (keep the old token), count the failure.
+   *    invalid_grant → needs_reauth + event, COMMIT; transient → ROLLBACK (keep the old token), count the failure;
+   *    invalid_client → ROLLBACK, the environment's app credentials are refused (no connection changes).
    */
   private async refreshUnderLock(
     connectionId: string,
@@ -332,15 +310,15 @@ export class AccessTokenProvider implements TokenSource {
     } catch {
       throw new RefreshLockTimeoutError();
     }
-    let transient: RewardsApiError | null = null;
-    let appCredentialsRefused: { environment: RewardsEnvironment; error: RewardsApiError } | null = null;
+    // What to record once the transaction is rolled back; returns the error to throw.
+    let afterRollback: (() => Promise<Error>) | undefined;
     try {
       await client.query('BEGIN');
       await client.query(`SET LOCAL lock_timeout = '${this.tokens.refreshLockTimeoutMs}ms'`);
-      let row: GrantRow | undefined;
+      let row: GrantRow;
       const waited = this.metrics?.lockWait.startTimer();
       try {
-        row = (await client.query<GrantRow>(`${GRANT_SELECT} FOR UPDATE OF g`, [connectionId])).rows[0];
+        row = live((await client.query<GrantRow>(`${GRANT_SELECT} FOR UPDATE OF g`, [connectionId])).rows[0]);
       } catch (error) {
         if ((error as { code?: string }).code === '55P03') {
           this.metrics?.refreshes.inc({ outcome: 'lock_timeout' }); // lock_not_available
@@ -350,8 +328,6 @@ export class AccessTokenProvider implements TokenSource {
       } finally {
         waited?.();
       }
-      if (!row) throw new ConnectionNotFoundError();
-      if (row.status !== 'active' && row.status !== 'error') throw new ConnectionNotActiveError(row.status);
       if (row.generation > generationSeen || !force) {
         const token = this.usable(row);
         if (token) {
@@ -380,7 +356,8 @@ export class AccessTokenProvider implements TokenSource {
         if (error instanceof RewardsApiError && error.kind === 'invalid_client') {
           // Our own client id / secret were refused: the tenant's grant is not at fault and stays as it is.
           this.metrics?.refreshes.inc({ outcome: 'invalid_client' });
-          appCredentialsRefused = { environment: row.environment, error };
+          const environment = row.environment;
+          afterRollback = () => this.recordAppCredentialsRefused(environment, error);
           throw error;
         }
         if (
@@ -393,9 +370,10 @@ export class AccessTokenProvider implements TokenSource {
           this.cache.delete(connectionId);
           throw new ConnectionNotActiveError('needs_reauth');
         }
-        transient =
+        const transient =
           error instanceof RewardsApiError ? error : new RewardsApiError('transient', String(error));
         this.metrics?.refreshes.inc({ outcome: 'transient' });
+        afterRollback = () => this.recordTransientFailure(connectionId, transient);
         throw transient;
       }
       const token = await this.storeRotated(client, row, tokens);
@@ -408,14 +386,7 @@ export class AccessTokenProvider implements TokenSource {
       return token;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
-      if (transient) throw await this.recordTransientFailure(connectionId, transient);
-      // (Assigned in the inner catch; TypeScript's flow analysis cannot see that.)
-      const refused = appCredentialsRefused as {
-        environment: RewardsEnvironment;
-        error: RewardsApiError;
-      } | null;
-      if (refused) throw await this.recordAppCredentialsRefused(refused.environment, refused.error);
-      throw error;
+      throw afterRollback ? await afterRollback() : error;
     } finally {
       client.release();
     }

@@ -11,17 +11,24 @@ export interface GrantValues {
   expiresAt: Date;
 }
 
-/**
- * Every statement that writes `grants`, the vault's rows. Stateless: each method runs on the pool or transaction it
- * is given, so a grant changes in the same transaction as its connection.
- */
+/** The grant's columns in statement order, from $2. */
+const columns = (g: GrantValues) => [
+  g.accessTokenEnc,
+  g.refreshTokenEnc,
+  g.tokenType,
+  g.scope,
+  g.issuedAt,
+  g.expiresAt,
+];
+
+/** Every statement that writes `grants`. Stateless: each runs on the pool or transaction it is given. */
 @Injectable()
 export class GrantStore {
   async insert(q: Sql, connectionId: string, g: GrantValues): Promise<void> {
     await q.query(
       `INSERT INTO grants (connection_id, access_token_enc, refresh_token_enc, token_type, scope, issued_at, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [connectionId, g.accessTokenEnc, g.refreshTokenEnc, g.tokenType, g.scope, g.issuedAt, g.expiresAt],
+      [connectionId, ...columns(g)],
     );
   }
 
@@ -35,16 +42,7 @@ export class GrantStore {
       `UPDATE grants SET access_token_enc = $2, refresh_token_enc = $3, token_type = $4, scope = $5, issued_at = $6,
               expires_at = $7, generation = generation + 1, updated_at = now()
         WHERE connection_id = $1 AND generation = $8`,
-      [
-        connectionId,
-        g.accessTokenEnc,
-        g.refreshTokenEnc,
-        g.tokenType,
-        g.scope,
-        g.issuedAt,
-        g.expiresAt,
-        generationSeen,
-      ],
+      [connectionId, ...columns(g), generationSeen],
     );
     return rowCount === 1;
   }

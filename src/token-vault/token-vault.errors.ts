@@ -11,15 +11,18 @@ export const TOKEN_VAULT_ERROR_CODES = [
 ] as const;
 export type TokenVaultErrorCode = (typeof TOKEN_VAULT_ERROR_CODES)[number];
 
+const retryAfter = (seconds?: number): Record<string, string> =>
+  seconds === undefined ? {} : { 'Retry-After': String(Math.max(1, Math.ceil(seconds))) };
+
 export class VaultError extends AppError {
   constructor(
     status: HttpStatus,
     code: TokenVaultErrorCode,
     message: string,
     details: ErrorDetail[] = [],
-    headers: Record<string, string> = {},
+    retryAfterSeconds?: number,
   ) {
-    super(status, code, message, details, headers);
+    super(status, code, message, details, retryAfter(retryAfterSeconds));
   }
 }
 
@@ -37,47 +40,28 @@ export class ConnectionNotActiveError extends VaultError {
 /** After transient refresh failures the connection cools down: callers get this fast instead of another token call. */
 export class RefreshBackoffError extends VaultError {
   constructor(retryAfterSeconds: number) {
-    super(
-      HttpStatus.SERVICE_UNAVAILABLE,
-      'connection_refresh_backoff',
-      'Refreshing this connection’s token failed recently; retry after the cooldown.',
-      [],
-      { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
-    );
+    const message = 'Refreshing this connection’s token failed recently; retry after the cooldown.';
+    super(HttpStatus.SERVICE_UNAVAILABLE, 'connection_refresh_backoff', message, [], retryAfterSeconds);
   }
 }
 
 /** Another instance holds the refresh lock for too long. Retryable; says nothing about the credentials. */
 export class RefreshLockTimeoutError extends VaultError {
   constructor() {
-    super(
-      HttpStatus.SERVICE_UNAVAILABLE,
-      'refresh_lock_timeout',
-      'The connection’s token is being refreshed elsewhere; retry shortly.',
-      [],
-      {
-        'Retry-After': '1',
-      },
-    );
+    const message = 'The connection’s token is being refreshed elsewhere; retry shortly.';
+    super(HttpStatus.SERVICE_UNAVAILABLE, 'refresh_lock_timeout', message, [], 1);
   }
 }
 
 export class RefreshFailedError extends VaultError {
   constructor(reason: string, retryAfterSeconds: number) {
-    super(
-      HttpStatus.SERVICE_UNAVAILABLE,
-      'connection_refresh_failed',
-      `Refreshing the connection’s token failed: ${reason}.`,
-      [],
-      {
-        'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))),
-      },
-    );
+    const message = `Refreshing the connection’s token failed: ${reason}.`;
+    super(HttpStatus.SERVICE_UNAVAILABLE, 'connection_refresh_failed', message, [], retryAfterSeconds);
   }
 }
 
 export class ConnectionNotFoundError extends VaultError {
-  /** With the tenant, the message says how to connect one (the connect session's path). */
+  /** With the tenant, the message says how to connect one. */
   constructor(environment?: string, tenantId?: string) {
     super(
       HttpStatus.NOT_FOUND,
@@ -108,7 +92,7 @@ export class AppCredentialsInvalidError extends AppError {
       `The rewards service rejected this gateway’s app credentials for the ${environment} environment (invalid_client). ` +
         'The tenant’s connection is unaffected; an operator must fix the client id / secret.',
       [{ field: 'environment', reason: `app credentials of ${environment} refused`, environment }],
-      { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+      retryAfter(retryAfterSeconds),
     );
   }
 }
