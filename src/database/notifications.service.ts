@@ -13,11 +13,9 @@ export type Eviction =
 const CHANNEL = 'rg_evict';
 
 /**
- * Cross-instance cache eviction through Postgres LISTEN/NOTIFY. `publish` runs `pg_notify` on the given transaction
- * (delivered to every instance when it commits, never before) or on its own; each instance listens on one
- * connection of its budget and hands every message to the handlers. Memory caches stay accelerators: when the
- * listening connection is lost (messages may have been missed), every handler is told to drop everything, and the
- * connection is re-opened with backoff.
+ * Cross-instance cache eviction through LISTEN/NOTIFY. `publish` on a transaction is delivered when it commits. When
+ * the listening connection is lost (messages may have been missed), every handler is told to drop everything, and
+ * the connection is re-opened with backoff.
  */
 @Injectable()
 export class NotificationsService implements OnApplicationBootstrap, OnModuleDestroy {
@@ -65,8 +63,7 @@ export class NotificationsService implements OnApplicationBootstrap, OnModuleDes
         `eviction listener lost${error ? `: ${error.message}` : ''}; caches dropped, reconnecting`,
       );
       this.dispatch(null);
-      setTimeout(() => void this.listen(), this.retryMs).unref();
-      this.retryMs = Math.min(10_000, this.retryMs * 2);
+      this.listenLater();
     };
     client.on('error', lost);
     client.on('end', () => lost());
@@ -79,9 +76,13 @@ export class NotificationsService implements OnApplicationBootstrap, OnModuleDes
       await client.end().catch(() => undefined);
       if (this.stopped) return;
       this.logger.warn(`eviction listener could not start: ${(error as Error).message}; retrying`);
-      setTimeout(() => void this.listen(), this.retryMs).unref();
-      this.retryMs = Math.min(10_000, this.retryMs * 2);
+      this.listenLater();
     }
+  }
+
+  private listenLater(): void {
+    setTimeout(() => void this.listen(), this.retryMs).unref();
+    this.retryMs = Math.min(10_000, this.retryMs * 2);
   }
 
   private dispatch(eviction: Eviction | null): void {

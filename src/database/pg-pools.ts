@@ -3,44 +3,30 @@ import type { ClientConfig, PoolClient, PoolConfig } from 'pg';
 import type { DatabaseConfig } from '../config/app-config';
 
 /**
- * The one way to Postgres. Every connection of a gateway process is built here from one configuration with the same
- * settings — statement timeout, idle-in-transaction timeout, TCP keep-alive, a bounded wait for a free connection,
- * `application_name` per pool — and the process stays within one connection budget (`DATABASE_MAX_CONNECTIONS`),
- * split between the pools below. A stock Postgres allows 100 connections for every instance together: size it as
- * instances × budget ≤ max_connections − reserve (admin tools, migrations, monitoring).
+ * The one way to Postgres: every connection of a process gets the same settings (statement and idle-in-transaction
+ * timeouts, TCP keep-alive, a bounded wait for a free connection, `application_name` per pool) and the process stays
+ * within one budget (`DATABASE_MAX_CONNECTIONS`) split between the pools. Size Postgres as instances × budget ≤
+ * max_connections − reserve (admin tools, migrations, monitoring).
  */
-export type PoolRole = 'main' | 'lock' | 'relaxed' | 'listen';
+type PoolRole = 'main' | 'lock' | 'relaxed' | 'listen';
 
-/** A statement running longer than this is cancelled (a stuck query must not pin a connection). */
-export const STATEMENT_TIMEOUT_MS = 30_000;
-/** Bounds every session: a transaction left idle (a stalled instance) cannot hold row locks for long. */
-export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
-/** How long a caller waits for a free connection of its pool before the request answers 503 (queueing, bounded). */
-export const CONNECTION_WAIT_MS = 5_000;
-/** How long a refused connection (`53300 too_many_connections`, a server starting up) is retried before failing. */
-export const CONNECT_RETRY_WINDOW_MS = 10_000;
+/** Cancels a stuck statement; bounds an idle transaction's row locks (a stalled instance). */
+const STATEMENT_TIMEOUT_MS = 30_000;
+const IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+/** How long a caller waits for a free connection of its pool before the request answers 503. */
+const CONNECTION_WAIT_MS = 5_000;
+/** How long a refused connection (`53300 too_many_connections`, a server starting up) is retried. */
+const CONNECT_RETRY_WINDOW_MS = 10_000;
 
 /**
- * The budget split: `listen` holds one connection for LISTEN/NOTIFY; `lock` serves the refresh lock (a row lock held
- * across a token call: session mode only); `relaxed` serves asynchronous-commit writes; `main` takes the rest.
- * Smallest budget: 5.
+ * The budget split (at least 5): `listen` holds one connection for LISTEN/NOTIFY; `lock` serves the refresh lock (a
+ * row lock held across a token call); `relaxed` serves asynchronous-commit writes; `main` takes the rest.
  */
-export function splitBudget(maxConnections: number): Record<PoolRole, number> {
+function splitBudget(maxConnections: number): Record<PoolRole, number> {
   const total = Math.max(5, maxConnections);
   const lock = Math.max(1, Math.round(total * 0.2));
   const relaxed = Math.max(1, Math.round(total * 0.15));
-  const listen = 1;
-  return { main: total - lock - relaxed - listen, lock, relaxed, listen };
-}
-
-/** Session options every connection gets; the relaxed pool also commits asynchronously. */
-function sessionOptions(role: PoolRole): string {
-  const options = [
-    `-c statement_timeout=${STATEMENT_TIMEOUT_MS}`,
-    `-c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
-  ];
-  if (role === 'relaxed') options.push('-c synchronous_commit=off');
-  return options.join(' ');
+  return { main: total - lock - relaxed - 1, lock, relaxed, listen: 1 };
 }
 
 /** The pg configuration of one pool of the budget (for `listen`, of its one connection). */
@@ -49,17 +35,16 @@ export function poolConfig(settings: DatabaseConfig, role: PoolRole): PoolConfig
     connectionString: settings.url,
     max: splitBudget(settings.maxConnections)[role],
     application_name: `rewards-gateway:${role}`,
-    options: sessionOptions(role),
+    options:
+      `-c statement_timeout=${STATEMENT_TIMEOUT_MS} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}` +
+      (role === 'relaxed' ? ' -c synchronous_commit=off' : ''),
     keepAlive: true,
     connectionTimeoutMillis: CONNECTION_WAIT_MS,
     idleTimeoutMillis: 30_000,
   };
 }
 
-/**
- * The connection migrations run on, outside the process budget (the reserve of the sizing rule above): no statement
- * timeout, since a migration may run long; the idle-in-transaction bound of every session.
- */
+/** The migrations' connection, outside the budget (the reserve): no statement timeout, a migration may run long. */
 export function adminConnection(url: string): ClientConfig {
   return {
     connectionString: url,
@@ -82,18 +67,13 @@ type ConnectCallback = (
   done: (release?: any) => void,
 ) => void;
 
-/**
- * A pg Pool that treats a server refusing connections (`too_many_connections`, a server starting up) as a wait,
- * retried with backoff for `CONNECT_RETRY_WINDOW_MS`, not as a failed request.
- */
-export class BudgetPool extends pg.Pool {
-  // pg's typings overload connect(): both forms (promise and callback) are served.
+/** A pg Pool that treats a server refusing connections as a wait, retried with backoff, not as a failed request. */
+class BudgetPool extends pg.Pool {
   override connect(): Promise<PoolClient>;
   override connect(callback: ConnectCallback): void;
   override connect(callback?: ConnectCallback): Promise<PoolClient> | void {
     if (!callback) return this.connectRetrying();
-    // pool.query()'s form, on every statement: straight through pg-pool (no promise chain around it); only a refused
-    // connection takes the retrying path.
+    // pool.query()'s form, on every statement: straight through pg-pool; only a refused connection retries.
     super.connect((error, client, done) => {
       if (!error) return callback(undefined, guarded(client as PoolClient), done);
       if (!isRefused(error)) return callback(error, undefined, done);
@@ -122,10 +102,9 @@ export class BudgetPool extends pg.Pool {
 const GUARDED = Symbol('rg-guarded');
 
 /**
- * pg's pool listens for errors of idle clients only: a checked-out client whose backend goes away (a server restart,
- * `pg_terminate_backend`, a network cut) emits 'error' with no listener, which ends the process. The query under way
- * already rejects with that error, and the pool drops the dead client on release; this listener only keeps the event
- * from being fatal. Added once per client.
+ * pg's pool listens for errors of idle clients only: a checked-out client whose backend goes away would emit 'error'
+ * with no listener, which ends the process. The query under way rejects anyway and the pool drops the client on
+ * release; this listener (once per client) only keeps the event from being fatal.
  */
 function guarded(client: PoolClient): PoolClient {
   const c = client as PoolClient & { [GUARDED]?: true };
