@@ -166,42 +166,23 @@ export type RetentionConfig = Slice<Table['retention']>;
 export type ActivityConfig = Slice<Table['activity']>;
 
 /** The resolved configuration: complete, validated, deep-frozen. Each top-level key is an injectable slice. */
-export interface AppConfig {
-  readonly port: number;
-  readonly publicBaseUrl: string;
-  readonly logLevel: LogLevel;
-  readonly dataDir: string;
+export interface AppConfig extends Omit<
+  Settings,
+  'database' | 'operatorApiKey' | 'vaultKeys' | 'sandboxClientUnset'
+> {
   readonly database: DatabaseConfig;
   /** Secret. OPERATOR_API_KEY, or generated once into `$DATA_DIR`. */
   readonly operatorApiKey: string;
   /** Secret. The first key encrypts, all decrypt. */
   readonly vaultKeys: readonly VaultKey[];
-  readonly rewards: RewardsConfig;
-  readonly defaultEnvironment: RewardsEnvironment;
-  /** Mount the rewards-service emulator in this process under `/sandbox`. */
-  readonly mountSandbox: boolean;
-  /** The sandbox's `/__control` test API (never in production). */
-  readonly sandboxControl: boolean;
-  readonly sandboxRateLimitRps: number;
-  readonly dispatch: DispatchConfig;
-  readonly ops: OpsConfig;
-  readonly webhooks: TenantWebhooksConfig;
-  readonly tokens: TokensConfig;
-  readonly audit: AuditConfig;
-  readonly retention: RetentionConfig;
-  /** Null: tracing off (no SDK loaded). */
-  readonly tracing: TracingConfig | null;
-  readonly activity: ActivityConfig;
 }
 
-/** What the environment says, validated; the database URL, operator key and vault keys may still be open. */
-export interface Settings extends Omit<AppConfig, 'database' | 'operatorApiKey' | 'vaultKeys'> {
-  readonly database: { readonly url?: string; readonly maxConnections: number };
-  readonly operatorApiKey?: string;
-  readonly vaultKeys?: readonly VaultKey[];
-  /** The built-in sandbox's app credentials are not configured: the demo values, unless generated ones are given. */
-  readonly sandboxClientUnset: boolean;
-}
+/**
+ * What the environment says, validated; the database URL (unset: embedded), operator key and vault keys (unset:
+ * generated into DATA_DIR) may still be open. `sandboxClientUnset`: the built-in sandbox's app credentials are not
+ * configured (the demo values, unless generated ones are given).
+ */
+export type Settings = Readonly<ReturnType<typeof readSettings>>;
 
 /** What only the starting process knows, for the values the environment left open. */
 export interface RuntimeFacts {
@@ -221,7 +202,7 @@ export class ConfigValidationError extends Error {
 type Env = Record<string, string | undefined>;
 
 /** Reads the environment: an unset or blank variable takes its default; every problem is collected. */
-export function readSettings(env: Env, cwd = process.cwd()): Settings {
+export function readSettings(env: Env, cwd = process.cwd()) {
   const problems: string[] = [];
   const raw = (name: string): string | undefined => env[name]?.trim() || undefined;
   /** The variable parsed, or its fallback when unset (and, with a problem noted, when invalid). */
@@ -326,7 +307,7 @@ export function readSettings(env: Env, cwd = process.cwd()): Settings {
     problems.push('OPS_WEBHOOK_SECRET (at least 16 characters) is required when OPS_WEBHOOK_URL is set');
   const webhooks = readSlice(slices.webhooks);
 
-  const settings: Settings = {
+  const settings = {
     port,
     publicBaseUrl,
     logLevel: read(v('LOG_LEVEL', 'info', oneOf(LOG_LEVELS))),
@@ -334,8 +315,9 @@ export function readSettings(env: Env, cwd = process.cwd()): Settings {
     database: { url: databaseUrl, maxConnections },
     operatorApiKey,
     vaultKeys,
-    rewards,
+    rewards: rewards as RewardsConfig,
     defaultEnvironment,
+    /** Mount the rewards-service emulator in this process under `/sandbox`. */
     mountSandbox,
     sandboxClientUnset:
       mountSandbox &&
