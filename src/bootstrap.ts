@@ -5,7 +5,7 @@ import { ConfigValidationError, readSettings, resolveConfig } from './config/app
 import { ensureLocalSecrets } from './config/local-secrets';
 import type { LocalSecretsOutcome } from './config/local-secrets';
 import type { EmbeddedDatabase } from './database/embedded-postgres';
-import { startEmbeddedPostgres } from './database/embedded-postgres';
+import { isAlive, startEmbeddedPostgres } from './database/embedded-postgres';
 import { terminate } from './common/terminate';
 
 export interface Runtime {
@@ -29,10 +29,7 @@ export function loadSettingsOrFail(): Settings {
   }
 }
 
-/**
- * Everything that must exist before the Nest app starts — the generated local secrets and, when DATABASE_URL is
- * unset, the embedded Postgres — and the configuration resolved with them.
- */
+/** The local secrets and (DATABASE_URL unset) the embedded Postgres, then the configuration resolved with them. */
 export async function prepareRuntime(settings: Settings, log: (m: string) => void): Promise<Runtime> {
   const { secrets, files } = ensureLocalSecrets(settings);
   const embedded = settings.database.url ? null : await startEmbeddedPostgres(settings.dataDir, log);
@@ -40,10 +37,7 @@ export async function prepareRuntime(settings: Settings, log: (m: string) => voi
   return { config, secrets: files, embedded };
 }
 
-/**
- * One gateway per DATA_DIR when the database is embedded: a second `npm start` beside a running one is refused,
- * while a lock left by a killed gateway is taken over.
- */
+/** One gateway per DATA_DIR with the embedded database; a lock left by a killed gateway is taken over. */
 export function lockDataDir(dataDir: string): () => void {
   const file = path.join(dataDir, 'gateway.pid');
   if (existsSync(file)) {
@@ -54,20 +48,4 @@ export function lockDataDir(dataDir: string): () => void {
   }
   writeFileSync(file, String(process.pid));
   return () => rmSync(file, { force: true });
-}
-
-function isAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    // A killed process not yet reaped by its parent is a zombie: dead for our purposes.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return process.platform !== 'linux';
-  }
 }

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { RuntimeFacts, Settings } from './app-config';
 import { ConfigValidationError, parseVaultKeys } from './app-config';
 
-/** Where each generated secret is kept (for the banner, which names the file, never the secret). */
+/** Where each generated secret is kept (the banner names the file, never the secret). */
 export interface LocalSecretsOutcome {
   operatorKeyFile?: string;
   vaultKeyFile?: string;
@@ -12,10 +12,8 @@ export interface LocalSecretsOutcome {
 }
 
 /**
- * The zero-configuration default: when OPERATOR_API_KEY is unset, one is generated once into `$DATA_DIR` and
- * reused; when VAULT_KEYS is unset (only allowed with the embedded database), a vault key is generated the same
- * way; so are the built-in sandbox's app credentials when they are not configured (random per data dir, never the
- * public demo values). Files are created with mode 0600. Returns the secrets, for `resolveConfig`.
+ * The zero-configuration default: an unset OPERATOR_API_KEY or VAULT_KEYS, and the built-in sandbox's app credentials
+ * when not configured (never the public demo values), are generated once into `$DATA_DIR` (mode 0600) and reused.
  */
 export function ensureLocalSecrets(settings: Settings): {
   secrets: RuntimeFacts;

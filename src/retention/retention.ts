@@ -8,20 +8,15 @@ import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
 
 const DAY_MS = 24 * 3600_000;
-/**
- * After each batch the job rests at least this many times as long as the batch took (and RETENTION_PAUSE_MS): busy a
- * fifth of the time at most, so that a large purge leaves the database to the sends.
- */
+/** After each batch the job rests at least 4× as long as it took: busy a fifth of the time at most. */
 const REST_PER_BUSY = 4;
-/** The longest rest (a batch slowed by a stall of the process does not idle the job for minutes). */
 const MAX_REST_MS = 10_000;
 /** The session advisory lock of a pass: one instance at a time (arbitrary, constant). */
 const LOCK_ID = 7_240_153;
 
 /**
- * One table's (or one kind of row's) age limit: `purge(olderThan, limit)` deletes or redacts at most `limit` rows
- * older than `olderThan` and returns how many; it is called again until it returns less. `days` 0: kept forever.
- * Each purge is a statement of the table's own store.
+ * An age limit: `purge(olderThan, limit)` deletes or redacts at most `limit` rows older than `olderThan` and returns
+ * how many; it is called again until it returns less. `days` 0: kept forever.
  */
 export interface AgePurge {
   name: string;
@@ -29,10 +24,7 @@ export interface AgePurge {
   purge(olderThan: Date, limit: number): Promise<number>;
 }
 
-/**
- * One step of removing a deleted tenant's data: at most `limit` rows of the tenant, returning how many (called again
- * until it returns less). `final` steps run once every other step found nothing left (the tenant row itself).
- */
+/** A step of removing a deleted tenant's data, like an age purge; `final` steps (the tenant row) run last, once. */
 export interface TenantPurge {
   name: string;
   purge(tenantId: string, limit: number): Promise<number>;
@@ -42,10 +34,7 @@ export interface TenantPurge {
 /** Run in the transaction that marks a tenant deleted: each module ends what it holds live for it (keys, grants). */
 export type OffboardHook = (tx: Sql, tenantId: string) => Promise<void>;
 
-/**
- * The one list of what the gateway deletes with age and when a tenant leaves. Modules register their purges (from
- * their module's constructor); `RetentionJob` runs them.
- */
+/** The one list of what the gateway deletes with age and when a tenant leaves; modules register, `RetentionJob` runs. */
 @Injectable()
 export class Retention {
   readonly ages: AgePurge[] = [];
@@ -68,19 +57,15 @@ export class Retention {
 export type PassResult = Record<string, number>;
 
 /**
- * The retention job, on every instance every `RETENTION_INTERVAL_MS` (the first at a random moment within it): under a
- * session advisory lock (one instance at a time; a process that dies releases it), it removes the data of deleted
- * tenants, then runs each age purge. Every batch is its own short statement of at most `RETENTION_BATCH_SIZE` rows,
- * followed by a pause of `RETENTION_PAUSE_MS` and at least four times as long as the batch took: nothing long-running
- * holds locks or the vacuum horizon, and a pass cut short (a restart) is simply resumed by the next one. Cutoffs are
- * read from the injected clock.
+ * Every `RETENTION_INTERVAL_MS` (the first at a random moment within it), under a session advisory lock: the data of
+ * deleted tenants, then each age purge, in short batches with rests between them, so nothing long-running holds locks
+ * or the vacuum horizon; a pass cut short is resumed by the next one.
  */
 @Injectable()
 export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(RetentionJob.name);
   private running: Promise<PassResult | null> | null = null;
   private stopped = false;
-  /** Ends the rest under way (shutdown does not wait for it). */
   private wake: (() => void) | null = null;
 
   constructor(
@@ -106,7 +91,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
     await this.running?.catch(() => undefined);
   }
 
-  /** Starts a pass unless one is running here (a tenant was just deleted, or the timer fired). */
+  /** Starts a pass unless one is running here. */
   nudge(): void {
     if (this.running || this.stopped) return;
     void this.run().catch((e: Error) => this.logger.warn(`retention pass failed: ${e.message}`));
@@ -147,7 +132,6 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  /** Every step of a deleted tenant until nothing of it is left, then the final ones (the tenant row). */
   private async purgeTenant(tenantId: string, count: (name: string, n: number) => void): Promise<void> {
     const steps = this.retention.tenantSteps;
     for (const step of steps.filter((s) => !s.final))
@@ -156,7 +140,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
     for (const step of steps.filter((s) => s.final)) count(step.name, await step.purge(tenantId, 1));
   }
 
-  /** Batches until one comes back short (or the app stops), pausing between them. Returns the rows removed. */
+  /** Batches until one comes back short (or the app stops); returns the rows removed. */
   private async drain(batch: (limit: number) => Promise<number>): Promise<number> {
     const limit = this.config.batchSize;
     let total = 0;

@@ -10,9 +10,8 @@ export interface AppCredentialsTransition {
 }
 
 /**
- * Every statement that writes `rewards_environments`: trouble that belongs to an environment, not to a tenant — today
- * the gateway's own app credentials refused by the token endpoint (`invalid_client`). Shared through Postgres so
- * every instance, the dashboard and the alerting see the same state; a successful refresh clears it. Stateless.
+ * Every statement that writes `rewards_environments`: the gateway's own app credentials refused by the token endpoint
+ * (`invalid_client`), shared so every instance, the dashboard and the alerting see it; a successful refresh clears it.
  */
 @Injectable()
 export class AppCredentialsStore {
@@ -35,10 +34,7 @@ export class AppCredentialsStore {
     );
   }
 
-  /**
-   * Flips `alerted_at` of every environment whose state changed since its last alert, under the row lock, and returns
-   * the transitions: each exactly once across instances. Run it in the transaction that records the alerts.
-   */
+  /** The state changes since each environment's last alert, each once across instances (run it with the alerts). */
   async claimAlertTransitions(q: Sql): Promise<AppCredentialsTransition[]> {
     const { rows } = await q.query<AppCredentialsTransition>(
       `UPDATE rewards_environments SET alerted_at = CASE WHEN app_credentials_invalid_at IS NULL THEN NULL ELSE now() END

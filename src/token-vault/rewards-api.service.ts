@@ -9,11 +9,7 @@ import { RewardsApiClient } from '../rewards-api/rewards-api.client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { AccessTokenProvider } from './access-token.provider';
 
-/**
- * The entry point for calls on a tenant's behalf: `rewardsApi.forConnection(id)` gives a client whose every call
- * is paced per account and carries the connection's token from the vault, read once its slot has come (with the
- * refresh lock, and the vault's verdict on a 401).
- */
+/** Calls on a tenant's behalf: each paced per account, with the connection's token read once its slot has come. */
 @Injectable()
 export class RewardsApi {
   constructor(
@@ -22,14 +18,12 @@ export class RewardsApi {
     private readonly tokens: AccessTokenProvider,
     private readonly pacer: AccountPacer,
     private readonly clock: Clock,
-    /** The connection activity: every request made for a stored connection is reported there. */
     @Optional() private readonly recorder?: CallRecorder,
   ) {}
 
   /**
-   * `priority`: `interactive` for calls a caller waits on (a send answered inline, a fields reload during one),
-   * `bulk` for background work (batches, queued sends, probes, approval checks) — see AccountPacer. `waitUntil`: when
-   * an interactive caller stops waiting (epoch ms): a slot further out fails with SlotTooFarError (null: no bound).
+   * `priority`: `interactive` for calls a caller waits on, `bulk` for background work (see AccountPacer). `waitUntil`
+   * (epoch ms): a slot further out fails with SlotTooFarError.
    */
   forConnection(
     connectionId: string,
@@ -50,10 +44,8 @@ export class RewardsApi {
   }
 
   /**
-   * A client for a grant not stored yet: the connect callback asks, with the token it just received, which organization
-   * the grant belongs to before deciding to store it. No vault, so no refresh and no retry after a 401. Paced as
-   * `paceAs` (the live connection it may replace, most often of the same account) when given, else not paced: the
-   * account is not known yet.
+   * A client for a grant not stored yet (the connect callback asks whose it is): no refresh, no retry after a 401.
+   * Paced as `paceAs` (the connection it may replace) when given, else not paced: the account is not known yet.
    */
   forGrant(environment: RewardsEnvironment, accessToken: string, paceAs: string | null): ConnectionClient {
     const grant: TokenSource = {

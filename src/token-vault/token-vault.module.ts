@@ -7,10 +7,7 @@ import { GrantStore } from './grant.store';
 import { RewardsApi } from './rewards-api.service';
 import { VaultModule } from './vault.module';
 
-/**
- * Encrypted grant storage, the AccessTokenProvider with the cross-process refresh lock, and `RewardsApi`: the
- * connection-scoped upstream client that takes its tokens from here. Exports the vault itself (VaultModule).
- */
+/** Grant storage, the access tokens with the cross-process refresh lock, and the connection-scoped `RewardsApi`. */
 @Module({
   imports: [MetricsModule, RewardsApiModule, VaultModule],
   providers: [AccessTokenProvider, RewardsApi, GrantStore, AppCredentialsStore],

@@ -6,17 +6,13 @@ import { inTransaction, type Sql } from '../database/sql';
 import { VaultCipher, VaultDecryptionError } from './vault-cipher';
 import { GRANT_ACCESS, VAULT_CANARY, Vault } from './vault.service';
 
-/** The known value (its additional data: VAULT_CANARY). Knowing it does not help an attacker: AES-GCM resists known plaintext. */
+/** The known value. Knowing it does not help an attacker: AES-GCM resists known plaintext. */
 export const CANARY_PLAINTEXT = 'rewards-gateway vault canary v1';
 
 /**
- * What the configured keys make of the canary:
- * - `current`: it decrypts with the first key (the one that encrypts);
- * - `rotation_pending`: it decrypts, but with a later key — a new key was put first and `vault:rotate` has not run
- *   yet. A warning, not a refusal: the documented rotation needs every instance running with the new key first
- *   (so that all of them can read what any of them writes) *before* `vault:rotate` re-encrypts the data;
- * - `missing`: no canary yet (written at start-up);
- * - `undecryptable`: its key id is not configured, or the configured key with that id is other key material.
+ * What the configured keys make of the canary. `rotation_pending` (it decrypts with a later key) is a warning, not a
+ * refusal: a rotation runs every instance with the new key first, *then* `vault:rotate`. `undecryptable`: its key id
+ * is not configured, or the configured key with that id is other key material.
  */
 export type CanaryState =
   | { state: 'current'; keyId: string }
@@ -26,7 +22,7 @@ export type CanaryState =
 
 export type ReadableCanary = Extract<CanaryState, { state: 'current' | 'rotation_pending' }>;
 
-/** The configured keys, by id only (never key material): `"k2", "k1"`. */
+/** The configured key ids (never key material): `"k2", "k1"`. */
 const describeKeyIds = (vault: Vault): string => vault.keyIds.map((id) => `"${id}"`).join(', ');
 
 /** The configured VAULT_KEYS cannot read this database's vault: the process must not start. */
@@ -69,10 +65,9 @@ export async function readVaultCanary(q: Sql, vault: Vault): Promise<CanaryState
 }
 
 /**
- * Start-up: writes the canary with the first key when there is none, then checks it. Throws VaultKeyMismatchError
- * when the configured keys cannot decrypt it. Before the first write on a database that already holds grants (an
- * upgrade from a version without the canary), one grant must decrypt — else the wrong keys would be blessed.
- * Several instances starting together: one insert wins, every instance checks the row that won.
+ * Start-up: writes the canary with the first key when there is none (on a database that already holds grants, only
+ * once one of them decrypts, lest the wrong keys be blessed), then checks it: VaultKeyMismatchError when the keys
+ * cannot decrypt it. Instances starting together: one insert wins, every instance checks the row that won.
  */
 export async function ensureVaultCanary(
   pool: Pool,
@@ -116,10 +111,7 @@ async function checkExistingGrant(q: Sql, vault: Vault): Promise<void> {
   }
 }
 
-/**
- * `vault:rotate`, after the grants: the canary re-encrypted with the first key under its row lock (written when
- * absent — the grants just decrypted, so the keys are right). Throws VaultKeyMismatchError when it cannot be read.
- */
+/** `vault:rotate`, after everything else: the canary re-encrypted with the first key under its row lock. */
 export async function reencryptVaultCanary(
   pool: Pool,
   vault: Vault,
@@ -140,10 +132,7 @@ export async function reencryptVaultCanary(
   });
 }
 
-/**
- * The canary inside the app: checked (and written on a fresh database) when the module starts — before the app
- * listens, so `app.listen()` rejects and the process refuses to start with the wrong keys; read again by readiness.
- */
+/** Checked (written on a fresh database) before the app listens, so the wrong keys stop the start; read by readiness. */
 @Injectable()
 export class VaultCanary implements OnModuleInit {
   private readonly logger = new Logger('VaultCanary');
@@ -166,7 +155,6 @@ export class VaultCanary implements OnModuleInit {
     }
   }
 
-  /** For readiness: the canary read now (within `timeoutMs`). */
   async check(timeoutMs = 1_500): Promise<CanaryState> {
     return withTimeout(
       readVaultCanary(this.db.main, this.vault),

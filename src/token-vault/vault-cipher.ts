@@ -14,10 +14,8 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 /**
- * AES-256-GCM with a fresh 12-byte IV per value and the 16-byte tag enforced. Each value is stored as
- * `v1:<keyId>:<iv>:<tag>:<ciphertext>` (base64url) and bound to its context (the connection id and the field
- * name) as additional authenticated data, so a ciphertext copied onto another connection or field fails to
- * decrypt. The first key encrypts; every key decrypts (rotation).
+ * AES-256-GCM, a fresh 12-byte IV per value, the 16-byte tag enforced; stored as `v1:<keyId>:<iv>:<tag>:<ciphertext>`
+ * (base64url), bound to its context as additional data. The first key encrypts; every key decrypts (rotation).
  */
 export class VaultCipher {
   private readonly keys: Map<string, Buffer>;
@@ -39,14 +37,8 @@ export class VaultCipher {
     const cipher = createCipheriv('aes-256-gcm', this.current.key, iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(Buffer.from(context, 'utf8'));
     const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    const tag = cipher.getAuthTag();
-    return [
-      FORMAT,
-      this.current.id,
-      iv.toString('base64url'),
-      tag.toString('base64url'),
-      ciphertext.toString('base64url'),
-    ].join(':');
+    const parts = [iv, cipher.getAuthTag(), ciphertext].map((b) => b.toString('base64url'));
+    return [FORMAT, this.current.id, ...parts].join(':');
   }
 
   decrypt(value: string, context: string): string {

@@ -15,10 +15,9 @@ export interface VaultRotation {
 }
 
 /**
- * `vault:rotate`: every registered column, then the vault canary, re-encrypted with the first key. It runs beside live
- * gateways (which must already run with the new key first, so that what they write is current): pages in key order
- * without locks, each value replaced by a compare-and-set on the old ciphertext, so a value a gateway rewrites
- * meanwhile is never overwritten. The canary goes last: "current" then means every value was re-encrypted.
+ * `vault:rotate`: every registered column, then the canary, re-encrypted with the first key, beside live gateways
+ * (already running with that key first): pages in key order without locks, each value replaced by a compare-and-set
+ * on the old ciphertext, so a value a gateway rewrites meanwhile is never overwritten. The canary goes last.
  */
 export async function rotateVault(pool: Pool, vault: Vault, pageRows = PAGE_ROWS): Promise<VaultRotation> {
   const columns: VaultRotation['columns'] = [];

@@ -11,16 +11,13 @@ type KeyThen<F extends string> = [...Values<KeyOf<F>>, string];
 type RowKey = readonly (string | number)[];
 
 /**
- * A kind of secret the vault keeps, declared once: the column that holds it and the format of its additional
- * authenticated data, which names the row's key columns, so that a value copied onto another row or column does not
- * decrypt. `vault:rotate` walks these declarations (`vault-rotation.ts`); a test fails when the schema has a ciphertext
- * column none declares.
+ * A kind of secret the vault keeps: its column, and the format of its additional authenticated data, which names the
+ * row's key columns so that a value copied onto another row or column does not decrypt. `vault:rotate` walks these.
  */
 export interface VaultField<F extends string = string> {
   readonly table: string;
   readonly column: string;
   readonly aad: F;
-  /** The columns `aad` names: the row's primary or a unique key. */
   readonly key: readonly string[];
 }
 
@@ -33,7 +30,7 @@ export const REWARD_LINK = field('dispatch_rewards', 'link_enc', '{dispatch_id}/
 export const OAUTH_VERIFIER = field('oauth_states', 'code_verifier_enc', 'state/{state_hash}');
 export const WEBHOOK_SECRET = field('webhook_endpoints', 'secret_enc', 'webhook_endpoint/{id}/secret');
 export const WEBHOOK_KEY = field('webhook_keys', 'private_key_enc', '{connection_id}/webhook_key');
-/** The vault canary's known value (`vault-canary.ts`): one row, re-encrypted on its own after everything else. */
+/** The vault canary's known value (vault-canary.ts), re-encrypted on its own after everything else. */
 export const VAULT_CANARY = field('vault_canary', 'ciphertext', 'vault_canary');
 
 /** Every column of vault ciphertexts that `vault:rotate` re-encrypts, in order; the canary follows them on its own. */
@@ -47,9 +44,8 @@ export const ENCRYPTED_COLUMNS: readonly VaultField[] = [
 ];
 
 /**
- * The vault, built once from `VAULT_KEYS`: `seal(field, ...rowKey, plaintext)` encrypts with the first key, bound to
- * the field's additional data; `open(field, ...rowKey, ciphertext)` decrypts with whichever key wrote the value, and
- * throws VaultDecryptionError when none can.
+ * `seal(field, ...rowKey, plaintext)` encrypts with the first key of VAULT_KEYS, bound to the field's additional data;
+ * `open(field, ...rowKey, ciphertext)` decrypts with whichever key wrote it (else VaultDecryptionError).
  */
 @Injectable()
 export class Vault {
