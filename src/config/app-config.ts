@@ -63,11 +63,7 @@ export interface TracingConfig {
 }
 
 /** One environment variable: an unset or blank one takes `fallback`. */
-interface Var<T> {
-  readonly name: string;
-  readonly fallback: T;
-  readonly parse: (value: string) => T;
-}
+type Var<T> = { readonly name: string; readonly fallback: T; readonly parse: (value: string) => T };
 type Slice<S> = { readonly [K in keyof S]: S[K] extends Var<infer T> ? T : never };
 
 const MINUTE = 60_000;
@@ -372,10 +368,8 @@ export function parseConfig(env: Env, cwd?: string): AppConfig {
 export function parseVaultKeys(raw: string): VaultKey[] {
   const keys: VaultKey[] = [];
   const problems: string[] = [];
-  for (const [index, entry] of raw
-    .split(',')
-    .map((e) => e.trim())
-    .entries()) {
+  const entries = raw.split(',').map((e) => e.trim());
+  for (const [index, entry] of entries.entries()) {
     const sep = entry.indexOf(':');
     const id = sep > 0 ? entry.slice(0, sep) : '';
     const key = Buffer.from(entry.slice(sep + 1), 'base64');

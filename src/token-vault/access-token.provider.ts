@@ -172,9 +172,7 @@ export class AccessTokenProvider implements TokenSource {
     if (cached && cached.refreshAt > this.clock.now()) return cached;
     return this.singleFlight(connectionId, async () => {
       const row = await this.readGrant(connectionId);
-      const token = this.usable(row);
-      if (token) return token;
-      return this.refreshUnderLock(connectionId, row.generation, false);
+      return this.usable(row) ?? this.refreshUnderLock(connectionId, row.generation, false);
     });
   }
 
@@ -188,11 +186,8 @@ export class AccessTokenProvider implements TokenSource {
     this.cache.delete(connectionId);
     return this.singleFlight(connectionId, async () => {
       const row = await this.readGrant(connectionId);
-      if (row.generation > used.generation) {
-        const token = this.usable(row);
-        if (token) return token;
-      }
-      return this.refreshUnderLock(connectionId, row.generation, true);
+      const rotated = row.generation > used.generation ? this.usable(row) : null;
+      return rotated ?? this.refreshUnderLock(connectionId, row.generation, true);
     });
   }
 
