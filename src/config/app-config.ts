@@ -213,19 +213,34 @@ export function readSettings(env: Env, cwd = process.cwd()) {
       return fallback;
     }
   };
+  /** The first of the names that is set (else the first): a variable, then its older or more general name. */
+  const firstSet = (...names: string[]) => names.find((name) => raw(name) !== undefined) ?? names[0];
   const readSlice = <S extends Record<string, Var<unknown>>>(slice: S) =>
     Object.fromEntries(Object.entries(slice).map(([key, spec]) => [key, read(spec)])) as Slice<S>;
+
+  /** Tracing is on with an OTLP endpoint, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. */
+  const readTracing = (): TracingConfig | null => {
+    const endpoint =
+      read(v<string | undefined>('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', undefined, otlpEndpoint)) ??
+      read(v<string | undefined>('OTEL_EXPORTER_OTLP_ENDPOINT', undefined, otlpEndpoint));
+    const exporter = read(v('OTEL_TRACES_EXPORTER', 'otlp', oneOf(['otlp', 'none'])));
+    const protocolVar = firstSet('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL');
+    const protocol = read(
+      v<OtlpProtocol>(protocolVar, 'http/protobuf', (s) =>
+        s.toLowerCase() === 'grpc'
+          ? invalid('grpc is not supported here: use http/protobuf (the default) or http/json')
+          : oneOf(OTLP_PROTOCOLS)(s),
+      ),
+    );
+    if (!endpoint || exporter === 'none' || raw('OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return null;
+    return { protocol };
+  };
 
   const port = read(int('PORT', 3000, 0, 65535));
   const publicBaseUrl = read(v('PUBLIC_BASE_URL', `http://localhost:${port}`, httpUrl));
   const databaseUrl = read(v<string | undefined>('DATABASE_URL', undefined, postgresUrl));
-  // DATABASE_POOL_SIZE (older name) is read when DATABASE_MAX_CONNECTIONS is not set.
-  const budgetVar =
-    raw('DATABASE_MAX_CONNECTIONS') === undefined && raw('DATABASE_POOL_SIZE') !== undefined
-      ? 'DATABASE_POOL_SIZE'
-      : 'DATABASE_MAX_CONNECTIONS';
   // 6 instances × 12 = 72 of a stock Postgres's 100, leaving room for admin tools and migrations.
-  const maxConnections = read(int(budgetVar, 12, 5, 500));
+  const maxConnections = read(int(firstSet('DATABASE_MAX_CONNECTIONS', 'DATABASE_POOL_SIZE'), 12, 5, 500));
   const operatorApiKey = read(
     v<string | undefined>('OPERATOR_API_KEY', undefined, (s) =>
       s.length >= 24 ? s : invalid('must be at least 24 characters long'),
@@ -327,7 +342,7 @@ export function readSettings(env: Env, cwd = process.cwd()) {
     tokens: readSlice(slices.tokens),
     audit: readSlice(slices.audit),
     retention: readSlice(slices.retention),
-    tracing: readTracing(read, raw),
+    tracing: readTracing(),
     activity: readSlice(slices.activity),
   };
   if (problems.length > 0) throw new ConfigValidationError(problems);
@@ -391,30 +406,6 @@ class Invalid extends Error {
 }
 function invalid(...reasons: string[]): never {
   throw new Invalid(reasons);
-}
-
-/** Tracing is on with an OTLP endpoint, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. */
-function readTracing(
-  read: <T>(spec: Var<T>) => T,
-  raw: (name: string) => string | undefined,
-): TracingConfig | null {
-  const endpoint =
-    read(v<string | undefined>('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', undefined, otlpEndpoint)) ??
-    read(v<string | undefined>('OTEL_EXPORTER_OTLP_ENDPOINT', undefined, otlpEndpoint));
-  const exporter = read(v('OTEL_TRACES_EXPORTER', 'otlp', oneOf(['otlp', 'none'])));
-  const protocolVar =
-    raw('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') !== undefined
-      ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
-      : 'OTEL_EXPORTER_OTLP_PROTOCOL';
-  const protocol = read(
-    v<OtlpProtocol>(protocolVar, 'http/protobuf', (s) =>
-      s.toLowerCase() === 'grpc'
-        ? invalid('grpc is not supported here: use http/protobuf (the default) or http/json')
-        : oneOf(OTLP_PROTOCOLS)(s),
-    ),
-  );
-  if (!endpoint || exporter === 'none' || raw('OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return null;
-  return { protocol };
 }
 
 function v<T>(name: string, fallback: NoInfer<T>, parse: (value: string) => T): Var<T> {
