@@ -27,7 +27,6 @@ function option(args: string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-/** The configuration and the database (its pools connect on first use). */
 async function withDatabase<T>(fn: (config: AppConfig, db: Database) => Promise<T>): Promise<T> {
   const runtime = await prepareRuntime(loadSettingsOrFail(), () => undefined);
   const db = new Database(runtime.config.database);
@@ -40,7 +39,6 @@ async function withDatabase<T>(fn: (config: AppConfig, db: Database) => Promise<
   }
 }
 
-/** The audit trail as the CLI writes it: every change a command makes, with the CLI as its actor. */
 function auditOf(db: Database): AuditLog {
   return new AuditLog(new AuditStore(db, systemClock), db, systemClock);
 }

@@ -32,7 +32,7 @@ export async function startEmbeddedPostgres(
 ): Promise<EmbeddedDatabase> {
   const databaseDir = path.join(dataDir, 'postgres');
   mkdirSync(dataDir, { recursive: true });
-  // As root, Postgres runs as the `postgres` user, which must be able to traverse to its data directory.
+  // As root, Postgres runs as the `postgres` user (see checkPostgresUserAccess).
   if (process.getuid?.() === 0) {
     chmodSync(dataDir, 0o711);
     await checkPostgresUserAccess(dataDir);

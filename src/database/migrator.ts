@@ -10,7 +10,6 @@ export interface MigrationInterface {
   up(queryRunner: QueryRunner): Promise<void>;
   down(queryRunner: QueryRunner): Promise<void>;
 }
-/** The connection a migration runs its statements on. */
 export type QueryRunner = Sql;
 
 /** Arbitrary, constant: serialises migrations across gateway replicas starting together. */

@@ -115,7 +115,6 @@ function guarded(client: PoolClient): PoolClient {
   return client;
 }
 
-/** A pool of the process's budget. */
 export function createPool(settings: DatabaseConfig, role: Exclude<PoolRole, 'listen'>): pg.Pool {
   return new BudgetPool(poolConfig(settings, role));
 }
