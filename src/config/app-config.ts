@@ -114,16 +114,7 @@ const table = (demo: boolean) => ({
     allowPrivateTargets: flag('WEBHOOK_ALLOW_PRIVATE_TARGETS', demo),
     pollMs: int('WEBHOOK_POLL_MS', 1_000, 20, 60_000),
     /** Waits after each failed attempt (the last one repeats). */
-    retryScheduleMs: v<readonly number[]>(
-      'WEBHOOK_RETRY_SCHEDULE_MS',
-      [...DEFAULT_RETRY_SCHEDULE_MS],
-      (s) => {
-        const waits = s.split(',').map((w) => Number(w.trim()));
-        return waits.every((w) => Number.isInteger(w) && w >= 10 && w <= 7 * DAY)
-          ? waits
-          : invalid(`must be a comma-separated list of waits in ms, each from 10 to ${7 * DAY} (got "${s}")`);
-      },
-    ),
+    retryScheduleMs: v<readonly number[]>('WEBHOOK_RETRY_SCHEDULE_MS', [...DEFAULT_RETRY_SCHEDULE_MS], waits),
     giveUpAfterMs: int('WEBHOOK_GIVE_UP_AFTER_MS', 3 * DAY, 100, 30 * DAY),
     disableAfterMs: int('WEBHOOK_DISABLE_AFTER_MS', 5 * DAY, 100, 90 * DAY),
     timeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
@@ -427,6 +418,13 @@ function flag(name: string, fallback: boolean): Var<boolean> {
     if (['0', 'false', 'no', 'off'].includes(value)) return false;
     return invalid(`must be true or false (got "${s}")`);
   });
+}
+
+function waits(s: string): number[] {
+  const list = s.split(',').map((w) => Number(w.trim()));
+  return list.every((w) => Number.isInteger(w) && w >= 10 && w <= 7 * DAY)
+    ? list
+    : invalid(`must be a comma-separated list of waits in ms, each from 10 to ${7 * DAY} (got "${s}")`);
 }
 
 const oneOf =
