@@ -325,6 +325,7 @@ export function readSettings(env: Env, cwd = process.cwd()) {
       mountSandbox &&
       raw('REWARDS_SANDBOX_CLIENT_ID') === undefined &&
       raw('REWARDS_SANDBOX_CLIENT_SECRET') === undefined,
+    /** The sandbox's `/__control` test API (never in production). */
     sandboxControl: read(flag('SANDBOX_CONTROL_ENABLED', false)),
     sandboxRateLimitRps: read(int('SANDBOX_RATE_LIMIT_RPS', 10, 0, 100_000)),
     dispatch,
