@@ -13,21 +13,19 @@ const MAX_ATTEMPTS = 12;
 const BASE_DELAY_MS = 1_000;
 const MAX_DELAY_MS = 10 * 60_000;
 
-/** The wait before the next attempt at an alert after its `attempts`-th failed: doubling from 1 s, at most 10 min. */
+/** The wait after an alert's `attempts`-th failed delivery: doubling from 1 s, at most 10 min. */
 export function alertRetryDelayMs(attempts: number): number {
   return Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (Math.max(1, attempts) - 1));
 }
 
-/** `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>` — the timestamp lets receivers refuse replays. */
+/** `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`: the timestamp lets receivers refuse replays. */
 export function signAlert(secret: string, body: string, timestamp: number): string {
   return `t=${timestamp},v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 }
 
 /**
- * Alerts when a connection becomes broken (needs_reauth) or recovers (active again, or replaced by a new
- * connection after re-consent). Transitions are detected by one statement that flips `alerted_state` under the row
- * lock, so each transition produces exactly one alert whatever the number of instances; the alert row is then
- * delivered to OPS_WEBHOOK_URL, signed, and retried with backoff until it succeeds.
+ * Alerts when a connection becomes broken or recovers, or an environment's app credentials are refused: each
+ * transition claimed once across instances, then delivered to OPS_WEBHOOK_URL, signed, retried with backoff.
  */
 @Injectable()
 export class AlertsService {
@@ -41,70 +39,54 @@ export class AlertsService {
     private readonly clock: Clock,
   ) {}
 
-  /**
-   * Records new transitions as alerts, in one transaction: the stores flip the alert state of connections and
-   * environments under their row locks (each transition claimed once across instances), and the alert rows are
-   * written beside them — a crash in between loses nothing. Returns how many.
-   */
+  /** Claims new transitions and writes their alerts in the same transaction; returns how many. */
   async detectTransitions(): Promise<number> {
     const alerts = await this.db.transaction(async (tx) => {
       const connections = await this.connectionState.claimAlertTransitions(tx);
       const environments = await this.appCredentials.claimAlertTransitions(tx);
-      const rows = [
+      const rows: { connectionId: string | null; kind: string; payload: Record<string, unknown> }[] = [
         ...connections.map((c) => ({
-          connectionId: c.id as string | null,
-          kind: c.kind as string,
+          connectionId: c.id,
+          kind: c.kind,
           payload: {
-            event: c.kind,
             connection_id: c.id,
             tenant_id: c.tenant_id,
             environment: c.environment,
             status: c.status,
             last_error: c.last_error_code,
             message: c.last_error_message,
-          } as Record<string, unknown>,
+          },
         })),
         ...environments.map((e) => ({
           connectionId: null,
-          kind: e.kind as string,
-          payload: {
-            event: e.kind,
-            environment: e.environment,
-            message: e.message,
-            since: e.since,
-          } as Record<string, unknown>,
+          kind: e.kind,
+          payload: { environment: e.environment, message: e.message, since: e.since },
         })),
       ];
-      for (const alert of rows) {
-        await tx.query(`INSERT INTO ops_alerts (connection_id, kind, payload) VALUES ($1, $2, $3)`, [
-          alert.connectionId,
-          alert.kind,
-          { ...alert.payload, at: new Date(this.clock.now()).toISOString() },
-        ]);
-      }
+      for (const alert of rows) await this.insert(tx, alert.connectionId, alert.kind, alert.payload);
       return rows;
     });
-    for (const alert of alerts) {
-      if (alert.connectionId)
-        this.logger.warn({ alert: alert.kind, ...alert.payload }, `connection alert: ${alert.kind}`);
-      else this.logger.error({ alert: alert.kind, ...alert.payload }, `environment alert: ${alert.kind}`);
+    for (const { connectionId, kind, payload } of alerts) {
+      const fields = { alert: kind, event: kind, ...payload };
+      if (connectionId) this.logger.warn(fields, `connection alert: ${kind}`);
+      else this.logger.error(fields, `environment alert: ${kind}`);
     }
     return alerts.length;
   }
 
-  /**
-   * Records an alert about one event that is not a change of health — `connection.account_mismatch`, a re-consent
-   * refused — in the caller's transaction, so it exists exactly when the event's other records do. Delivered like the
-   * others; the caller logs it once its transaction committed.
-   */
+  /** An alert about an event that is not a change of health (a re-consent refused), in the caller's transaction. */
   async raise(
     tx: Sql,
     alert: { connectionId: string; kind: 'connection.account_mismatch'; payload: Record<string, unknown> },
   ): Promise<void> {
+    await this.insert(tx, alert.connectionId, alert.kind, alert.payload);
+  }
+
+  private async insert(tx: Sql, connectionId: string | null, kind: string, payload: Record<string, unknown>) {
     await tx.query(`INSERT INTO ops_alerts (connection_id, kind, payload) VALUES ($1, $2, $3)`, [
-      alert.connectionId,
-      alert.kind,
-      { event: alert.kind, ...alert.payload, at: new Date(this.clock.now()).toISOString() },
+      connectionId,
+      kind,
+      { event: kind, ...payload, at: new Date(this.clock.now()).toISOString() },
     ]);
   }
 
@@ -136,9 +118,7 @@ export class AlertsService {
           },
           body,
           signal: AbortSignal.timeout(5_000),
-          // Never follow a redirect: the signed alert goes to OPS_WEBHOOK_URL and nowhere else (a 3xx from a
-          // compromised or misconfigured receiver must not forward it to another host, internal ones included).
-          redirect: 'manual',
+          redirect: 'manual', // the signed alert goes to OPS_WEBHOOK_URL and nowhere else
         });
         await res.body?.cancel().catch(() => undefined);
         if (res.status >= 300 && res.status < 400)
@@ -160,7 +140,7 @@ export class AlertsService {
     return delivered;
   }
 
-  /** Retention: deletes up to `limit` alerts raised before `olderThan` (oldest first, by id); returns how many. */
+  /** Retention: deletes up to `limit` alerts raised before `olderThan`, oldest first. */
   async purgeOlderThan(olderThan: Date, limit: number): Promise<number> {
     const { rowCount } = await this.db.main.query(
       `DELETE FROM ops_alerts WHERE id = ANY(ARRAY(SELECT id FROM ops_alerts ORDER BY id LIMIT $2)) AND created_at < $1`,

@@ -4,13 +4,9 @@ import type { Clock } from '../common/clock';
 import type { MetricsService } from '../metrics/metrics.service';
 import { runEvery } from '../common/schedule';
 
-/** How often each instance re-reads the counts behind its gauges. */
 export const OPS_METRICS_REFRESH_MS = 15_000;
-
-/** The name of the refresh timer in SchedulerRegistry. */
 export const OPS_METRICS_INTERVAL = 'ops-metrics-snapshot';
 
-/** What one refresh reads, in one statement (see `OpsService.readGaugeCounts`). */
 export interface GaugeCounts {
   connections: { status: string; health: string; n: number }[];
   dispatches: { status: string; n: number }[];
@@ -18,10 +14,8 @@ export interface GaugeCounts {
   appCredentials: { environment: string; invalid: boolean }[];
 }
 
-/** Statuses a dispatch can have (the table's CHECK): each is exported, 0 included, so a series never vanishes. */
-/** The dispatch statuses of work in flight, counted by `rg_dispatches` (settled ones by `rg_dispatch_attempts_total`). */
+/** Series exported at 0 too, so none vanishes: dispatches in flight, and every status and health a connection combines. */
 const DISPATCH_STATUSES = ['sending', 'queued'];
-/** Every status and health a connection can combine (health follows from the status, see HEALTH_SQL), 0 included. */
 const CONNECTION_SERIES = [
   ['active', 'healthy'],
   ['active', 'degraded'],
@@ -32,18 +26,13 @@ const CONNECTION_SERIES = [
 ] as const;
 
 /**
- * The ops gauges that need counts — `rg_connections{status,health}`, `rg_dispatches{status}`,
- * `rg_rewards_pending_approval`, `rg_app_credentials_invalid{environment}` — served from a snapshot in memory, so a
- * `/metrics` scrape costs no query however often it comes. Each instance refreshes its own snapshot in the background
- * (every `refreshMs`, the first at start-up; OpsScheduler runs the timer); `rg_metrics_snapshot_age_seconds` says how
- * old it is, so a refresh that keeps failing shows. Before the first snapshot (the first moments after start-up) the
- * labelled gauges have no series and the age counts from start-up.
+ * The ops gauges that need counts, served from a snapshot in memory (a scrape costs no query), refreshed by each
+ * instance every `refreshMs`; `rg_metrics_snapshot_age_seconds` shows a refresh that keeps failing.
  */
 export class OpsMetricsService {
   private readonly logger = new Logger(OpsMetricsService.name);
   private readonly createdAt: number;
   private snapshot: (GaugeCounts & { at: number }) | null = null;
-  /** The latest refresh (each waits for the one before it). */
   private last: Promise<void> = Promise.resolve();
   private running = 0;
   private stopped = false;
@@ -92,7 +81,7 @@ export class OpsMetricsService {
     );
   }
 
-  /** Reads the counts now — after any refresh already under way — and serves them from then on. */
+  /** Reads the counts now, after any refresh already under way. */
   refresh(): Promise<void> {
     this.running += 1;
     const run = this.last
@@ -108,14 +97,14 @@ export class OpsMetricsService {
     return run;
   }
 
-  /** Starts the background refresh: one now, then every `refreshMs` (skipped while one is still running). */
+  /** One refresh now, then every `refreshMs` (skipped while one is still running). */
   start(scheduler: SchedulerRegistry): void {
     this.stopped = false;
     this.tick();
     runEvery(scheduler, OPS_METRICS_INTERVAL, this.refreshMs, () => this.tick());
   }
 
-  /** Stops the timer and waits (5 s at most) for a refresh under way: the database pool closes after this. */
+  /** Stops the timer and waits (5 s at most) for a refresh under way: the pool closes after this. */
   async stop(scheduler: SchedulerRegistry): Promise<void> {
     this.stopped = true;
     if (scheduler.doesExist('interval', OPS_METRICS_INTERVAL)) scheduler.deleteInterval(OPS_METRICS_INTERVAL);

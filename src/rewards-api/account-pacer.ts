@@ -22,15 +22,11 @@ export class SlotTooFarError extends Error {
 }
 
 /**
- * How late a request may reach the service after its slot and still keep every 1-second interval within the limit:
- * the spacing between slots is widened by this much per second. Of it, LATE_MS is for leaving late (a request that
- * wakes up later takes a new slot instead of bunching up with the next); the rest absorbs the differences in how long
- * requests take to reach the service and be counted there (network, the service's own queues, a stalled process).
- * 50 ms left ~40 ms for those, and a burst across 4 instances still drew a 429 now and then from a service process
- * busy for longer; 100 ms costs 4.5 % of the account's rate (9.1 requests/s at 10/s) and leaves 90 ms.
+ * The spacing between slots is widened by this much per second, so every 1-s interval stays within the limit even
+ * when requests reach the service unevenly (network, its queues, a stalled process). Of it, LATE_MS is for leaving
+ * late; a request later than that takes a new slot. 50 ms still drew occasional 429s across 4 instances.
  */
 export const PACING_MARGIN_MS = 100;
-/** Of that margin, how late a request may leave after its slot. */
 const LATE_MS = 10;
 /** A 429 halves the account's rate down to this fraction; every granted slot wins some of it back. */
 const MIN_FACTOR = 0.1;
@@ -42,31 +38,18 @@ export function spacingMs(pacing: PacingConfig): number {
 }
 
 /**
- * Per-account pacing shared by every gateway instance through Postgres: a GCRA (the "virtual scheduling" form of a
- * token bucket) whose state is one row per account — `tat`, the theoretical arrival time of the account's next
- * request. Taking a slot is one statement (one round-trip): slot = max(now, tat − τ), tat' = max(tat, now) + T, with
- * T = spacingMs() / factor and τ = (burst − 1)·T. Postgres's clock decides for every instance, and the caller sleeps
- * the returned delay on its own monotonic clock, so no two instances' clocks are compared.
+ * Per-account pacing shared by every instance through Postgres: a GCRA whose state is one row per account (`tat`,
+ * the theoretical arrival time of its next request). One statement takes a slot: slot = max(now, tat − τ),
+ * tat' = max(tat, now) + T, T = spacingMs() / factor, τ = (burst − 1)·T. Postgres's clock decides; the caller sleeps
+ * on its own monotonic clock, so instances' clocks are never compared.
  *
- * Strictness: with T = (1000 + margin) / (rps − burst + 1), any 1000 ms interval holds at most rps requests even when
- * each leaves up to LATE_MS after its slot and arrives up to margin − LATE_MS later than another; a request that
- * would leave later takes a new slot.
- *
- * Priorities: an interactive request takes the next slot — unless it lies further out than the caller may wait (an
- * interactive send's bound): then it takes none and learns how far out it is. A bulk request takes one only when it is due within
- * one and a half spacings (so bulk work never reserves far ahead); otherwise it waits a spacing and asks again. An interactive
- * send on an account busy with a batch therefore waits about one slot, not behind the whole batch.
- *
- * AIMD: a 429 that still happens halves `factor` (the rate) and pushes `tat` past its Retry-After (1 s when absent);
- * each granted slot adds a little back, up to the configured rate.
+ * Interactive requests take the next slot unless it is beyond their bound (then none: SlotTooFarError); bulk ones
+ * only when it is due within 1.5 spacings, so an interactive send waits about one slot, not behind a batch.
+ * A 429 halves `factor` and pushes `tat` past its Retry-After; each granted slot wins a little back.
  */
 @Injectable()
 export class AccountPacer {
-  /**
-   * Per account, the latest slot this process has seen taken (performance.now()): the account's next slot is no
-   * earlier, as `tat` only moves forward. A bounded request that this already shows to be too far is answered without
-   * asking Postgres.
-   */
+  /** Per account, the latest slot seen taken here (`tat` only moves forward): a too-far bound fails without a query. */
   private readonly seen = new Map<string, number>();
 
   constructor(
@@ -74,10 +57,7 @@ export class AccountPacer {
     @Optional() private readonly metrics?: MetricsService,
   ) {}
 
-  /**
-   * Retention: deletes up to `limit` accounts not paced since `olderThan` (deleted connections', idle ones'): an
-   * account without a row starts again as an idle one. Returns how many.
-   */
+  /** Retention: deletes up to `limit` accounts not paced since `olderThan` (they start again idle). */
   async purgeIdle(olderThan: Date, limit: number): Promise<number> {
     const { rowCount } = await this.db.main.query(
       `DELETE FROM account_pace
@@ -87,11 +67,7 @@ export class AccountPacer {
     return rowCount ?? 0;
   }
 
-  /**
-   * Waits until `account` may send its next request; resolves when the request should go out now (check `missed`
-   * right before it does). `maxWaitMs` (interactive only): when the next slot lies further out, takes none and throws
-   * SlotTooFarError, saying how far out it is.
-   */
+  /** Waits for `account`'s next slot (check `missed` right before sending); beyond `maxWaitMs`: SlotTooFarError. */
   async acquire(
     account: string,
     pacing: PacingConfig,
@@ -107,10 +83,7 @@ export class AccountPacer {
     }
   }
 
-  /**
-   * Whether a request would now leave too late for its slot (a busy event loop, a token refresh in between): it then
-   * takes a new slot instead of bunching up with the next ones.
-   */
+  /** Whether a request would now leave too late for its slot: it then takes a new one instead of bunching up. */
   missed(slot: Slot): boolean {
     if (performance.now() - slot.at <= LATE_MS) return false;
     this.metrics?.pacingRetakes.inc({ reason: 'late' });
@@ -124,7 +97,6 @@ export class AccountPacer {
     maxWaitMs: number | null,
   ): Promise<Slot> {
     const base = spacingMs(pacing);
-    // Bulk work takes a slot only when it is due within one and a half spacings; interactive work within its bound.
     const horizon = priority === 'bulk' ? 1.5 * base : maxWaitMs;
     for (;;) {
       const known = this.knownWaitMs(account);
@@ -145,11 +117,10 @@ export class AccountPacer {
       const left = at - performance.now();
       if (left > 0) await sleep(left);
       if (!this.missed({ at })) return { at };
-      // Woke up too late to use the slot without bunching with the next ones: take a fresh slot.
     }
   }
 
-  /** How far out (ms) this process already knows the account's next slot to be at least: 0 when it knows of none. */
+  /** At least how far out (ms) the account's next slot is, as this process knows. */
   knownWaitMs(account: string): number {
     return Math.max(0, (this.seen.get(account) ?? 0) - performance.now());
   }
@@ -182,7 +153,6 @@ export class AccountPacer {
     this.metrics?.upstreamThrottled.inc();
   }
 
-  /** The account's current state, for progress estimates and the dashboard. */
   async state(account: string): Promise<{ factor: number; throttled429: number } | null> {
     const { rows } = await this.db.main.query<{ factor: number; throttled_429: string }>(
       `SELECT factor, throttled_429 FROM account_pace WHERE account_key = $1`,
@@ -192,10 +162,8 @@ export class AccountPacer {
   }
 
   /**
-   * One slot: how long to wait for it (ms, ≤ 0 = now) from `asked` — when the statement was sent on its connection
-   * (after any wait for the pool, so the slot is never taken early; a slow answer eats into the wait rather than
-   * delaying the request past its slot unnoticed) — or null when it lies further out than `horizonMs` (null: any).
-   * Asynchronous commit (the relaxed pool): a slot lost in a crash costs nothing, and the WAL flush adds jitter.
+   * One slot: the wait (ms, ≤ 0 = now) from `asked`, taken after the pool wait so the slot is never early; null when
+   * beyond `horizonMs`. Relaxed pool: a slot lost in a crash costs nothing, and a WAL flush would add jitter.
    */
   private async reserve(
     account: string,

@@ -12,22 +12,18 @@ export const UPSTREAM_OPERATIONS = [
 ] as const;
 export type UpstreamOperation = (typeof UPSTREAM_OPERATIONS)[number];
 
-/** One request about to go out for a connection, as the caller knows it. */
+/** One request about to go out for a connection: which attempt of its call, 429s absorbed, pacing wait (ms). */
 export interface UpstreamExchange {
   connectionId: string;
   operation: UpstreamOperation;
-  /** Which request of this call (1 = the first; the retries after a 429 or a 401 count on). */
   attempt: number;
-  /** 429s absorbed earlier in this call (each slowed the account down and was retried). */
   throttled: number;
-  /** How long the request waited for its account's pacing slot (ms). */
   pacingWaitMs: number;
 }
 
 /**
- * Where the rewards client reports each request it makes for a connection (the connection activity): `exchange` runs
- * `send` and records its answer — status, latency, outcome — without changing it (a failure is rethrown as it is).
- * Declared here, where it is called, so this module does not depend on the module that keeps the records.
+ * Where each request for a connection is reported (the connection activity): `exchange` runs `send` and records its
+ * answer without changing it. Declared here so this module does not depend on the one that keeps the records.
  */
 export abstract class CallRecorder {
   abstract exchange<R>(what: UpstreamExchange, send: () => Promise<R>): Promise<R>;

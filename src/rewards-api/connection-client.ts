@@ -22,17 +22,14 @@ export interface ConnectionToken {
   expiresAt: number;
 }
 
-/**
- * Where a connection's tokens come from (the token vault). Declared here so this module does not depend on the vault.
- */
+/** Where a connection's tokens come from (the token vault; declared here so this module does not depend on it). */
 export interface TokenSource {
-  /** The connection's environment (known without reading its token). */
   environmentOf(connectionId: string): Promise<RewardsEnvironment>;
-  /** A valid token, read now (refreshed first when needed). */
+  /** A valid token, refreshed first when needed. */
   getAccessToken(connectionId: string): Promise<ConnectionToken>;
   /**
-   * `used` was answered 401 at `answeredAt`: resolves when the request may go again (with a newer token), returning
-   * what to pass as `refusedBefore` next time; throws when the grant itself is refused.
+   * `used` was answered 401 at `answeredAt`: resolves when the request may go again, returning the next
+   * `refusedBefore`; throws when the grant itself is refused.
    */
   unauthorized(
     connectionId: string,
@@ -51,9 +48,8 @@ export interface UpstreamField {
 }
 
 /**
- * The rewards service as seen by one connection: `rewardsApi.forConnection(id).createOrder(order)`. Token lookup,
- * the retry after a 401, the environment's base URL, timeouts and latency metrics live here once; callers get typed
- * results or a RewardsApiError (mapped to our codes by `mapUpstreamError`).
+ * The rewards service as seen by one connection (`rewardsApi.forConnection(id).createOrder(order)`): token, the retry
+ * after a 401 or a 429, pacing, base URL; callers get typed results or a RewardsApiError.
  */
 export class ConnectionClient {
   /** This client's requests take their slots one after another (bulk work never holds more than one ahead). */
@@ -64,16 +60,12 @@ export class ConnectionClient {
     private readonly tokens: TokenSource,
     private readonly environments: RewardsConfig,
     readonly connectionId: string,
-    /** Whose time a 401's answer and the interactive bound are read on. */
     private readonly clock: Clock,
     private readonly pacer: AccountPacer | null = null,
     readonly priority: Priority = 'interactive',
-    /**
-     * When the caller stops waiting (interactive; epoch ms): a slot further out than that is not taken
-     * (SlotTooFarError). Null: as long as it takes.
-     */
+    /** Epoch ms when an interactive caller stops waiting: a slot further out throws SlotTooFarError. */
     private readonly waitUntil: number | null = null,
-    /** Where each request is reported (the connection activity); none for a grant not stored yet. */
+    /** The connection activity; none for a grant not stored yet. */
     private readonly recorder: CallRecorder | null = null,
   ) {}
 
@@ -117,10 +109,7 @@ export class ConnectionClient {
     return res.body.fields;
   }
 
-  /**
-   * `POST /webhooks {url}`: registers (or, when the account has one, re-points) the account's webhook. The answer
-   * carries the webhook's private key: the caller stores it encrypted and never logs it.
-   */
+  /** `POST /webhooks {url}`: registers or re-points the account's webhook; its private key is secret. */
   async registerWebhook(url: string, timeoutMs = API_CALL_TIMEOUT_MS): Promise<UpstreamWebhook> {
     const res = await this.call<{ webhook?: Partial<UpstreamWebhook> }>(
       'POST',
@@ -148,21 +137,15 @@ export class ConnectionClient {
     return reward;
   }
 
-  /**
-   * `GET /organizations`: the cheapest authenticated call, used as a probe. The list holds only the organization the
-   * token belongs to: that one is returned (null when the answer does not name exactly one).
-   */
+  /** `GET /organizations` (the cheapest authenticated call): the token's organization, or null if not exactly one. */
   async probe(timeoutMs = 10_000): Promise<UpstreamOrganization | null> {
     const res = await this.call<{ organizations?: unknown }>('GET', '/organizations', undefined, timeoutMs);
     return onlyOrganization(res.body.organizations);
   }
 
   /**
-   * One request, in attempts. Each attempt takes the account's next pacing slot, then reads the connection's token,
-   * then goes out: a token is never held across a wait. A 401 goes to the vault, which judges it — a token that
-   * expired on the way or was refused alone leads to one refresh and another attempt (up to MAX_UNAUTHORIZED_RETRIES);
-   * a fresh, unexpired token refused means the grant is refused. A 429 that happens anyway slows the account down and
-   * is retried (up to MAX_THROTTLED_RETRIES times) without surfacing as a failure.
+   * One request, in attempts: each takes a pacing slot, then reads the token (never held across a wait). A 401 goes
+   * to the vault, which refreshes or declares the grant refused; a 429 slows the account down and is retried.
    */
   private async call<T>(
     method: 'GET' | 'POST',
@@ -174,12 +157,11 @@ export class ConnectionClient {
     let throttled = 0;
     let unauthorized = 0;
     let refusedBefore: number | null = null;
-    let attempt = 0; // for the activity: which request of this call
+    let attempt = 0;
     for (;;) {
       const { token, pacingWaitMs } = await this.slotThenToken(env);
-      let response: ApiResponse<T>;
       try {
-        response = await recorded(
+        return await recorded(
           this.recorder,
           {
             connectionId: this.connectionId,
@@ -191,7 +173,6 @@ export class ConnectionClient {
           () => this.http.call<T>(env, token.token, method, path, body, timeoutMs),
         );
       } catch (error) {
-        // This attempt failed: retry what a retry can fix.
         if (isUnauthorized(error)) {
           if (++unauthorized > MAX_UNAUTHORIZED_RETRIES) throw tooManyUnauthorized(error);
           refusedBefore = await span(
@@ -203,17 +184,11 @@ export class ConnectionClient {
         }
         if (!this.paced(env) || !isThrottled(error) || ++throttled > MAX_THROTTLED_RETRIES) throw error;
         await this.pacer?.throttled(this.connectionId, (error.retryAfterSeconds ?? 1) * 1000);
-        continue;
       }
-      // This attempt's answer.
-      return response;
     }
   }
 
-  /**
-   * The account's next slot, then the token; a token read that made the request miss its slot takes a new one. Also
-   * how long the request waited for its slots (ms), for the activity.
-   */
+  /** The account's next slot, then the token (a new slot if reading it missed the slot); and the wait in ms. */
   private async slotThenToken(
     env: RewardsEnvironmentConfig,
   ): Promise<{ token: ConnectionToken; pacingWaitMs: number }> {
@@ -257,9 +232,7 @@ export class ConnectionClient {
   }
 }
 
-/** 429s retried inside one call before it surfaces as `upstream_rate_limited` (the work is then queued). */
 const MAX_THROTTLED_RETRIES = 5;
-/** 401s retried inside one call (each after a refresh) before it surfaces as a transient failure. */
 const MAX_UNAUTHORIZED_RETRIES = 3;
 
 function isThrottled(error: unknown): error is RewardsApiError {
@@ -270,7 +243,8 @@ function isUnauthorized(error: unknown): error is RewardsApiError {
   return error instanceof RewardsApiError && error.kind === 'unauthorized';
 }
 
-/** 401 after 401 for tokens that were not all fresh and valid: no verdict on the grant; worth trying again later. */
+/** 401 after 401 without a verdict on the grant: worth trying again later. */
+
 function tooManyUnauthorized(error: RewardsApiError): RewardsApiError {
   return new RewardsApiError(
     'transient',

@@ -2,7 +2,7 @@ import { Injectable, type OnModuleDestroy, Optional } from '@nestjs/common';
 import { Agent, type Dispatcher } from 'undici';
 import { MetricsService } from '../metrics/metrics.service';
 import type { RewardsEnvironmentConfig } from '../config/app-config';
-import { RewardsApiError, upstreamMessage } from './rewards-api.errors';
+import { RewardsApiError, type RewardsApiErrorKind, upstreamMessage } from './rewards-api.errors';
 import { type Span, SpanStatusCode } from '@opentelemetry/api';
 import { clientSpan } from '../common/tracing';
 import { Clock } from '../common/clock';
@@ -13,7 +13,6 @@ export interface TokenSet {
   refreshToken?: string;
   tokenType: string;
   scope: string;
-  /** `created_at` of the response, or the local receipt time when it is missing or in the future. */
   issuedAt: Date;
   expiresAt: Date;
 }
@@ -33,14 +32,10 @@ interface RawResponse {
 export const TOKEN_CALL_TIMEOUT_MS = 10_000;
 export const API_CALL_TIMEOUT_MS = 15_000;
 
-/**
- * Turns a raw token response into a TokenSet; expiry is `created_at + expires_in` (spec §5). `receivedAt`: when the
- * response came (epoch ms, the caller's clock).
- */
+/** A raw token response as a TokenSet; expiry is `created_at + expires_in` (spec §5), `receivedAt` in epoch ms. */
 export function normaliseTokenResponse(raw: Record<string, unknown>, receivedAt: number): TokenSet {
-  if (typeof raw.access_token !== 'string' || !raw.access_token) {
+  if (typeof raw.access_token !== 'string' || !raw.access_token)
     throw new RewardsApiError('transient', 'token response without access_token', 200);
-  }
   const expiresIn = typeof raw.expires_in === 'number' && raw.expires_in > 0 ? raw.expires_in : 3600;
   const createdAtMs = typeof raw.created_at === 'number' ? raw.created_at * 1000 : NaN;
   // A created_at in the future (clock skew) or missing: trust our own clock instead.
@@ -56,16 +51,10 @@ export function normaliseTokenResponse(raw: Record<string, unknown>, receivedAt:
   };
 }
 
-/**
- * The typed HTTP client of the rewards service: `/oauth/token` and `/api/v2/...`. Knows nothing of tenants.
- * Every call has a timeout; failures are classified (RewardsApiError.kind) so callers never guess.
- */
+/** The HTTP client of the rewards service (`/oauth/token`, `/api/v2/...`): timeouts, classified failures. */
 @Injectable()
 export class RewardsApiClient implements OnModuleDestroy {
-  /**
-   * One keep-alive connection pool per upstream origin (undici's `request`: much less CPU per call than `fetch`).
-   * Idle sockets are dropped after 4 s, below the usual 5 s server keep-alive.
-   */
+  /** Idle sockets dropped after 4 s, below the usual 5 s server keep-alive. */
   private readonly agent: Dispatcher = new Agent({
     keepAliveTimeout: 4_000,
     keepAliveMaxTimeout: 30_000,
@@ -73,7 +62,7 @@ export class RewardsApiClient implements OnModuleDestroy {
     maxResponseSize: 16 * 1024 * 1024,
   });
 
-  /** Each configured base URL as origin + path prefix (a base URL may carry a path: the mounted sandbox's `/sandbox`). */
+  /** Each base URL as origin + path prefix (the mounted sandbox's is `/sandbox`). */
   private readonly targets = new Map<string, Target>();
 
   constructor(
@@ -127,34 +116,15 @@ export class RewardsApiClient implements OnModuleDestroy {
     const json = parseJson(res) as Record<string, unknown>;
     if (res.status === 200) return normaliseTokenResponse(json, this.clock.now());
     const error = typeof json.error === 'string' ? json.error : `http_${res.status}`;
-    if (res.status === 400 && error === 'invalid_grant') {
-      throw new RewardsApiError(
-        'invalid_grant',
-        'the rewards service rejected the refresh token (used or revoked)',
-        400,
-        { error },
-      );
-    }
-    if (error === 'invalid_client' || res.status === 401) {
-      throw new RewardsApiError(
-        'invalid_client',
-        'the rewards service rejected the client credentials',
-        res.status,
-        { error },
-      );
-    }
-    if (res.status === 429 || res.status >= 500) {
-      throw new RewardsApiError(
-        'transient',
-        `token endpoint answered ${res.status}`,
-        res.status,
-        { error },
-        retryAfter(res, this.clock.now()),
-      );
-    }
-    throw new RewardsApiError('rejected', `token endpoint answered ${res.status} ${error}`, res.status, {
-      error,
-    });
+    const fail = (kind: RewardsApiErrorKind, message: string, retryAfterSeconds: number | null = null) =>
+      new RewardsApiError(kind, message, res.status, { error }, retryAfterSeconds);
+    if (res.status === 400 && error === 'invalid_grant')
+      throw fail('invalid_grant', 'the rewards service rejected the refresh token (used or revoked)');
+    if (error === 'invalid_client' || res.status === 401)
+      throw fail('invalid_client', 'the rewards service rejected the client credentials');
+    if (res.status === 429 || res.status >= 500)
+      throw fail('transient', `token endpoint answered ${res.status}`, retryAfter(res, this.clock.now()));
+    throw fail('rejected', `token endpoint answered ${res.status} ${error}`);
   }
 
   /** An `/api/v2` call with a bearer token. Returns 2xx answers; throws a classified RewardsApiError otherwise. */
@@ -189,10 +159,8 @@ export class RewardsApiClient implements OnModuleDestroy {
   }
 
   /**
-   * One HTTP exchange, body read in full. `timeoutMs` bounds the wait for the response headers and, again, any pause
-   * while the body streams in (undici's timers are coarse: up to ~0.6 s late, fine for the 1–15 s used). Redirects
-   * are not followed (the API has none, and a token must not travel to another host). A response over 16 MiB is cut
-   * off and treated as a network error.
+   * One HTTP exchange, body read in full; `timeoutMs` bounds the headers and each pause of the body. Redirects are
+   * not followed (a token must not travel to another host); a response over 16 MiB is a network error.
    */
   private async send(
     route: string,
@@ -224,7 +192,6 @@ export class RewardsApiClient implements OnModuleDestroy {
     try {
       const { origin, prefix, host, port } = this.target(baseUrl);
       span.setAttributes({ 'server.address': host, 'server.port': port });
-      // The dispatcher's own request(): the top-level one parses the URL again on every call.
       const res = await this.agent.request({
         origin,
         path: prefix + path,
@@ -257,7 +224,6 @@ export class RewardsApiClient implements OnModuleDestroy {
   }
 }
 
-/** A configured base URL, parsed once: where requests go, and the host and port a client span names. */
 interface Target {
   origin: string;
   prefix: string;

@@ -7,7 +7,6 @@ import { Retention } from '../retention/retention';
 /** An account's pacing state not used for this long is deleted. */
 export const PACE_KEPT_DAYS = 7;
 
-/** The typed HTTP client of the rewards service (/oauth/token, /api/v2/...), error mapping and timeouts, and the per-account pacer. */
 @Module({
   imports: [MetricsModule],
   providers: [RewardsApiClient, AccountPacer],

@@ -1,7 +1,4 @@
-/**
- * The rewards service's resources as the gateway reads them (spec note §1–2). Only what the gateway uses is typed;
- * unknown enum values are tolerated (the service adds new ones).
- */
+/** The rewards service's resources, as far as the gateway uses them (unknown enum values are tolerated). */
 export interface UpstreamReward {
   id: string;
   order_id?: string;
@@ -20,7 +17,6 @@ export interface UpstreamOrder {
   rewards: UpstreamReward[];
 }
 
-/** One reward as it goes upstream (inside `reward` in the single form, an item of `rewards` in the array form). */
 export interface UpstreamRewardSpec {
   value: { denomination: number; currency_code: string };
   delivery: { method: DeliveryMethod };
@@ -38,35 +34,30 @@ export type OrderRequest =
   | { external_id: string; payment: { funding_source_id: string }; reward: UpstreamRewardSpec }
   | { external_id: string; payment: { funding_source_id: string }; rewards: UpstreamRewardSpec[] };
 
-/** What an order's `status` means for the rewards in it. */
-export type OrderOutcome = 'executed' | 'held' | 'failed';
-
 /**
- * `EXECUTED` → executed. `CANCELED` / `FAILED` → failed (rejected by an approver, or not paid). Every other status —
- * `PENDING APPROVAL`, `PENDING INTERNAL PAYMENT APPROVAL`, `PENDING SETTLEMENT`, `OPEN`, or one added later — means the
- * order exists but has not been executed yet: held, and checked again until it settles. Whatever the HTTP code.
+ * What an order's `status` means for its rewards: `EXECUTED` executed, `CANCELED` / `FAILED` failed; any other
+ * (pending approval or settlement, `OPEN`, a newer one) held, and checked again until it settles.
  */
-export function orderOutcome(status: string | undefined): OrderOutcome {
+export function orderOutcome(status: string | undefined): 'executed' | 'held' | 'failed' {
   const s = (status ?? '').toUpperCase();
   if (s === 'EXECUTED') return 'executed';
   if (s === 'CANCELED' || s === 'CANCELLED' || s === 'FAILED') return 'failed';
   return 'held';
 }
 
-/** `POST /webhooks` → `{webhook: {...}}`: the account's one webhook (a second POST changes its URL, same id and key). */
+/** The account's one webhook (a second POST changes its URL, same id and key). */
 export interface UpstreamWebhook {
   id: string;
   url: string;
-  /** The HMAC-SHA256 key of `Tremendous-Webhook-Signature`. Secret: stored only encrypted, never logged. */
+  /** The HMAC key of `Tremendous-Webhook-Signature`: stored only encrypted, never logged. */
   private_key: string;
 }
 
-/** `GET /rewards/{id}` → `{reward: {...}}`; `delivery.status`: SCHEDULED, PENDING, SUCCEEDED, FAILED or a newer value. */
+/** `GET /rewards/{id}`; `delivery.status`: SCHEDULED, PENDING, SUCCEEDED, FAILED or a newer value. */
 export type UpstreamRewardDetail = UpstreamReward & {
   delivery?: { method: string; status: string; failure_reason?: string };
 };
 
-/** The organization a token belongs to (`GET /organizations` lists only that one): its id, and its name for display. */
 export interface UpstreamOrganization {
   id: string;
   name: string | null;
