@@ -3,13 +3,9 @@ import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { Retention } from '../retention/retention';
 import { AlertsService } from './alerts.service';
 
-/** Alerts (delivered or not) are kept this long. */
 export const ALERTS_KEPT_DAYS = 30;
 
-/**
- * Ops alerts on their own, so that the module where an alert-worthy event happens (connections: a re-consent refused)
- * can raise it in its own transaction without depending on the rest of ops.
- */
+/** Alerts on their own: connections raise one (a re-consent refused) without depending on the rest of ops. */
 @Module({
   imports: [TokenVaultModule],
   providers: [AlertsService],

@@ -1,27 +1,19 @@
 import type { Sql } from '../database/sql';
 import { HEALTH_SQL } from './ops.service';
 
-/** The connection statuses and healths the dashboard's summary counts, in the order shown. */
 export const CONNECTION_STATUSES = ['active', 'needs_reauth', 'error', 'disconnected'] as const;
 export const CONNECTION_HEALTHS = ['healthy', 'degraded', 'broken', 'idle'] as const;
 
-/** Connections per status and per health (a disconnected connection has no health). */
+/** Connections per status and per health (a disconnected one has no health). */
 export interface ConnectionSummary {
   status: Record<(typeof CONNECTION_STATUSES)[number], number>;
   health: Record<(typeof CONNECTION_HEALTHS)[number], number>;
 }
 
-/**
- * Connections by status and health, in one grouped statement: a scan of `connections` (one row per tenant and
- * environment, plus disconnected history) — what `OpsService.readGaugeCounts` reads for the metrics, but read now, so
- * the summary agrees with the table below it (the metrics snapshot may be 15 s old). $1 is the idle threshold in ms.
- */
-export const CONNECTION_SUMMARY_SQL = `
-  SELECT c.status, ${HEALTH_SQL} AS health, count(*)::int AS n FROM connections c GROUP BY 1, 2`;
-
+/** Read now rather than from the metrics snapshot (up to 15 s old), so the summary agrees with the table below it. */
 export async function connectionSummary(db: Sql, idleAfterMs: number): Promise<ConnectionSummary> {
   const { rows } = await db.query<{ status: string; health: string | null; n: number }>(
-    CONNECTION_SUMMARY_SQL,
+    `SELECT c.status, ${HEALTH_SQL} AS health, count(*)::int AS n FROM connections c GROUP BY 1, 2`,
     [idleAfterMs],
   );
   const summary: ConnectionSummary = {
@@ -36,26 +28,20 @@ export async function connectionSummary(db: Sql, idleAfterMs: number): Promise<C
   return summary;
 }
 
-/** One minute of the plot: rewards sent and rewards failed in it. */
+/** One minute of the plot (`minute`: its start). */
 export interface ActivityMinute {
-  /** The minute's start. */
   minute: Date;
   sent: number;
   failed: number;
 }
 
-/** The plot covers the current minute and the 59 before it. */
-export const ACTIVITY_MINUTES = 60;
-
 /**
- * Rewards sent (`sent_at`) and failed (`updated_at` of a `failed` reward) per minute over the last hour: 60 one-minute
- * buckets, the last one the current (partial) minute, empty minutes included. Bounded to the hour on both partial
- * indexes of migration 1700000014000 (`dispatch_rewards_sent_at_idx`, `dispatch_rewards_failed_at_idx`): it reads the
- * last hour's entries only, however many rewards the table holds. A `sent_at` written by an instance whose clock runs
- * ahead of the database's counts in the current minute.
+ * Rewards sent and failed per minute, the current minute and the 59 before it (empty ones included), read from the
+ * partial indexes `dispatch_rewards_sent_at_idx` and `dispatch_rewards_failed_at_idx`: only the last hour's entries.
+ * A `sent_at` ahead of the database's clock counts in the current minute.
  */
 const LAST_MINUTE_SQL = `date_trunc('minute', now())`;
-const FIRST_MINUTE_SQL = `(${LAST_MINUTE_SQL} - interval '${ACTIVITY_MINUTES - 1} minutes')`;
+const FIRST_MINUTE_SQL = `(${LAST_MINUTE_SQL} - interval '59 minutes')`;
 export const ACTIVITY_SQL = `
   WITH sent AS (
     SELECT least(date_trunc('minute', sent_at), ${LAST_MINUTE_SQL}) AS minute, count(*)::int AS n

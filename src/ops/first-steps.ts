@@ -1,9 +1,4 @@
-/**
- * The README's first hour as commands, written once for the two places that show them with this gateway's address:
- * the start-up banner (src/main.ts) and the start page (`GET /`). The README has the same commands (tests run them).
- */
-
-/** The tenant of the first hour. */
+/** The README's first hour as commands, for the start-up banner and the start page (`GET /`). */
 export const FIRST_HOUR_TENANT = 'acme';
 
 /** Prints one field of the JSON answer on stdin (Node is there already; `jq -r .field` does the same). */
@@ -22,13 +17,12 @@ export function variables(baseUrl: string, operatorKeyFile?: string): string[] {
   ];
 }
 
-/** The operator creates the tenant. */
 export const CREATE_TENANT = [
   `curl -s -X POST $GW/v1/tenants ${auth('OPERATOR_KEY')} \\`,
   `     ${json} -d '{"id":"${FIRST_HOUR_TENANT}","name":"Acme Corp"}'`,
 ];
 
-/** …and an API key for one of its services, kept in $API_KEY (the answer shows it once). */
+/** An API key for one of the tenant's services, kept in $API_KEY (the answer shows it once). */
 export const CREATE_API_KEY = [
   `export API_KEY=$(curl -s -X POST $GW/v1/tenants/${FIRST_HOUR_TENANT}/api-keys ${auth('OPERATOR_KEY')} \\`,
   `     ${json} -d '{"name":"payments-service"}' | ${pick('key')})`,
@@ -39,7 +33,6 @@ export const connectSession = (keyVariable: 'API_KEY' | 'OPERATOR_KEY') => [
   `curl -s -X POST $GW/v1/tenants/${FIRST_HOUR_TENANT}/connect-sessions ${auth(keyVariable)}`,
 ];
 
-/** A reward sent with the tenant's own key. */
 export const SEND_REWARD = [
   `curl -s -X POST $GW/v1/tenants/${FIRST_HOUR_TENANT}/rewards ${auth('API_KEY')} \\`,
   `     ${json} -H 'Idempotency-Key: first-reward' \\`,
@@ -47,7 +40,6 @@ export const SEND_REWARD = [
   `          "products":["PRODAMAZONUS"],"custom_fields":{"Department":"Engineering"}}]}'`,
 ];
 
-/** The tenant's latest dispatch, with each reward's delivery state (pending, then delivered). */
 export const LATEST_DISPATCH = [
   `curl -s "$GW/v1/tenants/${FIRST_HOUR_TENANT}/dispatches?limit=1" ${auth('API_KEY')}`,
 ];

@@ -8,15 +8,8 @@ import {
   variables,
 } from './first-steps';
 
-/** What `GET /` answers in JSON: where to go next (absolute URLs at PUBLIC_BASE_URL). */
-export interface HomeLinks {
-  name: string;
-  docs: string;
-  ops: string;
-  health: string;
-}
-
-export function homeLinks(publicBaseUrl: string): HomeLinks {
+/** What `GET /` answers in JSON: where to go next. */
+export function homeLinks(publicBaseUrl: string) {
   return {
     name: 'Rewards Gateway',
     docs: `${publicBaseUrl}/docs`,
@@ -26,10 +19,8 @@ export function homeLinks(publicBaseUrl: string): HomeLinks {
 }
 
 /**
- * The start page: links to the API docs, the ops dashboard and readiness, and the README's first hour in four steps
- * with this gateway's address. Loads nothing (one inline `<style>`, no script): PAGE_CSP applies to `/`.
- * Public: it shows nothing a visitor could not learn from /docs — never a key or a tenant; the operator key's file only
- * on a local demo gateway whose key was generated there (as the start-up banner shows it).
+ * The start page: links, and the README's first hour with this gateway's address. No script (PAGE_CSP). Public:
+ * never a key; the operator key's file only on a demo gateway that generated it.
  */
 export function homePage(publicBaseUrl: string, operatorKeyFile?: string): string {
   const code = (lines: string[]) => `<pre><code>${e(lines.join('\n'))}</code></pre>`;
@@ -47,7 +38,6 @@ export function homePage(publicBaseUrl: string, operatorKeyFile?: string): strin
   nav .muted { display: block; font-weight: 400; }
   .muted { color: #6b7280; font-size: .85em; } h2 { font-size: 1.1rem; margin-top: 1.5rem; }
   ol > li { margin-bottom: 1rem; }
-  /* Commands wrap where the page ends instead of scrolling inside their box: every character stays in sight. */
   pre { background: #111827; color: #e5e7eb; padding: .6rem .8rem; border-radius: 6px; font-size: 13px;
         white-space: pre-wrap; overflow-wrap: anywhere; }
 </style></head>

@@ -13,10 +13,6 @@ import { OpsController } from './ops.controller';
 import { OpsScheduler } from './ops.scheduler';
 import { OpsService } from './ops.service';
 
-/**
- * Ops: the start page (`/`), health endpoints, metrics, the connection health API, alerts, the background probe and
- * the dashboard.
- */
 @Module({
   imports: [
     TerminusModule.forRoot({ logger: false, errorLogStyle: 'json' }),

@@ -8,10 +8,7 @@ import { runEvery } from '../common/schedule';
 
 const ALERT_INTERVAL_MS = 2_000;
 
-/**
- * Background work of ops, on every instance (each step claims its rows, so instances never collide): alerts, probes of
- * idle connections, and the snapshot the count gauges are served from (each instance its own).
- */
+/** Background work of ops on every instance (each step claims its rows): alerts, idle probes, the gauge snapshot. */
 @Injectable()
 export class OpsScheduler implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(OpsScheduler.name);
@@ -28,7 +25,7 @@ export class OpsScheduler implements OnApplicationBootstrap, OnModuleDestroy {
     this.ops.gauges.start(this.scheduler);
     runEvery(this.scheduler, 'ops-alerts', ALERT_INTERVAL_MS, () => void this.runAlerts());
     if (this.config.probeIntervalMs > 0) {
-      // Spread instances out: each starts at a random offset within the interval.
+      // Instances spread out: each starts at a random offset within the interval.
       const start = setTimeout(() => {
         runEvery(this.scheduler, 'ops-probes', this.config.probeIntervalMs, () => {
           void this.ops.probeIdle().catch((e: unknown) => this.logger.warn(`probe pass: ${String(e)}`));

@@ -6,31 +6,24 @@ export interface RunningBatch {
   id: string;
   tenant_id: string;
   tenant_name: string;
-  /** `queued` or `sending`. */
   status: string;
-  /** 1: a bulk batch (answered 202 at once); 0: an interactive send. */
+  /** 1: a bulk batch; 0: an interactive send. */
   priority: number;
   created_at: Date;
   cancel_requested_at: Date | null;
-  /** How many rewards the dispatch holds. */
   reward_count: number;
-  /** Its rewards by status, counted now. */
   counts: Record<RewardStatus, number>;
-  /** Rewards no longer pending or sending (sent, held for approval, failed, cancelled). */
+  /** Rewards no longer pending or sending. */
   done: number;
-  /** The progress bar's maximum: the dispatch's reward_count, or the rows counted if more. */
+  /** The progress bar's maximum: reward_count, or the rows counted if more. */
   total: number;
 }
 
-/** The dashboard shows the newest running batches only. */
 export const RUNNING_BATCHES_SHOWN = 20;
 
 /**
- * The newest running batches (status queued or sending, more than one reward) and their rewards by status.
- * Read-only. The dispatches come from the partial index `reward_dispatches_running_idx` (created_at WHERE status IN
- * ('queued', 'sending') AND reward_count > 1 — single sends never enter it, so the send path's writes neither
- * maintain it nor meet its dead entries), read backwards, stopping after $1 batches); rewards are counted for those $1 dispatches only,
- * each on the primary key (dispatch_id, position) of dispatch_rewards — never a scan of either table.
+ * The newest running batches (queued or sending, more than one reward) from the partial index
+ * `reward_dispatches_running_idx`, their rewards counted on dispatch_rewards' primary key: never a scan of either.
  */
 export const RUNNING_BATCHES_SQL = `
   SELECT d.id, d.tenant_id, t.name AS tenant_name, d.status, d.priority, d.created_at, d.cancel_requested_at,
