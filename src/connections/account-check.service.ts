@@ -10,7 +10,6 @@ import { accountVerdict } from './account-check';
 import { ConnectionProbe } from './connection-probe.service';
 import { type ConnectionRow, ConnectionStateStore } from './connection-state.store';
 
-/** The connect session a callback belongs to, as far as the account check needs it. */
 interface CheckedSession {
   id: string;
   tenant_id: string;
@@ -22,7 +21,7 @@ export type AccountRefusal =
   | {
       outcome: 'account_mismatch';
       connectionId: string;
-      /** The organization the connection keeps. */
+      /** The one the connection keeps. */
       organization: UpstreamOrganization | null;
       refused: UpstreamOrganization;
     }
@@ -40,13 +39,9 @@ export function organizationOf(row: Record<string, unknown>): UpstreamOrganizati
 }
 
 /**
- * The connect callback's account check, in two steps around its transaction:
- * 1. `grantOrganization` (before it, no lock held across upstream calls): which organization the new grant belongs
- *    to — `GET /organizations` with the new token — after a live connection that does not know its own was probed;
- * 2. `check` (inside it): the tenant's live connection locked, `accountVerdict` applied; a grant of another
- *    organization is refused and the refusal recorded on the connection (event), in the audit trail and as an ops
- *    alert, in that same transaction. The new grant is then dropped: never stored, and — the service offering no
- *    revocation endpoint — left to lapse unused.
+ * The connect callback's account check: `grantOrganization` before its transaction (no lock held across upstream
+ * calls), then `check` inside it, which refuses a grant of another organization and records the refusal (event,
+ * audit, ops alert) in that transaction. A refused grant is never stored; with no revocation endpoint, it lapses.
  */
 @Injectable()
 export class AccountCheck {
@@ -61,10 +56,7 @@ export class AccountCheck {
     private readonly alerts: AlertsService,
   ) {}
 
-  /**
-   * The organization the new grant belongs to, or null when the service does not say (the call failed, or the answer
-   * does not name exactly one). Paced as the live connection, most often of the same account. Never logs the token.
-   */
+  /** The new grant's organization, or null when the service does not say; paced as the live connection. */
   async grantOrganization(
     session: CheckedSession,
     accessToken: string,
@@ -74,8 +66,7 @@ export class AccountCheck {
       [session.tenant_id, session.environment],
     );
     const live = rows[0] ?? null;
-    // A connection made before organizations were recorded learns its own now, with its grant (a needs_reauth
-    // one's grant no longer works: see accountVerdict).
+    // A connection made before organizations were recorded learns its own now (a needs_reauth grant cannot).
     if (live && live.organization_id === null && live.status !== 'needs_reauth')
       await this.probes.probe(live.id);
     try {
@@ -98,8 +89,7 @@ export class AccountCheck {
     session: CheckedSession,
     granted: UpstreamOrganization | null,
   ): Promise<AccountRefusal | null> {
-    // Locked (and two callbacks of the tenant serialised) until the transaction ends: the connection compared is the
-    // one replaced, or kept.
+    // Locked until the transaction ends: the connection compared is the one replaced, or kept.
     const current = await this.state.lockLive(tx, session.tenant_id, session.environment);
     const verdict = accountVerdict(
       current && {
@@ -150,20 +140,18 @@ export class AccountCheck {
     return { outcome: 'account_mismatch', connectionId: current.id, organization, refused: granted };
   }
 
-  /** The refusal's log line, once its transaction committed (the alert's, for a mismatch). */
+  /** The refusal's log line, once its transaction committed. */
   logRefusal(session: CheckedSession, refusal: AccountRefusal): void {
     const context = {
       tenantId: session.tenant_id,
       environment: session.environment,
       connectionId: refusal.connectionId,
     };
-    if (refusal.outcome === 'account_check_failed') {
-      this.logger.warn(
+    if (refusal.outcome === 'account_check_failed')
+      return this.logger.warn(
         context,
         'a re-consent was refused for now: the organization it authorized is not known',
       );
-      return;
-    }
     this.logger.warn(
       {
         ...context,

@@ -15,10 +15,7 @@ export function connectPage(title: string, body: string, status: 'info' | 'ok' |
 </style></head><body><main>${body.replace('%TITLE%', `<h1>${escapeHtml(title)}</h1>`)}</main></body></html>`;
 }
 
-/**
- * The connect link's page. `returnUrl`: where the browser goes after the consent (the session's `return_url`, a URL
- * that parses); null when the gateway shows its own "Rewards account connected" page — the text says which.
- */
+/** The connect link's page; `returnUrl` (parsed by the caller) null when the gateway shows its own final page. */
 export function connectLandingPage(
   tenantName: string,
   environment: string,
@@ -36,15 +33,12 @@ export function connectLandingPage(
      <p><strong>${escapeHtml(tenantName)}</strong> asks to send rewards through your rewards account.</p>
      <dl><dt>Environment</dt><dd>${escapeHtml(environment)}</dd>
      <dt>Permissions requested</dt><dd><ul>${scopes.map((s) => `<li><code>${escapeHtml(s)}</code>: ${escapeHtml(scopeText[s] ?? s)}</li>`).join('')}</ul></dd></dl>
-     <p class="muted" id="next">Next: you sign in at the rewards service and approve. ${afterConsent(returnUrl)}
+     <p class="muted" id="next">Next: you sign in at the rewards service and approve. ${
+       returnUrl
+         ? `You are then sent back to <strong>${escapeHtml(new URL(returnUrl).host)}</strong>, and the connection is active.`
+         : 'You then come back to a page of this gateway that confirms it: the connection is active.'
+     }
      You can disconnect at any time.</p>
      <p><a class="button" id="connect" href="${escapeHtml(authorizeHref)}">Connect rewards account</a></p>`,
   );
-}
-
-/** Where the user lands after approving, as the connect page says it (`returnUrl` parses: checked by the caller). */
-function afterConsent(returnUrl: string | null): string {
-  return returnUrl
-    ? `You are then sent back to <strong>${escapeHtml(new URL(returnUrl).host)}</strong>, and the connection is active.`
-    : 'You then come back to a page of this gateway that confirms it: the connection is active.';
 }

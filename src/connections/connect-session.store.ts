@@ -46,7 +46,7 @@ export class ConnectSessionStore {
     ]);
   }
 
-  /** Retention: deletes up to `limit` sessions that expired before `olderThan`; returns how many. */
+  /** Retention: deletes up to `limit` sessions that expired before `olderThan`. */
   async purgeExpired(q: Sql, olderThan: Date, limit: number): Promise<number> {
     const { rowCount } = await q.query(
       `DELETE FROM connect_sessions WHERE id IN (SELECT id FROM connect_sessions WHERE expires_at < $1 LIMIT $2)`,

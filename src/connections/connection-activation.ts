@@ -8,13 +8,11 @@ export interface ActivatedConnection {
   environment: RewardsEnvironment;
 }
 
-export type ActivationHook = (connection: ActivatedConnection) => Promise<void>;
+type ActivationHook = (connection: ActivatedConnection) => Promise<void>;
 
 /**
- * Work other modules want done as soon as a connection becomes active — after the connect (or reconnect)
- * transaction commits and **before** the browser is sent back to the platform (the delivery-webhooks module
- * registers the account's webhook here, so no event of the first send is missed). A hook that fails never fails the
- * connect: it is logged here; a hook records what it needs to retry on its own.
+ * Work other modules want done once a connection is active, before the browser is sent back (the account's webhook
+ * registration, so no event of the first send is missed). A failing hook never fails the connect: it retries itself.
  */
 @Injectable()
 export class ConnectionActivationHooks {

@@ -5,12 +5,7 @@ import type { UpstreamOrganization } from '../rewards-api/rewards-api.types';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import { ConnectionStateStore } from './connection-state.store';
 
-/**
- * A probe of a connection: `GET /organizations` with its token (the cheapest authenticated call), the outcome recorded
- * on the connection — and the organization it names, for a connection that does not know its own yet (made before the
- * gateway recorded organizations). Ops runs it (`…/check`, the background probe of idle connections); a re-consent
- * runs it on a live connection whose organization is unknown, to have something to compare with.
- */
+/** A probe of a connection (`GET /organizations` with its token): the outcome and organization recorded on it. */
 @Injectable()
 export class ConnectionProbe {
   constructor(

@@ -14,7 +14,7 @@ export interface ConnectionRow {
   [column: string]: unknown;
 }
 
-/** A connection as a status change left it, and the status it had before (read under the row's lock). */
+/** A connection after a status change, and its status before (read under the row's lock). */
 interface StatusChange {
   id: string;
   tenant_id: string;
@@ -22,7 +22,6 @@ interface StatusChange {
   previous_status: string;
 }
 
-/** An alert-worthy change of a connection, claimed once across instances (see `claimAlertTransitions`). */
 export interface AlertTransition {
   id: string;
   tenant_id: string;
@@ -34,16 +33,13 @@ export interface AlertTransition {
 }
 
 /**
- * Every statement that writes `connections` and `connection_events`: the connection's state machine (active, error,
- * needs_reauth, disconnected), its counters, probe results, alert state, and the audit trail. The connections module
- * (connect, disconnect), ops (probes, alerts) and the token vault call it — the vault through `ConnectionStatus`, so
- * that a refresh's outcome is written in the refresh's own transaction. Stateless: each method runs on the pool or
- * transaction it is given. A change that is a tenant event (`connection.needs_reauth`, `connection.recovered`) queues
- * it on the same client: those methods are given a transaction.
+ * Every statement that writes `connections` and `connection_events`: the state machine (active, error, needs_reauth,
+ * disconnected), counters, probes, alert state. The vault calls it through `ConnectionStatus`, so a refresh's outcome
+ * is written in the refresh's transaction. Each method runs on the client it is given; a change that is a tenant event
+ * queues it on that same client.
  */
 @Injectable()
 export class ConnectionStateStore implements ConnectionStatus {
-  /** `clock`: when a tenant event says its change happened. */
   constructor(private readonly clock: Clock = systemClock) {}
 
   async event(q: Sql, connectionId: string, type: string, detail: unknown = {}): Promise<void> {
@@ -54,12 +50,7 @@ export class ConnectionStateStore implements ConnectionStatus {
     ]);
   }
 
-  // --- connect and disconnect (connections module) ---
-
-  /**
-   * Ends the tenant's live connection in an environment (if any); returns the rows as they now are, each with the
-   * status it had (`previous_status`).
-   */
+  /** Ends the tenant's live connection in an environment (if any); the rows with their `previous_status`. */
   async disconnectLive(
     q: Sql,
     tenantId: string,
@@ -76,9 +67,8 @@ export class ConnectionStateStore implements ConnectionStatus {
   }
 
   /**
-   * The tenant's live connection in an environment, locked for the rest of the transaction — with a transaction-level
-   * advisory lock on (tenant, environment) first, so that two callbacks of the same tenant take turns: the second
-   * reads the connection the first one made, not a row that was replaced while it waited.
+   * The tenant's live connection, locked for the transaction — after an advisory lock on (tenant, environment), so two
+   * callbacks take turns: the second reads the connection the first made, not a row replaced while it waited.
    */
   async lockLive(q: Sql, tenantId: string, environment: string): Promise<ConnectionRow | null> {
     await q.query(`SELECT pg_advisory_xact_lock(hashtext('rg.connect'), hashtext($1 || '/' || $2))`, [
@@ -92,10 +82,7 @@ export class ConnectionStateStore implements ConnectionStatus {
     return rows[0] ?? null;
   }
 
-  /**
-   * The tenant's new active connection, in the transaction `q` that ended the ones it replaces (`replaced`, from
-   * disconnectLive): a broken one replaced is a recovery (`connection.recovered`, queued in `q`).
-   */
+  /** The new active connection, in the transaction that ended `replaced`: a broken one replaced is a recovery. */
   async insertActive(
     q: Sql,
     tenantId: string,
@@ -120,16 +107,11 @@ export class ConnectionStateStore implements ConnectionStatus {
     return id;
   }
 
-  // --- the token vault (ConnectionStatus) ---
-
   async markUsed(q: Sql, connectionId: string): Promise<void> {
     await q.query(`UPDATE connections SET last_used_at = now() WHERE id = $1`, [connectionId]);
   }
 
-  /**
-   * needs_reauth with the reason (`connection.needs_reauth` when it was not already); `fromLiveOnly` leaves a
-   * connection alone that is already broken or gone. In the transaction `q`. True if it changed.
-   */
+  /** needs_reauth with the reason; `fromLiveOnly` leaves a broken or ended connection alone. True if it changed. */
   async markNeedsReauth(
     q: Sql,
     connectionId: string,
@@ -160,7 +142,7 @@ export class ConnectionStateStore implements ConnectionStatus {
     return true;
   }
 
-  /** Whether a refresh that timed out after being sent happened since the last successful one (it may have consumed the token). */
+  /** Whether a refresh of unknown outcome (it may have consumed the token) happened since the last successful one. */
   async refreshOutcomeUnknownSinceLastSuccess(q: Sql, connectionId: string): Promise<boolean> {
     const { rows } = await q.query<{ outcome_unknown: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM connection_events WHERE connection_id = $1 AND type = 'refresh_failed'
@@ -171,7 +153,7 @@ export class ConnectionStateStore implements ConnectionStatus {
     return rows[0]?.outcome_unknown === true;
   }
 
-  /** Active, with the refreshed token's expiry; a broken connection active again is `connection.recovered` (in `q`). */
+  /** Active, with the refreshed token's expiry; a broken connection active again is `connection.recovered`. */
   async markRefreshed(
     q: Sql,
     connectionId: string,
@@ -192,7 +174,7 @@ export class ConnectionStateStore implements ConnectionStatus {
       await enqueueEvents(q, [connectionRecovered(rows[0], null, new Date(this.clock.now()))]);
   }
 
-  /** Counts a transient refresh failure and starts the cooldown; `error` from `errorThreshold` failures. Returns the count. */
+  /** Counts a transient refresh failure and starts the cooldown (`error` from `errorThreshold` failures). */
   async markRefreshFailed(
     q: Sql,
     connectionId: string,
@@ -214,12 +196,7 @@ export class ConnectionStateStore implements ConnectionStatus {
     return failures;
   }
 
-  // --- ops ---
-
-  /**
-   * A probe's outcome. The organization it named fills in a connection that does not know its own yet (made before the
-   * column existed) and refreshes the name for display; it never changes a known organization id.
-   */
+  /** A probe's outcome; the organization it named fills in an unknown one and its name, never changes a known id. */
   async recordProbe(
     q: Sql,
     connectionId: string,
@@ -238,7 +215,7 @@ export class ConnectionStateStore implements ConnectionStatus {
     await this.event(q, connectionId, 'probe', { ok, error });
   }
 
-  /** Claims up to `batch` idle live connections for a background probe (one instance each: SKIP LOCKED). */
+  /** Claims up to `batch` idle live connections for a background probe (SKIP LOCKED). */
   async claimIdleForProbe(q: Sql, batch: number, idleAfterMs: number): Promise<string[]> {
     const { rows } = await q.query<{ id: string }>(
       `UPDATE connections c SET last_probe_at = now()
@@ -254,9 +231,8 @@ export class ConnectionStateStore implements ConnectionStatus {
   }
 
   /**
-   * Flips `alerted_state` of every connection whose health changed since its last alert, under the row locks (SKIP
-   * LOCKED), and returns the transitions: each one exactly once whatever the number of instances. Run it in the same
-   * transaction that records the alerts.
+   * Flips `alerted_state` of every connection whose health changed since its last alert (SKIP LOCKED) and returns the
+   * transitions, each exactly once across instances; run it in the transaction that records the alerts.
    */
   async claimAlertTransitions(q: Sql): Promise<AlertTransition[]> {
     const { rows } = await q.query<AlertTransition>(
@@ -285,9 +261,7 @@ export class ConnectionStateStore implements ConnectionStatus {
     return rows;
   }
 
-  // --- retention ---
-
-  /** Deletes up to `limit` connection events recorded before `olderThan`; returns how many. */
+  /** Retention: deletes up to `limit` connection events recorded before `olderThan`. */
   async purgeOldEvents(q: Sql, olderThan: Date, limit: number): Promise<number> {
     const { rowCount } = await q.query(
       `DELETE FROM connection_events WHERE ctid IN (SELECT ctid FROM connection_events WHERE at < $1 LIMIT $2)`,

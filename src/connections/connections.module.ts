@@ -15,15 +15,13 @@ import { PgStateStore } from './oauth-state.store';
 import { ConnectionsService } from './connections.service';
 import { AccountCheck } from './account-check.service';
 import { ConnectionProbe } from './connection-probe.service';
-import { ProductionOAuthStrategy, SandboxOAuthStrategy } from './rewards-oauth.strategies';
+import { oauthStrategy } from './rewards-oauth.strategies';
 import { Retention } from '../retention/retention';
 import { Database } from '../database/database';
 
 /** The passport-oauth2 strategies of the configured environments (each registers itself with passport when built). */
-export const OAUTH_STRATEGIES = Symbol('OAUTH_STRATEGIES');
-
-/** Each connection's history (status changes, refreshes, probes) is kept this long. */
-export const CONNECTION_EVENTS_KEPT_DAYS = 90;
+const OAUTH_STRATEGIES = Symbol('OAUTH_STRATEGIES');
+const CONNECTION_EVENTS_KEPT_DAYS = 90;
 
 /** Global: the token vault writes a refresh's outcome through `ConnectionStatus` without importing this module. */
 @Global()
@@ -33,7 +31,6 @@ export const CONNECTION_EVENTS_KEPT_DAYS = 90;
 })
 export class ConnectionStateModule {}
 
-/** Connect sessions, the OAuth authorization-code flow (passport-oauth2, one strategy per environment), the callback. */
 @Module({
   imports: [
     PassportModule.register({ session: false }),
@@ -53,10 +50,11 @@ export class ConnectionStateModule {}
     {
       provide: OAUTH_STRATEGIES,
       inject: [configToken('publicBaseUrl'), configToken('rewards'), PgStateStore],
-      useFactory: (publicBaseUrl: string, { sandbox, production }: RewardsConfig, states: PgStateStore) => [
-        ...(sandbox ? [new SandboxOAuthStrategy(publicBaseUrl, sandbox, states)] : []),
-        ...(production ? [new ProductionOAuthStrategy(publicBaseUrl, production, states)] : []),
-      ],
+      useFactory: (publicBaseUrl: string, config: RewardsConfig, states: PgStateStore) =>
+        (['sandbox', 'production'] as const).flatMap((name) => {
+          const env = config[name];
+          return env ? [oauthStrategy(name, publicBaseUrl, env, states)] : [];
+        }),
     },
   ],
   exports: [ConnectionsService, ConnectionProbe, ConnectionActivationHooks],

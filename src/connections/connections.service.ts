@@ -30,10 +30,7 @@ import { AccountCheck, type AccountRefusal, connectLinkActor, organizationOf } f
 export const CONNECT_SESSION_TTL_MS = 15 * 60_000;
 const LIVE_CACHE_TTL_MS = 5_000;
 
-/**
- * How a connect callback ended once the code was exchanged: connected; the connect link used already (by another
- * callback); or the new grant refused by the account check (another organization, or one that could not be told).
- */
+/** How a connect callback ended once the code was exchanged. */
 export type ConnectOutcome =
   { outcome: 'connected'; connectionId: string } | { outcome: 'session_used' } | AccountRefusal;
 
@@ -94,14 +91,13 @@ export class ConnectionsService {
   async createSession(tenantId: string, dto: CreateConnectSessionDto): Promise<ConnectSessionResponse> {
     const tenant = await this.tenants.require(tenantId);
     const environment = this.resolveEnvironment(dto.environment);
-    if (dto.return_url !== undefined && !tenant.returnUrls.includes(dto.return_url)) {
+    if (dto.return_url !== undefined && !tenant.returnUrls.includes(dto.return_url))
       throw new ConnectionsError(
         HttpStatus.UNPROCESSABLE_ENTITY,
         'return_url_not_allowed',
         'return_url is not on the tenant’s allow-list (return_urls).',
         [{ field: 'return_url', reason: `allowed: ${tenant.returnUrls.join(', ') || 'none configured'}` }],
       );
-    }
     const token = randomBytes(32).toString('base64url');
     const scopes = [...new Set(dto.scopes ?? ['default'])];
     const row = await this.db.transaction(async (tx) => {
@@ -136,21 +132,21 @@ export class ConnectionsService {
   /** The session behind a connect link, or why it cannot be used. */
   async sessionByToken(token: string): Promise<ConnectSession | 'unknown' | 'expired' | 'used'> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return 'unknown';
-    const { rows } = await this.db.main.query<ConnectSession>(
-      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id AND t.deleted_at IS NULL WHERE s.token_hash = $1`,
-      [sha256Hex(token)],
-    );
-    const session = rows[0];
+    const session = await this.session('token_hash', sha256Hex(token));
     if (!session) return 'unknown';
     if (session.consumed_at) return 'used';
     if (session.expires_at.getTime() < this.clock.now()) return 'expired';
     return session;
   }
 
-  async sessionById(id: string): Promise<ConnectSession | null> {
+  sessionById(id: string): Promise<ConnectSession | null> {
+    return this.session('id', id);
+  }
+
+  private async session(by: 'id' | 'token_hash', value: string): Promise<ConnectSession | null> {
     const { rows } = await this.db.main.query<ConnectSession>(
-      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id AND t.deleted_at IS NULL WHERE s.id = $1`,
-      [id],
+      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id AND t.deleted_at IS NULL WHERE s.${by} = $1`,
+      [value],
     );
     return rows[0] ?? null;
   }
@@ -160,12 +156,10 @@ export class ConnectionsService {
   }
 
   /**
-   * Stores a new grant and makes the connection active, in one transaction: the previous live connection of the
-   * tenant and environment is disconnected (grant deleted), the session consumed (once), an event recorded. A re-consent
-   * must authorize the live connection's organization: `AccountCheck` asks the grant's before the transaction and
-   * compares first thing in it — a refused grant is stored nowhere, the session stays usable, and the live connection
-   * is left as it is. Once active, the activation hooks run (registered by other modules) before this returns, so
-   * before the browser is redirected.
+   * Stores a new grant and makes the connection active, in one transaction: the previous live connection ended (grant
+   * deleted), the session consumed (once). A re-consent must authorize the live connection's organization
+   * (`AccountCheck`): a refused grant is stored nowhere and the live connection is left as it is. The activation hooks
+   * run before this returns, so before the browser is redirected.
    */
   async completeConnection(session: ConnectSession, result: OAuthResult): Promise<ConnectOutcome> {
     const tokens = normaliseTokenResponse(
@@ -174,24 +168,17 @@ export class ConnectionsService {
     );
     if (!tokens.refreshToken) throw new Error('the token response carried no refresh_token');
     const granted = await this.accounts.grantOrganization(session, tokens.accessToken);
+    const scopes = tokens.scope ? tokens.scope.split(' ') : session.scopes;
     const outcome = await this.db.transaction(async (tx): Promise<ConnectOutcome> => {
       const refused = await this.accounts.check(tx, session, granted);
       if (refused) return refused;
       if (!(await this.sessions.consume(tx, session.id))) return { outcome: 'session_used' };
-      const previous = await this.state.disconnectLive(tx, session.tenant_id, session.environment);
-      for (const old of previous) {
-        await this.grants.delete(tx, old.id);
-        await this.state.event(tx, old.id, 'replaced');
-        await this.notifications.publish(
-          { kind: 'connection', id: old.id, tenant: old.tenant_id, environment: old.environment },
-          tx,
-        );
-      }
+      const previous = await this.endLive(tx, session.tenant_id, session.environment, 'replaced');
       const connectionId = await this.state.insertActive(
         tx,
         session.tenant_id,
         session.environment,
-        tokens.scope ? tokens.scope.split(' ') : session.scopes,
+        scopes,
         tokens.expiresAt,
         granted,
         previous,
@@ -210,8 +197,7 @@ export class ConnectionsService {
         replaced: previous.map((p) => p.id),
         organization_id: granted?.id ?? null,
       });
-      // A live connection replaced (active, failing or needing a new consent) makes this a re-consent. The actor is
-      // the admin in the browser, known by the connect link; the link's creator is on its connect_session.created.
+      // A live connection replaced makes this a re-consent; the actor is the admin behind the connect link.
       await this.audit.record(
         previous.length ? 'connection.reconsented' : 'connection.connected',
         {
@@ -219,7 +205,7 @@ export class ConnectionsService {
           target: { type: 'connection', id: connectionId },
           details: {
             environment: session.environment,
-            scopes: tokens.scope ? tokens.scope.split(' ') : session.scopes,
+            scopes,
             replaced: previous.map((p) => p.id),
             organization_id: granted?.id ?? null,
           },
@@ -242,14 +228,13 @@ export class ConnectionsService {
       { tenantId: session.tenant_id, connectionId: id, environment: session.environment },
       'connection active',
     );
-    // Before the browser goes back (e.g. the delivery webhook's registration); never fails the connect.
     await this.activation.run({ id, tenantId: session.tenant_id, environment: session.environment });
     return outcome;
   }
 
   /**
-   * The live connection of a tenant in an environment, for the hot path: cached in memory for 5 s (an accelerator;
-   * the vault re-checks the status whenever it reads the grant). Throws connection_not_found / not_active.
+   * The live connection of a tenant in an environment, cached for 5 s (the vault re-checks the status whenever it
+   * reads the grant). Throws connection_not_found / not_active.
    */
   async liveConnection(
     tenantId: string,
@@ -264,8 +249,7 @@ export class ConnectionsService {
       [tenantId, env],
     );
     if (!rows[0]) {
-      // Only on the way to an error: a tenant whose connection was disconnected is told so (409, status
-      // disconnected, as for needs_reauth); one that never connected is told where to start (404 with the path).
+      // A disconnected connection answers 409 (as needs_reauth); none ever, 404 with where to start.
       const { rows: ended } = await this.db.main.query(
         `SELECT 1 FROM connections WHERE tenant_id = $1 AND environment = $2 AND status = 'disconnected' LIMIT 1`,
         [tenantId, env],
@@ -295,18 +279,11 @@ export class ConnectionsService {
     await this.tenants.require(tenantId);
     const env = this.resolveEnvironment(environment);
     const row = await this.db.transaction(async (tx) => {
-      const [ended] = await this.state.disconnectLive(tx, tenantId, env);
+      const [ended] = await this.endLive(tx, tenantId, env, 'disconnected');
       if (!ended) return null;
-      await this.grants.delete(tx, ended.id);
-      await this.state.event(tx, ended.id, 'disconnected');
       await this.audit.record(
         'connection.disconnected',
         { tenantId, target: { type: 'connection', id: ended.id }, details: { environment: env } },
-        tx,
-      );
-      // Every instance forgets the connection's token and caches when this commits; queued dispatches end cancelled.
-      await this.notifications.publish(
-        { kind: 'connection', id: ended.id, tenant: tenantId, environment: env },
         tx,
       );
       return ended;
@@ -316,25 +293,31 @@ export class ConnectionsService {
     return toConnectionResponse(row);
   }
 
-  /**
-   * Offboarding (in the transaction that marks the tenant deleted): every live connection of the tenant disconnected,
-   * its grant destroyed, an event recorded; every instance forgets them when that transaction commits.
-   */
+  /** Offboarding, in the transaction that marks the tenant deleted: every live connection ended. */
   async offboard(tx: Sql, tenantId: string): Promise<void> {
-    for (const environment of ['sandbox', 'production']) {
-      for (const ended of await this.state.disconnectLive(tx, tenantId, environment)) {
-        await this.grants.delete(tx, ended.id);
-        await this.state.event(tx, ended.id, 'disconnected');
-        await this.notifications.publish(
-          { kind: 'connection', id: ended.id, tenant: tenantId, environment },
-          tx,
-        );
+    for (const environment of ['sandbox', 'production'])
+      for (const ended of await this.endLive(tx, tenantId, environment, 'disconnected'))
         this.forget(ended.id, tenantId, environment);
-      }
-    }
   }
 
-  /** Drops this process's cached state of a connection (also on every other instance's eviction message). */
+  /**
+   * Ends the live connection(s) of a tenant in an environment in `tx`: grant deleted, event recorded, and every
+   * instance told to forget it once `tx` commits (its queued dispatches end cancelled).
+   */
+  private async endLive(tx: Sql, tenantId: string, environment: string, event: 'replaced' | 'disconnected') {
+    const ended = await this.state.disconnectLive(tx, tenantId, environment);
+    for (const old of ended) {
+      await this.grants.delete(tx, old.id);
+      await this.state.event(tx, old.id, event);
+      await this.notifications.publish(
+        { kind: 'connection', id: old.id, tenant: old.tenant_id, environment: old.environment },
+        tx,
+      );
+    }
+    return ended;
+  }
+
+  /** Drops this process's cached state of a connection. */
   private forget(connectionId: string, tenantId: string, environment: string): void {
     this.tokens.evict(connectionId);
     this.liveCache.delete(`${tenantId}/${environment}`);

@@ -18,19 +18,17 @@ export type StateFailure =
   'state_missing' | 'state_invalid' | 'state_expired' | 'state_replayed' | 'browser_mismatch';
 
 /**
- * passport-oauth2's state store, in Postgres (RFC 9700 §4.7): the state is 256 random bits, stored only as a hash,
- * single-use, expiring, bound to the connect session and to the browser that started the flow (a short-lived
- * cookie whose hash is kept with the state). The PKCE verifier is kept encrypted beside it.
+ * passport-oauth2's state store, in Postgres (RFC 9700 §4.7): 256 random bits stored as a hash, single-use, expiring,
+ * bound to the connect session and to the browser (a short-lived cookie's hash); the PKCE verifier encrypted beside it.
  */
 @Injectable()
 export class PgStateStore {
-  /** One per process (a provider of the connections module), shared by every strategy and the callback. */
   constructor(
     private readonly db: Database,
     private readonly vault: Vault,
   ) {}
 
-  /** Retention: deletes up to `limit` states (used or not) that expired before `olderThan`; returns how many. */
+  /** Retention: deletes up to `limit` states (used or not) that expired before `olderThan`. */
   async purgeExpired(olderThan: Date, limit: number): Promise<number> {
     const { rowCount } = await this.db.main.query(
       `DELETE FROM oauth_states WHERE state_hash IN (
