@@ -1,8 +1,6 @@
 /**
- * What the audit trail records: every change made through the API, the dashboard or the CLI. Names are
- * `<target>.<past tense>`; the list is the filter `action` accepts, and docs/api.md lists each with its target.
- * Not recorded: sends (each dispatch is its own record), reads, probes (`…/check`: a connection's health, kept in its
- * events) and a fields-cache purge (a cached copy, reloaded on next use).
+ * Every change made through the API, the dashboard or the CLI, as `<target>.<past tense>`. Not recorded: sends (each
+ * dispatch is its own record), reads, probes and fields-cache purges.
  */
 export const AUDIT_ACTIONS = [
   'tenant.created',
@@ -27,26 +25,13 @@ export const AUDIT_ACTIONS = [
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-/** What a record is about (with its id, when it has one). */
-export type AuditTargetType =
-  | 'tenant'
-  | 'api_key'
-  | 'connect_session'
-  | 'connection'
-  | 'webhook_endpoint'
-  | 'webhook_event'
-  | 'dispatch'
-  | 'vault'
-  | 'recipient';
+/** What a record is about: its action's prefix. */
+type TargetOf<A> = A extends `${infer T}.${string}` ? T : never;
+export type AuditTargetType = TargetOf<AuditAction>;
 
 /**
- * Who made the change:
- * - `api_key`: a tenant's key (id and name);
- * - `operator_key`: an operator key stored in the database (id and name, `npm run cli -- operator-key:create`);
- * - `operator_env_key`: the operator key of the configuration (OPERATOR_API_KEY; stored nowhere, so no id);
- * - `cli`: a command run on a gateway's host (`npm run cli -- …`);
- * - `connect_link`: the tenant's admin in a browser, through a connect link (id: the connect session);
- * - `system`: the gateway itself (a change with no caller; not expected from the API).
+ * Who made the change: a tenant's key, an operator key stored in the database, OPERATOR_API_KEY (no id), the CLI, the
+ * tenant's admin through a connect link (id: the connect session), or the gateway itself.
  */
 export const AUDIT_ACTOR_TYPES = [
   'api_key',
@@ -58,14 +43,12 @@ export const AUDIT_ACTOR_TYPES = [
 ] as const;
 export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 
-/** Through what the change came: the HTTP API, the ops dashboard (Basic auth), the CLI, the hosted connect flow. */
 export type AuditVia = 'api' | 'dashboard' | 'cli' | 'connect' | 'internal';
 
 export interface AuditActor {
   type: AuditActorType;
-  /** A key id, or the connect session id for `connect_link`. */
+  /** A key id, or the connect session id. */
   id: string | null;
-  /** A key's name. */
   name: string | null;
   via: AuditVia;
 }

@@ -7,14 +7,14 @@ import { SYSTEM_ACTOR } from './audit-actions';
 import { type AuditEventInput, AuditStore } from './audit.store';
 import { currentRequestContext } from '../common/request-context';
 
-/** What a change was made to, as the caller of `AuditLog.record` describes it. */
+/** A change, as the caller of `AuditLog.record` describes it. */
 export interface AuditChange {
-  /** The tenant the change belongs to (null: the whole gateway, e.g. a vault key rotation). */
+  /** Null: the whole gateway (a vault key rotation). */
   tenantId: string | null;
   target?: { type: AuditTargetType; id: string | null };
-  /** A small summary of the change: names, counts, states. Never a secret, key, token or personal data. */
+  /** A small summary: names, counts, states; never a secret, key, token or personal data. */
   details?: Record<string, unknown>;
-  /** Who, when the request's caller is not the actor (the connect callback: the admin behind a connect link). */
+  /** When the request's caller is not the actor (the admin behind a connect link). */
   actor?: AuditActor;
 }
 
@@ -22,15 +22,9 @@ export interface AuditChange {
 const FORBIDDEN_DETAIL = /secret|token|password|passphrase|email|phone|^key$|plaintext|recipient_name/i;
 
 /**
- * The audit trail's one way in: who, from where and the request id come from the request context the pipeline set
- * (request-context.ts). Two calls, one per kind of change:
- * - `record(action, change, tx)` when the change is one transaction: the record commits, or rolls back, with it;
- * - `recordCommitted(action, change)` right after a change that committed on its own (several transactions, or a
- *   store's own): a failure to write the record is logged as an error, never turned into a failed answer for a change
- *   already made (a webhook secret shown once must reach its caller).
- *
- *     await this.audit.record('recipient.erased', { tenantId, target: { type: 'recipient', id: null },
- *       details: { rewards: 3 } }, tx);
+ * The audit trail's one way in (who, from where, the request id: from the request context). `record(…, tx)` commits
+ * or rolls back with the change; `recordCommitted` follows a change already committed: a failure to write is logged,
+ * never turned into a failed answer (a webhook secret shown once must reach its caller).
  */
 @Injectable()
 export class AuditLog {
@@ -61,7 +55,7 @@ export class AuditLog {
   private event(action: AuditAction, change: AuditChange): AuditEventInput {
     const details = change.details ?? {};
     const forbidden = Object.keys(details).filter((key) => FORBIDDEN_DETAIL.test(key));
-    // A programming error, refused loudly (tests catch it) rather than written into an append-only table.
+    // A programming error: refused loudly rather than written into an append-only table.
     if (forbidden.length) throw new Error(`audit details must not carry ${forbidden.join(', ')}`);
     const context = currentRequestContext();
     return {

@@ -7,10 +7,7 @@ import type { AuditConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { Retention } from '../retention/retention';
 
-/**
- * The audit trail (`audit_events`): `AuditLog.record` for every module that makes changes (global, like the
- * database), the listings, and the store with its retention purge.
- */
+/** The audit trail; global, so that every module that makes changes has `AuditLog`. */
 @Global()
 @Module({
   controllers: [AuditController],
@@ -19,7 +16,6 @@ import { Retention } from '../retention/retention';
 })
 export class AuditModule {
   constructor(@InjectConfig('audit') config: AuditConfig, retention: Retention, store: AuditStore) {
-    // The store reads the same clock for its cutoff.
     retention.register({
       name: 'audit_events',
       days: config.retentionDays,

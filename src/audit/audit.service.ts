@@ -7,18 +7,13 @@ import type { AuditEventListResponse, AuditEventResponse } from './dto/audit.dto
 const DEFAULT_LIMIT = 50;
 
 /** Opaque to clients: base64url of the last record's id. */
-function encodeCursor(id: string): string {
-  return Buffer.from(id, 'utf8').toString('base64url');
-}
-
 function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[1-9]\d{0,17}$/.test(id)) {
+  if (!/^[1-9]\d{0,17}$/.test(id))
     throw new ValidationFailedError(
       [{ field: 'cursor', reason: 'cursor must be a next_cursor returned by this API' }],
       'The query is invalid; see details.',
     );
-  }
   return id;
 }
 
@@ -57,7 +52,7 @@ export class AuditService {
     const page = rows.slice(0, limit);
     return {
       events: page.map(toView),
-      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null,
+      next_cursor: rows.length > limit ? Buffer.from(page[page.length - 1].id).toString('base64url') : null,
     };
   }
 }

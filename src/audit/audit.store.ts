@@ -6,9 +6,8 @@ import type { AuditAction, AuditActor, AuditActorType, AuditTargetType, AuditVia
 
 const DAY_MS = 24 * 60 * 60_000;
 
-/** One record, as written. */
 export interface AuditEventInput {
-  /** When, by the gateway's clock (retention compares with the same clock). */
+  /** The gateway's clock (retention compares with the same clock). */
   at: Date;
   action: AuditAction;
   tenantId: string | null;
@@ -39,52 +38,38 @@ export interface AuditEventRow {
 export interface AuditListFilter {
   tenantId?: string;
   action?: AuditAction;
-  /** Only records older than this one (the previous page's last id). */
+  /** The previous page's last id. */
   beforeId?: string;
   limit: number;
 }
 
 /**
- * The listing's statement: one form per combination of filters, each a range of one index read newest first, whatever
- * plan Postgres keeps and however long the trail: (tenant_id, id), (tenant_id, action, id), (action, id), or the
- * primary key. Exported for the plan test.
+ * The listing: each combination of filters a range of one index, newest first — (tenant_id, id),
+ * (tenant_id, action, id), (action, id) or the primary key. Exported for the plan test, as PURGE_SQL.
  */
 export function listingStatement(filter: AuditListFilter): { text: string; values: unknown[] } {
-  const where: string[] = [];
   const values: unknown[] = [];
-  if (filter.tenantId !== undefined) {
-    values.push(filter.tenantId);
-    where.push(`tenant_id = $${values.length}`);
-  }
-  if (filter.action !== undefined) {
-    values.push(filter.action);
-    where.push(`action = $${values.length}`);
-  }
-  if (filter.beforeId !== undefined) {
-    values.push(filter.beforeId);
-    where.push(`id < $${values.length}::bigint`);
-  }
-  values.push(filter.limit);
+  const param = (value: unknown) => `$${values.push(value)}`;
+  const where: string[] = [];
+  if (filter.tenantId !== undefined) where.push(`tenant_id = ${param(filter.tenantId)}`);
+  if (filter.action !== undefined) where.push(`action = ${param(filter.action)}`);
+  if (filter.beforeId !== undefined) where.push(`id < ${param(filter.beforeId)}::bigint`);
   return {
     text: `SELECT id, at, tenant_id, action, actor_type, actor_id, actor_name, via, client_address, request_id,
                   target_type, target_id, details
              FROM audit_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-            ORDER BY id DESC LIMIT $${values.length}`,
+            ORDER BY id DESC LIMIT ${param(filter.limit)}`,
     values,
   };
 }
 
-/**
- * The retention purge's statement: of the `$2` oldest records (by id, the primary key: a bounded range whatever the
- * trail's size or statistics), those older than the cutoff. Ids follow insertion, so the old records are those first;
- * a record not yet old enough among them is simply left, never deleted early.
- */
+/** Retention: of the `$2` oldest records by id (a bounded range of the primary key), those older than the cutoff. */
 export const PURGE_SQL = `DELETE FROM audit_events
   WHERE id = ANY (ARRAY(SELECT id FROM audit_events ORDER BY id LIMIT $2)) AND at < $1`;
 
 /**
  * Every statement that writes `audit_events`: appends, and the retention purge — the only DELETE the table's trigger
- * lets through, because it sets `rg.audit_retention` for its own transaction. Nothing updates a record.
+ * lets through (it sets `rg.audit_retention` for its transaction). Nothing updates a record.
  */
 @Injectable()
 export class AuditStore {
@@ -116,17 +101,13 @@ export class AuditStore {
     );
   }
 
-  /** Newest first, `limit` records after `beforeId` (listingStatement). */
   async list(filter: AuditListFilter): Promise<AuditEventRow[]> {
     const { text, values } = listingStatement(filter);
     const { rows } = await this.db.main.query<AuditEventRow>(text, values);
     return rows;
   }
 
-  /**
-   * Retention: deletes at most `limit` records older than `days` (by this process's clock), oldest first; returns how
-   * many. Call it again until it returns less than `limit`: each batch is one short transaction.
-   */
+  /** Retention: deletes at most `limit` records older than `days` (by this clock), oldest first; returns how many. */
   async purgeOlderThan(days: number, limit: number): Promise<number> {
     const cutoff = new Date(this.clock.now() - days * DAY_MS);
     return this.db.transaction(async (tx) => {

@@ -1,13 +1,12 @@
 import type { Clock } from '../common/clock';
 
 export interface ActivityBufferOptions {
-  /** Rows held at most; beyond, new rows are dropped (and counted). */
+  /** Rows held at most; beyond, new rows are dropped. */
   readonly capacity: number;
   /** A flush starts as soon as this many rows wait. */
   readonly batchSize: number;
-  /** Rows per INSERT at most. */
   readonly maxRowsPerWrite: number;
-  /** The longest a row waits for its flush (ms, by the clock). */
+  /** The longest a row waits for its flush. */
   readonly intervalMs: number;
 }
 
@@ -19,11 +18,9 @@ export const ACTIVITY_BUFFER: ActivityBufferOptions = {
 };
 
 /**
- * A bounded in-process buffer written in batches, off the caller's path: `add` never waits and never throws. The
- * first row after a flush starts a timer of `intervalMs`; reaching `batchSize` rows flushes at once. One flush runs at a
- * time, `maxRowsPerWrite` rows per `write` (one statement). A full buffer drops the new row; a failed write drops its
- * rows; both are reported through `dropped` (never retried: the buffer stays bounded). `close` flushes what is left
- * and drops whatever comes after. Rows still here when the process dies are lost — at most the last interval's.
+ * A bounded in-process buffer written in batches: `add` never waits or throws. One flush at a time, after
+ * `intervalMs` or at `batchSize` rows. A full buffer or a failed write drops rows (reported, never retried: the
+ * buffer stays bounded); `close` flushes what is left and drops whatever comes after.
  */
 export class ActivityBuffer<T> {
   private rows: T[] = [];
@@ -42,7 +39,6 @@ export class ActivityBuffer<T> {
     ) => void,
   ) {}
 
-  /** Rows waiting. */
   get size(): number {
     return this.rows.length;
   }
@@ -61,7 +57,7 @@ export class ActivityBuffer<T> {
     }
   }
 
-  /** Writes what waits now (the flush in progress, if any, first); resolves when written. */
+  /** Writes what waits now (after the flush in progress, if any). */
   flush(): Promise<void> {
     this.flushing ??= this.drain().finally(() => {
       this.flushing = null;
@@ -69,7 +65,6 @@ export class ActivityBuffer<T> {
     return this.flushing;
   }
 
-  /** Flushes everything left and takes no more rows. */
   async close(): Promise<void> {
     this.closed = true;
     await this.flush();

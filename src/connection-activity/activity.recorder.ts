@@ -16,19 +16,18 @@ import { ACTIVITY_BUFFER, ActivityBuffer } from './activity-buffer';
 import { type ActivityOutcome, type ActivityRecord, ActivityStore } from './activity.store';
 import { currentlyServed } from '../common/request-context';
 
-/** Connection ids are UUIDs; anything else (a grant not stored yet) is not recorded. */
+/** Anything but a connection id (a grant not stored yet) is not recorded. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+type Answer = { status: number | null; outcome: ActivityOutcome; errorCode: string | null };
+
 /** The outcome and our error code of a failed request (its answer, or none). */
-export function classify(
-  operation: UpstreamOperation,
-  error: unknown,
-): { status: number | null; outcome: ActivityOutcome; errorCode: string | null } {
+export function classify(operation: UpstreamOperation, error: unknown): Answer {
   if (!(error instanceof RewardsApiError))
     return { status: null, outcome: 'unavailable', errorCode: 'upstream_unavailable' };
   const status = error.status;
   if (operation === 'token_refresh') {
-    // The codes a caller waiting on the token gets (the vault's).
+    // The vault's codes, as a caller waiting on the token gets them.
     if (error.kind === 'invalid_client')
       return { status, outcome: 'rejected', errorCode: 'upstream_app_credentials_invalid' };
     if (error.kind === 'invalid_grant' || error.kind === 'rejected')
@@ -39,19 +38,16 @@ export function classify(
       errorCode: 'connection_refresh_failed',
     };
   }
-  // A 401: the token is replaced and the call tried once more (a second 401: the connection needs re-consent).
+  // A 401 is retried with a new token: no error of its own.
   if (error.kind === 'unauthorized') return { status, outcome: 'unauthorized', errorCode: null };
-  const failure = mapUpstreamError(error);
   const outcome: ActivityOutcome =
     status === 429 ? 'throttled' : error.kind === 'transient' ? 'unavailable' : 'rejected';
-  return { status, outcome, errorCode: failure.code };
+  return { status, outcome, errorCode: mapUpstreamError(error).code };
 }
 
 /**
- * The connection activity's recorder: the rewards client and the vault report every request they make for a
- * connection (`CallRecorder.exchange`); each becomes one record in a bounded in-process buffer, written in batches
- * (ActivityBuffer → ActivityStore.insertBatch), never on the caller's path. What a request served comes from
- * `serving` (served.ts). Shutdown writes what is left; a crash loses at most the last interval's records.
+ * Records every request made for a connection into a bounded buffer written in batches, never on the caller's path.
+ * Shutdown writes what is left; a crash loses at most the last interval's records.
  */
 @Injectable()
 export class ActivityRecorder
@@ -99,16 +95,18 @@ export class ActivityRecorder
     try {
       const result = await send();
       const status = (result as { status?: unknown } | null)?.status;
-      this.add(what, at, started, typeof status === 'number' ? status : 200, 'success', null);
+      this.add(what, at, started, {
+        status: typeof status === 'number' ? status : 200,
+        outcome: 'success',
+        errorCode: null,
+      });
       return result;
     } catch (error) {
-      const { status, outcome, errorCode } = classify(what.operation, error);
-      this.add(what, at, started, status, outcome, errorCode);
+      this.add(what, at, started, classify(what.operation, error));
       throw error;
     }
   }
 
-  /** Records waiting for their flush. */
   get pending(): number {
     return this.buffer.size;
   }
@@ -118,33 +116,26 @@ export class ActivityRecorder
     return this.buffer.flush();
   }
 
-  /** Shutdown, after the workers stopped: what waits is written while the database is surely open. */
+  /** Shutdown, after the workers stopped: written while the database is surely open. */
   async beforeApplicationShutdown(): Promise<void> {
     await this.buffer.flush();
   }
 
-  /** Then the records of requests answered while the server closed, if the pools are still open; none after. */
+  /** Then what came while the server closed, if the pools are still open; nothing after. */
   async onApplicationShutdown(): Promise<void> {
     await this.buffer.close();
   }
 
-  private add(
-    what: UpstreamExchange,
-    at: number,
-    started: number,
-    httpStatus: number | null,
-    outcome: ActivityOutcome,
-    errorCode: string | null,
-  ): void {
+  private add(what: UpstreamExchange, at: number, started: number, answer: Answer): void {
     const served = currentlyServed();
     this.buffer.add({
       at: new Date(at),
       connectionId: what.connectionId,
       operation: what.operation,
       attempt: what.attempt,
-      httpStatus,
-      outcome,
-      errorCode,
+      httpStatus: answer.status,
+      outcome: answer.outcome,
+      errorCode: answer.errorCode,
       latencyMs: performance.now() - started,
       pacingWaitMs: what.pacingWaitMs,
       throttled: what.throttled,
@@ -156,7 +147,7 @@ export class ActivityRecorder
   private dropped(count: number, reason: string, error?: unknown): void {
     this.droppedTotal.inc({ reason }, count);
     const now = this.clock.now();
-    if (now - this.lastWarned < 60_000) return; // one warning a minute at most: the counter has the numbers
+    if (now - this.lastWarned < 60_000) return; // the counter has the numbers
     this.lastWarned = now;
     this.logger.warn(
       { reason, count, err: error instanceof Error ? error.message : undefined },

@@ -9,11 +9,7 @@ import { ActivityRecorder } from './activity.recorder';
 import { ActivityService } from './activity.service';
 import { ActivityStore } from './activity.store';
 
-/**
- * The connection activity (`connection_activity`): the recorder the rewards client and the vault report every request
- * to (as `CallRecorder`, global so that they need not import this module), its buffer and store, the tenant's listing;
- * its purges (by age, and a deleted tenant's rows) in the retention job's list.
- */
+/** The connection activity; global so the rewards client and the vault get their `CallRecorder` without importing it. */
 @Global()
 @Module({
   imports: [MetricsModule],
