@@ -3,10 +3,7 @@ import type { ErrorDetail } from '../common/app-error';
 import { FieldsError, type FieldsErrorCode } from './fields-cache.errors';
 import type { Field } from './fields-cache.service';
 
-/**
- * A value as a caller may give it: a string for every type; also a boolean for Checkbox, a number for Number and
- * Currency, a list of options for List.
- */
+/** A string for every type; also a boolean (Checkbox), a number (Number, Currency), a list of options (List). */
 export type CustomFieldValue = string | number | boolean | string[];
 
 /** What a caller may send per reward: `{"<label>": <value>}` or `[{id|label, value}]`. */
@@ -23,22 +20,38 @@ export interface Resolution {
   resolved: ResolvedCustomField[][];
   unknown: ErrorDetail[];
   problems: ErrorDetail[];
-  /** What kinds of problem occurred: they decide the error code. */
+  /** They decide the error code. */
   kinds: Set<'value' | 'required' | 'duplicate'>;
 }
 
 const MAX_VALUE_LENGTH = 5000;
-
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const PHONE = /^\+?[0-9][0-9 ().-]{5,24}$/;
 const DECIMAL = /^-?\d{1,15}(\.\d+)?$/;
 
+function isDate(text: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  return (
+    !!m &&
+    new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))).toISOString().slice(0, 10) === text
+  );
+}
+
+/** Per scalar `data_type` (lower case): whether a value is valid, and what the field takes when it is not. */
+const SCALARS: Record<string, [valid: (text: string) => boolean, takes: string]> = {
+  number: [(t) => DECIMAL.test(t), 'takes a number'],
+  currency: [(t) => DECIMAL.test(t) && !/\.\d{3,}$/.test(t), 'takes an amount with at most two decimals'],
+  date: [isDate, 'takes a date as YYYY-MM-DD'],
+  email: [(t) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(t) && t.length <= 254, 'takes an e-mail address'],
+  phone: [
+    (t) => /^\+?[0-9][0-9 ().-]{5,24}$/.test(t),
+    'takes a phone number (digits, an optional leading +)',
+  ],
+  text: [(t) => t.length <= 255, 'takes at most 255 characters'],
+  textarea: [(t) => t.length <= MAX_VALUE_LENGTH, `takes at most ${MAX_VALUE_LENGTH} characters`],
+};
+
 /**
- * Checks a value against the field's `data_type` (spec note §2: Checkbox, Currency, Date, Dropdown, Email, List,
- * Number, Phone, Text, TextArea) and returns it as the string the service takes, or the reason it is refused. An
- * unknown type (the service adds some) passes a string through unchanged. List values go upstream comma-separated
- * (the service's encoding of several options is unconfirmed; the sandbox reads it so).
+ * A value checked against the field's `data_type` (spec note §2), as the string the service takes, or why it is
+ * refused. An unknown type passes a string through. List values go upstream comma-separated (as the sandbox reads).
  */
 export function fieldValue(
   field: Field,
@@ -75,47 +88,16 @@ export function fieldValue(
       : { reason: `"${field.label}" is a checkbox: true or false` };
   }
   const text = String(value);
-  switch (type) {
-    case 'number':
-      return DECIMAL.test(text) ? { value: text } : { reason: `"${field.label}" takes a number` };
-    case 'currency':
-      return DECIMAL.test(text) && !/\.\d{3,}$/.test(text)
-        ? { value: text }
-        : { reason: `"${field.label}" takes an amount with at most two decimals` };
-    case 'date': {
-      const m = DATE.exec(text);
-      const d = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : null;
-      return d && d.toISOString().slice(0, 10) === text
-        ? { value: text }
-        : { reason: `"${field.label}" takes a date as YYYY-MM-DD` };
-    }
-    case 'email':
-      return EMAIL.test(text) && text.length <= 254
-        ? { value: text }
-        : { reason: `"${field.label}" takes an e-mail address` };
-    case 'phone':
-      return PHONE.test(text)
-        ? { value: text }
-        : { reason: `"${field.label}" takes a phone number (digits, an optional leading +)` };
-    case 'text':
-      return text.length <= 255
-        ? { value: text }
-        : { reason: `"${field.label}" takes at most 255 characters` };
-    case 'textarea':
-      return text.length <= MAX_VALUE_LENGTH
-        ? { value: text }
-        : { reason: `"${field.label}" takes at most ${MAX_VALUE_LENGTH} characters` };
-    default:
-      if (field.options && !field.options.includes(text))
-        return { reason: `"${text}" is not an option of "${field.label}"`, allowed_values: field.options };
-      return { value: text };
+  if (Object.hasOwn(SCALARS, type)) {
+    const [valid, takes] = SCALARS[type];
+    return valid(text) ? { value: text } : { reason: `"${field.label}" ${takes}` };
   }
+  if (field.options && !field.options.includes(text))
+    return { reason: `"${text}" is not an option of "${field.label}"`, allowed_values: field.options };
+  return { value: text };
 }
 
-/**
- * Resolves labels (or ids) to the upstream field ids and validates values against the cached fields: unknown
- * fields, Dropdown values outside the options, required fields missing, a field given twice.
- */
+/** Resolves labels (or ids) to field ids and validates the values against the cached fields. */
 export function resolveCustomFields(
   fields: Field[],
   rewards: { custom_fields?: CustomFieldsInput | null }[],

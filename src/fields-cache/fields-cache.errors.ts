@@ -1,4 +1,4 @@
-import type { HttpStatus } from '@nestjs/common';
+import { HttpStatus } from '@nestjs/common';
 import { AppError, type ErrorDetail } from '../common/app-error';
 
 export const FIELDS_ERROR_CODES = [
@@ -19,5 +19,17 @@ export class FieldsError extends AppError {
     headers: Record<string, string> = {},
   ) {
     super(status, code, message, details, headers);
+  }
+}
+
+export class FieldsUnavailableError extends FieldsError {
+  constructor() {
+    super(
+      HttpStatus.SERVICE_UNAVAILABLE,
+      'fields_unavailable',
+      'The rewards service’s custom fields cannot be read right now and no copy is cached; retry shortly.',
+      [],
+      { 'Retry-After': '5' },
+    );
   }
 }

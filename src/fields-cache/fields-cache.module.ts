@@ -6,10 +6,9 @@ import { FieldsCacheController } from './fields-cache.controller';
 import { FieldsCacheService } from './fields-cache.service';
 import { Retention } from '../retention/retention';
 
-/** A cached copy not reloaded for this long (its connection unused or gone) is deleted; the next use reloads it. */
+/** A cached copy not reloaded for this long is deleted; the next use reloads it. */
 export const FIELDS_KEPT_DAYS = 30;
 
-/** The per-connection fields cache, label → id resolution and custom-field validation. */
 @Module({
   imports: [MetricsModule, TokenVaultModule, ConnectionsModule],
   controllers: [FieldsCacheController],

@@ -1,10 +1,10 @@
-import { HttpStatus, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock';
 import { TtlCache } from '../common/ttl-cache';
 import { NotificationsService } from '../database/notifications.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { Database } from '../database/database';
-import { FieldsError } from './fields-cache.errors';
+import { FieldsUnavailableError } from './fields-cache.errors';
 import type { UpstreamField } from '../rewards-api/connection-client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { RewardsApi } from '../token-vault/rewards-api.service';
@@ -21,36 +21,19 @@ export interface Field {
 export interface FieldsSnapshot {
   fields: Field[];
   fetchedAt: Date;
-  /** True when the upstream could not be reached and an older copy is served. */
+  /** An older copy, served while the upstream cannot be reached. */
   stale: boolean;
 }
 
-/** Memory copy lifetime (per process). */
-export const MEMORY_TTL_MS = 30_000;
-/** Shared copy lifetime (the `fields_cache` row) before the upstream is asked again. */
+const MEMORY_TTL_MS = 30_000;
+/** The shared copy (the `fields_cache` row) is served this long without asking the upstream. */
 export const SHARED_TTL_MS = 5 * 60_000;
-/** A stale copy (served while the upstream is down) is kept in memory this long before the upstream is tried again. */
-export const STALE_MEMORY_TTL_MS = 5_000;
-/** At most one forced reload per connection in this window (an unknown label triggers one). */
-export const FORCED_RELOAD_INTERVAL_MS = 30_000;
+const STALE_MEMORY_TTL_MS = 5_000;
+const FORCED_RELOAD_INTERVAL_MS = 30_000;
 
 /** Whether the shared copy fetched at `fetchedAt` is still served without asking the upstream at `now`. */
 export function isFresh(fetchedAt: Date, now: number): boolean {
   return fetchedAt.getTime() + SHARED_TTL_MS > now;
-}
-
-export class FieldsUnavailableError extends FieldsError {
-  constructor() {
-    super(
-      HttpStatus.SERVICE_UNAVAILABLE,
-      'fields_unavailable',
-      'The rewards service’s custom fields cannot be read right now and no copy is cached; retry shortly.',
-      [],
-      {
-        'Retry-After': '5',
-      },
-    );
-  }
 }
 
 function normalise(raw: UpstreamField[]): Field[] {
@@ -64,9 +47,8 @@ function normalise(raw: UpstreamField[]): Field[] {
 }
 
 /**
- * Per-connection cache of the upstream `fields` list: process memory (30 s) → the shared `fields_cache` row
- * (5 min) → `GET /api/v2/fields`, with single-flight loads. When the upstream is down, the last copy is served and
- * flagged stale. `forceReload` (an unknown label or id) reloads at most once per 30 s per connection, cluster-wide.
+ * Per-connection cache of the upstream `fields`: memory (30 s) → the shared `fields_cache` row (5 min) →
+ * `GET /api/v2/fields`, single-flight. When the upstream is down, the last copy is served, flagged stale.
  */
 @Injectable()
 export class FieldsCacheService {
@@ -117,7 +99,7 @@ export class FieldsCacheService {
     this.memory.delete(connectionId);
   }
 
-  /** Retention: deletes up to `limit` copies fetched before `olderThan` (reloaded on next use); returns how many. */
+  /** Retention: deletes up to `limit` copies fetched before `olderThan` (reloaded on next use). */
   async purgeStale(olderThan: Date, limit: number): Promise<number> {
     const { rowCount } = await this.db.main.query(
       `DELETE FROM fields_cache
@@ -149,7 +131,7 @@ export class FieldsCacheService {
     if (shared && !skipShared && isFresh(shared.fetchedAt, this.clock.now()))
       return this.remember(connectionId, shared);
     try {
-      const fields = await this.fetchUpstream(connectionId);
+      const fields = normalise(await this.rewardsApi.forConnection(connectionId).listFields());
       const fetchedAt = new Date(this.clock.now());
       await this.db.main.query(
         `INSERT INTO fields_cache (connection_id, fields, fetched_at) VALUES ($1, $2, $3)
@@ -173,9 +155,5 @@ export class FieldsCacheService {
   private remember(connectionId: string, snapshot: FieldsSnapshot, ttl = MEMORY_TTL_MS): FieldsSnapshot {
     this.memory.set(connectionId, snapshot, ttl);
     return snapshot;
-  }
-
-  private async fetchUpstream(connectionId: string): Promise<Field[]> {
-    return normalise(await this.rewardsApi.forConnection(connectionId).listFields());
   }
 }
