@@ -10,23 +10,36 @@ import {
   type SchemaObject,
   getSchemaPath,
 } from '@nestjs/swagger';
-import type { CommonErrorCode, ErrorDetail } from './app-error';
+import { HttpStatus } from '@nestjs/common';
+import type { AppError, CommonErrorCode, ErrorDetail } from './app-error';
 import type { ConnectionErrorCode } from '../connections/connections.errors';
 import type { DeliveryWebhookErrorCode } from '../delivery-webhooks/delivery-webhooks.errors';
-import type { FieldsErrorCode } from '../fields-cache/fields-cache.errors';
+import {
+  FieldsError,
+  type FieldsErrorCode,
+  FieldsUnavailableError,
+  CUSTOM_FIELDS_MISMATCH,
+} from '../fields-cache/fields-cache.errors';
 import type { OpsErrorCode } from '../ops/ops.errors';
 import type { DispatchErrorCode } from '../reward-dispatch/reward-dispatch.errors';
 import type { UpstreamErrorCode } from '../rewards-api/rewards-api.errors';
 import type { TenantWebhookErrorCode } from '../tenant-webhooks/tenant-webhooks.errors';
 import type { ApiKeyScope } from '../tenants/auth/principal';
-import { InsufficientScopeError, type TenantErrorCode } from '../tenants/tenants.errors';
-import type { TokenVaultErrorCode } from '../token-vault/token-vault.errors';
+import { InsufficientScopeError, type TenantErrorCode, TenantNotFoundError } from '../tenants/tenants.errors';
+import {
+  AppCredentialsInvalidError,
+  ConnectionNotActiveError,
+  ConnectionNotFoundError,
+  RefreshBackoffError,
+  RefreshFailedError,
+  RefreshLockTimeoutError,
+  type TokenVaultErrorCode,
+} from '../token-vault/token-vault.errors';
 
 /**
- * OpenAPI for the one error shape (`{"error": {"code", "message", "details"}}`, see app-error.ts and the global
- * filter): the `ErrorResponse` schema, `ApiErrors(...)` to declare per route the error answers it really gives (each
- * with an example body), and a catalogue of those examples with the codes and messages the modules throw. Docs only:
- * nothing here changes what a route answers.
+ * OpenAPI for the one error shape (`{"error": {"code", "message", "details"}}`): the `ErrorResponse` schema,
+ * `ApiErrors(...)` to declare a route's error answers, and a catalogue of examples — built from the modules' own
+ * errors where they have a class. Docs only: nothing here changes what a route answers.
  */
 
 @ApiSchema({
@@ -77,7 +90,7 @@ export class ErrorResponse {
   error: ErrorBodyDoc;
 }
 
-/** Every error code a module declares (compile-time check that an example uses a real one). */
+/** Every error code a module declares (an example must use a real one). */
 export type ErrorCode =
   | CommonErrorCode
   | TenantErrorCode
@@ -90,15 +103,23 @@ export type ErrorCode =
   | DeliveryWebhookErrorCode
   | OpsErrorCode;
 
-/** One error answer of a route, as documented: its status, and a real body with a short note on when it happens. */
+/** One error answer of a route: its status, a real body, and when it happens (the example's summary). */
 export interface ErrorExample {
   status: number;
   code: ErrorCode;
   message: string;
   details?: ErrorDetail[];
-  /** When it happens (the example's summary); the code by default. */
   when?: string;
 }
+
+/** The example of an error as a module throws it. */
+const example = (error: AppError, when: string): ErrorExample => ({
+  status: error.status,
+  code: error.code as ErrorCode,
+  message: error.message,
+  details: error.details,
+  when,
+});
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad request',
@@ -118,10 +139,7 @@ const RETRY_AFTER = {
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
 };
 
-/**
- * Declares the error answers of a route (or of every route of a controller): one response per status, its schema
- * `ErrorResponse`, one example per case. Takes single examples and lists of them (`...AUTH` or `AUTH`).
- */
+/** A route's (or a controller's) error answers: one response per status, one example per case. */
 export function ApiErrors(...errors: (ErrorExample | readonly ErrorExample[])[]) {
   const byStatus = new Map<number, ErrorExample[]>();
   for (const error of errors.flat())
@@ -153,10 +171,7 @@ export function ApiErrors(...errors: (ErrorExample | readonly ErrorExample[])[])
   return applyDecorators(...decorators);
 }
 
-/**
- * A JSON request body with named examples (each one works as it is against the demo gateway): a DTO class, or the
- * JSON Schema (OpenAPI 3.0) that the route validates the body with, shown as it is.
- */
+/** A JSON request body (a DTO class, or the JSON Schema the route validates with) with named working examples. */
 export function ApiJsonBody(
   body: (new (...args: never[]) => unknown) | object,
   examples: Record<string, { summary: string; description?: string; value: unknown }>,
@@ -174,7 +189,7 @@ export function ApiJsonBody(
 
 const EXAMPLE_ID = '3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f';
 
-/** `validation_failed` naming one field, as the validation pipe (or a service's own check) answers. */
+/** `validation_failed` naming one field. */
 export function validationFailed(
   field: string,
   reason: string,
@@ -229,23 +244,13 @@ export const OPERATOR_KEY_REQUIRED: ErrorExample = {
 };
 
 /** A tenant key without any of the route's scopes (the `RequiresScope` decorator documents it on each route). */
-export function insufficientScope(scopes: readonly ApiKeyScope[]): ErrorExample {
-  const error = new InsufficientScopeError(scopes, ['rewards:read']);
-  return {
-    status: 403,
-    code: 'insufficient_scope',
-    message: error.message,
-    details: error.details,
-    when: 'a tenant key without that scope',
-  };
-}
+export const insufficientScope = (scopes: readonly ApiKeyScope[]): ErrorExample =>
+  example(new InsufficientScopeError(scopes, ['rewards:read']), 'a tenant key without that scope');
 
-export const TENANT_NOT_FOUND: ErrorExample = {
-  status: 404,
-  code: 'tenant_not_found',
-  message: 'No tenant "acme".',
-  when: 'an unknown tenant, or another tenant than the key’s own',
-};
+const TENANT_NOT_FOUND = example(
+  new TenantNotFoundError('acme'),
+  'an unknown tenant, or another tenant than the key’s own',
+);
 
 /** Routes under `/v1/tenants/{tenant}`: any key, the tenant must exist and be the key's own. */
 export const TENANT_ROUTE: readonly ErrorExample[] = [...AUTH, TENANT_NOT_FOUND];
@@ -287,107 +292,64 @@ export const ENVIRONMENT_NOT_CONFIGURED: ErrorExample = {
   when: 'an environment the gateway has no credentials for',
 };
 
-export const CONNECTION_NOT_FOUND: ErrorExample = {
-  status: 404,
-  code: 'connection_not_found',
-  message:
-    'The tenant has no rewards connection for sandbox. To connect one, create a connect session ' +
-    '(POST /v1/tenants/acme/connect-sessions) and open its connect_url in a browser.',
-  when: 'the tenant never connected this environment',
-};
+export const CONNECTION_NOT_FOUND = example(
+  new ConnectionNotFoundError('sandbox', 'acme'),
+  'the tenant never connected this environment',
+);
 
-export const CONNECTION_NOT_ACTIVE: ErrorExample = {
-  status: 409,
-  code: 'connection_not_active',
-  message: 'The rewards connection is needs_reauth; the tenant must connect again.',
-  details: [{ field: 'connection.status', reason: 'needs_reauth' }],
-  when: 'the connection needs a new consent, or was disconnected (`reason`: `disconnected`)',
-};
+export const CONNECTION_NOT_ACTIVE = example(
+  new ConnectionNotActiveError('needs_reauth'),
+  'the connection needs a new consent, or was disconnected (`reason`: `disconnected`)',
+);
 
 /** What reading the connection's token can answer (token-vault), besides not found / not active. */
 export const VAULT_UNAVAILABLE: readonly ErrorExample[] = [
-  {
-    status: 503,
-    code: 'connection_refresh_backoff',
-    message: 'Refreshing this connection’s token failed recently; retry after the cooldown.',
-    when: 'a recent refresh failed (cooldown)',
-  },
-  {
-    status: 503,
-    code: 'connection_refresh_failed',
-    message: 'Refreshing the connection’s token failed: no answer from the rewards service.',
-    when: 'this refresh failed transiently',
-  },
-  {
-    status: 503,
-    code: 'refresh_lock_timeout',
-    message: 'The connection’s token is being refreshed elsewhere; retry shortly.',
-    when: 'another instance holds the refresh lock',
-  },
-  {
-    status: 503,
-    code: 'upstream_app_credentials_invalid',
-    message:
-      'The rewards service rejected this gateway’s app credentials for the sandbox environment (invalid_client). ' +
-      'The tenant’s connection is unaffected; an operator must fix the client id / secret.',
-    details: [{ field: 'environment', reason: 'app credentials of sandbox refused', environment: 'sandbox' }],
-    when: 'the rewards service refuses the gateway’s own client credentials',
-  },
+  example(new RefreshBackoffError(1), 'a recent refresh failed (cooldown)'),
+  example(new RefreshFailedError('no answer from the rewards service', 1), 'this refresh failed transiently'),
+  example(new RefreshLockTimeoutError(), 'another instance holds the refresh lock'),
+  example(
+    new AppCredentialsInvalidError('sandbox'),
+    'the rewards service refuses the gateway’s own client credentials',
+  ),
 ];
 
-export const FIELDS_UNAVAILABLE: ErrorExample = {
-  status: 503,
-  code: 'fields_unavailable',
-  message:
-    'The rewards service’s custom fields cannot be read right now and no copy is cached; retry shortly.',
-  when: 'the fields cannot be read and no copy is cached',
-};
+export const FIELDS_UNAVAILABLE = example(
+  new FieldsUnavailableError(),
+  'the fields cannot be read and no copy is cached',
+);
 
-export const UNKNOWN_CUSTOM_FIELD: ErrorExample = {
-  status: 422,
-  code: 'unknown_custom_field',
-  message: 'Custom fields do not match the rewards account’s fields; see details.',
-  details: [
+const customFields = (code: FieldsErrorCode, detail: ErrorDetail, when: string) =>
+  example(new FieldsError(HttpStatus.UNPROCESSABLE_ENTITY, code, CUSTOM_FIELDS_MISMATCH, [detail]), when);
+
+export const CUSTOM_FIELD_ERRORS: readonly ErrorExample[] = [
+  customFields(
+    'unknown_custom_field',
     {
       field: 'rewards[0].custom_fields.Dept',
       reason: 'unknown custom field label "Dept"',
       known_labels: ['Department', 'Campaign', 'Region'],
     },
-  ],
-  when: 'a label or id the account does not have',
-};
-
-export const CUSTOM_FIELD_ERRORS: readonly ErrorExample[] = [
-  UNKNOWN_CUSTOM_FIELD,
-  {
-    status: 422,
-    code: 'invalid_custom_field_value',
-    message: 'Custom fields do not match the rewards account’s fields; see details.',
-    details: [
-      {
-        field: 'rewards[0].custom_fields.Department',
-        reason: '"Legal" is not an option of "Department"',
-        allowed_values: ['Sales', 'Engineering', 'Support', 'Marketing'],
-      },
-    ],
-    when: 'a value outside the options or of the wrong type',
-  },
-  {
-    status: 422,
-    code: 'missing_required_custom_field',
-    message: 'Custom fields do not match the rewards account’s fields; see details.',
-    details: [
-      { field: 'rewards[0].custom_fields.Department', reason: 'custom field "Department" is required' },
-    ],
-    when: 'a required field is missing',
-  },
-  {
-    status: 422,
-    code: 'invalid_custom_fields',
-    message: 'Custom fields do not match the rewards account’s fields; see details.',
-    details: [{ field: 'rewards[0].custom_fields[1]', reason: 'custom field "Department" is given twice' }],
-    when: 'a field given twice',
-  },
+    'a label or id the account does not have',
+  ),
+  customFields(
+    'invalid_custom_field_value',
+    {
+      field: 'rewards[0].custom_fields.Department',
+      reason: '"Legal" is not an option of "Department"',
+      allowed_values: ['Sales', 'Engineering', 'Support', 'Marketing'],
+    },
+    'a value outside the options or of the wrong type',
+  ),
+  customFields(
+    'missing_required_custom_field',
+    { field: 'rewards[0].custom_fields.Department', reason: 'custom field "Department" is required' },
+    'a required field is missing',
+  ),
+  customFields(
+    'invalid_custom_fields',
+    { field: 'rewards[0].custom_fields[1]', reason: 'custom field "Department" is given twice' },
+    'a field given twice',
+  ),
 ];
 
 export const DISPATCH_NOT_FOUND: ErrorExample = {

@@ -1,6 +1,6 @@
 import { HttpStatus } from '@nestjs/common';
 import type { ErrorDetail } from '../common/app-error';
-import { FieldsError, type FieldsErrorCode } from './fields-cache.errors';
+import { CUSTOM_FIELDS_MISMATCH, FieldsError, type FieldsErrorCode } from './fields-cache.errors';
 import type { Field } from './fields-cache.service';
 
 /** A string for every type; also a boolean (Checkbox), a number (Number, Currency), a list of options (List). */
@@ -178,10 +178,5 @@ export function customFieldsError(resolution: Resolution): FieldsError | null {
       : resolution.kinds.has('required')
         ? 'missing_required_custom_field'
         : 'invalid_custom_fields';
-  return new FieldsError(
-    HttpStatus.UNPROCESSABLE_ENTITY,
-    code,
-    'Custom fields do not match the rewards account’s fields; see details.',
-    details,
-  );
+  return new FieldsError(HttpStatus.UNPROCESSABLE_ENTITY, code, CUSTOM_FIELDS_MISMATCH, details);
 }

@@ -33,3 +33,6 @@ export class FieldsUnavailableError extends FieldsError {
     );
   }
 }
+
+/** The message of every custom-field mismatch (the details say which). */
+export const CUSTOM_FIELDS_MISMATCH = 'Custom fields do not match the rewards account’s fields; see details.';
