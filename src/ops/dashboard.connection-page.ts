@@ -1,8 +1,7 @@
 import { escapeHtml as e } from '../common/html';
 import type { ActivityRow, ActivitySummary } from '../connection-activity/activity.store';
-import { LOCAL_TIMES_SCRIPT } from './local-times';
+import { opsPage, when } from './dashboard.page';
 
-/** The connection the page is about, as the ops service shows it. */
 export interface ConnectionHeader {
   id: string;
   tenant_id: string;
@@ -14,13 +13,8 @@ export interface ConnectionHeader {
 
 /** The last hour's statistics cover at most this many of the connection's newest requests. */
 export const SUMMARY_CAP = 10_000;
-/** The latest requests listed. */
 export const LATEST_CALLS_SHOWN = 50;
 
-const when = (d: Date) => {
-  const iso = d.toISOString();
-  return `<time datetime="${iso}">${iso.replace('T', ' ').slice(0, 19)} UTC</time>`;
-};
 const ms = (v: number | null) =>
   v === null ? '—' : `${v < 10 ? Math.round(v * 10) / 10 : Math.round(v)} ms`;
 
@@ -47,7 +41,7 @@ function callsSection(rows: ActivityRow[]): string {
   const body = rows
     .map(
       (r) => `<tr data-activity="${e(r.id)}" data-outcome="${e(r.outcome)}">
-        <td data-label="When">${when(r.created_at)}</td>
+        <td data-label="When">${when(r.created_at.toISOString())}</td>
         <td data-label="Operation"><strong>${e(r.operation.replace('_', ' '))}</strong></td>
         <td data-label="Attempt">${r.attempt}${r.throttled_429 ? `<br><span class="muted">after ${r.throttled_429} × 429</span>` : ''}</td>
         <td data-label="Status">${r.http_status ?? 'no answer'}</td>
@@ -64,45 +58,23 @@ function callsSection(rows: ActivityRow[]): string {
 <p class="muted">The newest ${LATEST_CALLS_SHOWN}, newest first; the tenant lists them all (<code>GET /v1/tenants/{tenant}/connection/activity</code>).</p></section>`;
 }
 
-/**
- * `/ops/connections/{id}`: one connection's activity — the last hour's requests, error rate and latency, and its latest
- * requests — under the dashboard's look. Times as on `/ops` (UTC text rewritten by the one script). On a phone each
- * request is a card of labelled lines.
- */
+/** `/ops/connections/{id}`: one connection's last hour of requests (error rate, latency) and its latest requests. */
 export function connectionPage(c: ConnectionHeader, summary: ActivitySummary, rows: ActivityRow[]): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${e(c.tenant_name)} · connection · Rewards Gateway ops</title>
-<style>
-  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1f2328; background: #f6f7f9; }
-  header { background: #111827; color: #fff; padding: .8rem 1.5rem; display: flex; flex-wrap: wrap; gap: .2rem 1rem; align-items: baseline; justify-content: space-between; }
-  h1 { font-size: 1.15rem; margin: 0; } header .tz { margin: 0; font-size: .85em; color: #d1d5db; }
-  main { padding: 1rem 1.5rem; } h2 { font-size: 1rem; margin: 1.2rem 0 .5rem; } a.back { font-weight: 600; }
-  .muted { color: #6b7280; font-size: .85em; } .badge { color: #fff; padding: .1rem .5rem; border-radius: 999px; font-weight: 600; }
+  return opsPage(
+    `${e(c.tenant_name)} · connection · Rewards Gateway ops`,
+    `  a.back { font-weight: 600; }
   dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: .5rem 0; } dl.facts dt { font-weight: 600; color: #4b5563; } dl.facts dd { margin: 0; overflow-wrap: anywhere; }
-  ul.cards { list-style: none; margin: 0; padding: 0; display: grid; grid-template-columns: repeat(auto-fit, minmax(7.5rem, 1fr)); gap: .5rem; max-width: 48rem; }
+  ul.cards { max-width: 48rem; }
   .card { background: #fff; border: 1px solid #e5e7eb; border-top: 4px solid #2563eb; border-radius: 6px; padding: .45rem .7rem; }
-  .card .n { display: block; font-size: 1.5rem; font-weight: 700; line-height: 1.2; }
-  table { border-collapse: collapse; width: 100%; background: #fff; } th, td { padding: .45rem .6rem; border-bottom: 1px solid #e5e7eb; text-align: left; vertical-align: top; }
-  th { background: #f3f4f6; font-weight: 600; } .scroll { max-width: 100%; overflow-x: auto; } .scroll:focus { outline: 2px solid #93c5fd; }
-  table.calls { min-width: 56rem; } td.served code { word-break: break-all; }
-  @media (max-width: 40rem) {
-    header { padding: .7rem 1rem; } main { padding: .75rem 1rem; }
-    table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; min-width: 0; }
-    table.stack { background: none; }
-    table.stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
-    table.stack tr { background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; margin-bottom: .6rem; display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); }
+  table.calls { min-width: 56rem; } td.served code { word-break: break-all; }`,
+    `    table.stack tr { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); }
     table.stack td:first-child, table.stack td[colspan], table.stack td.served { grid-column: 1 / -1; }
-    table.stack td { border-bottom: 0; padding: .25rem .7rem; overflow-wrap: anywhere; }
-    table.stack td[data-label]::before { content: attr(data-label); display: block; font-size: .75em; font-weight: 600; color: #6b7280; }
-  }
-</style></head>
-<body><header><h1>Rewards Gateway · ops</h1><p class="tz">Times in <span id="tz">UTC</span></p></header><main>
-<p><a class="back" href="/ops#connections">← all connections</a></p>
+    table.stack td { overflow-wrap: anywhere; }`,
+    `<p><a class="back" href="/ops#connections">← all connections</a></p>
 <section id="connection" aria-labelledby="connection-title" data-connection="${e(c.id)}"><h2 id="connection-title">${e(c.tenant_name)} <span class="muted">${e(c.tenant_id)}</span></h2>
 <dl class="facts"><dt>Connection</dt><dd><code>${e(c.id)}</code></dd><dt>Environment</dt><dd>${e(c.environment)}</dd>
 <dt>Status</dt><dd>${e(c.status)}${c.health ? ` · ${e(c.health)}` : ''}</dd></dl></section>
 ${summarySection(summary)}
-${callsSection(rows)}
-</main><script>${LOCAL_TIMES_SCRIPT}</script></body></html>`;
+${callsSection(rows)}`,
+  );
 }

@@ -24,14 +24,7 @@ const HEALTH_COLOURS: Record<string, string> = {
   idle: '#6b7280',
 };
 
-/**
- * Every time on the page: `<time datetime="ISO">YYYY-MM-DD HH:MM:SS UTC</time>` — correct as it stands; the page's
- * one script (local-times.ts) rewrites the text into the viewer's time zone.
- */
-const when = (iso: string | null) =>
-  iso ? `<time datetime="${e(iso)}">${e(iso.replace('T', ' ').slice(0, 19))} UTC</time>` : '—';
-
-function select(name: string, values: string[], current?: string): string {
+function select(name: string, values: readonly string[], current?: string): string {
   return `<label>${name} <select name="${name}"><option value="">all</option>${values
     .map((v) => `<option${v === current ? ' selected' : ''}>${e(v)}</option>`)
     .join('')}</select></label>`;
@@ -70,14 +63,12 @@ function batchesSection(batches: RunningBatch[]): string {
 <p class="muted">Dispatches of more than one reward still queued or sending, newest first (at most ${RUNNING_BATCHES_SHOWN}).</p></section>`;
 }
 
-/** What the dashboard shows above the connections, beside the running batches. */
 export interface DashboardOverview {
   summary?: ConnectionSummary;
   activity?: ActivityMinute[];
   failingEndpoints?: FailingEndpoint[];
 }
 
-/** The failing webhook endpoints shown (disabled first, then longest failing). */
 export const FAILING_ENDPOINTS_SHOWN = 20;
 
 /** Connections per status and per health; each count links to the table filtered by it. */
@@ -104,11 +95,7 @@ const FAILED_COLOUR = '#dc2626';
 const num = (v: number) => String(Math.round(v * 10) / 10);
 const ago = (minutes: number) => (minutes === 0 ? 'this minute' : `${minutes} min ago`);
 
-/**
- * Sends and failures per minute over the last hour as inline SVG (no script): sends as bars, failures as a line with a
- * point at each minute that had any. It scales to its container (`viewBox`, width 100 %); `role="img"` with an
- * `aria-label` giving the totals, a `<title>` per bar and point.
- */
+/** Sends (bars) and failures (a line) per minute over the last hour as inline SVG, labelled with the totals. */
 export function activityPlot(minutes: ActivityMinute[]): string {
   const [width, height, left, right, top, bottom] = [480, 180, 34, 8, 10, 24];
   const plotWidth = width - left - right;
@@ -207,10 +194,8 @@ function failingEndpointsSection(endpoints: FailingEndpoint[]): string {
 }
 
 /**
- * The operators' one-page view, top to bottom: the summary (connections per status and health), the last hour's sends
- * and failures, the running batches, the failing tenant webhook endpoints, then every connection, coloured by health,
- * with its events and Check / Refresh. Every time is UTC text in a `<time>`, which the one inline script rewrites in the
- * viewer's time zone. Fits a phone: the plot scales, and under 40rem every table row becomes a card of labelled lines.
+ * The operators' one-page view: summary, last hour, running batches, failing webhook endpoints, then every connection
+ * with its events and Check / Refresh. On a phone every table row becomes a card of labelled lines.
  */
 export function dashboardPage(
   connections: ConnectionHealthView[],
@@ -269,66 +254,43 @@ export function dashboardPage(
       <tr class="events"><td colspan="10"><details><summary>Events</summary><ul>${evs || '<li>none</li>'}</ul></details></td></tr>`;
     })
     .join('');
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Rewards Gateway ops</title>
-<style>
-  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1f2328; background: #f6f7f9; }
-  header { background: #111827; color: #fff; padding: .8rem 1.5rem; } h1 { font-size: 1.15rem; margin: 0; }
-  main { padding: 1rem 1.5rem; } form.filters { margin-bottom: 1rem; display: flex; gap: 1rem; flex-wrap: wrap; align-items: center; }
-  table { border-collapse: collapse; width: 100%; background: #fff; } th, td { padding: .45rem .6rem; border-bottom: 1px solid #e5e7eb; text-align: left; vertical-align: top; }
-  th { background: #f3f4f6; font-weight: 600; } .muted { color: #6b7280; font-size: .85em; }
-  .badge { color: #fff; padding: .1rem .5rem; border-radius: 999px; font-weight: 600; }
+  return opsPage(
+    'Rewards Gateway ops',
+    `  form.filters { margin-bottom: 1rem; display: flex; gap: 1rem; flex-wrap: wrap; align-items: center; }
   tr.health-broken > td { background: #fef2f2; } tr.health-degraded > td { background: #fffbeb; }
   tr.events td { padding-top: 0; border-bottom: 2px solid #e5e7eb; } details ul { margin: .3rem 0; padding-left: 1.2rem; }
   .actions form { display: inline; } button { font: inherit; padding: .25rem .7rem; margin: 0 .2rem .2rem 0; cursor: pointer; }
   .pager { display: flex; gap: 1rem; align-items: center; } .pager a { font-weight: 600; }
   .flash { background: #eff6ff; border: 1px solid #bfdbfe; padding: .5rem .8rem; margin-bottom: 1rem; }
-  h2 { font-size: 1rem; margin: 1.2rem 0 .5rem; } #batches { margin-bottom: 1.5rem; }
+  #batches { margin-bottom: 1.5rem; }
   td.progress { min-width: 16rem; } progress { width: 12rem; height: 1rem; vertical-align: middle; margin-right: .5rem; }
-  header { display: flex; flex-wrap: wrap; gap: .2rem 1rem; align-items: baseline; justify-content: space-between; }
-  header .tz { margin: 0; font-size: .85em; color: #d1d5db; }
   h3 { font-size: .85rem; margin: .6rem 0 .3rem; color: #4b5563; font-weight: 600; }
-  ul.cards { list-style: none; margin: 0; padding: 0; display: grid; grid-template-columns: repeat(auto-fit, minmax(7.5rem, 1fr)); gap: .5rem; }
   .card a { display: block; background: #fff; border: 1px solid #e5e7eb; border-top: 4px solid #9ca3af; border-radius: 6px; padding: .45rem .7rem; color: inherit; text-decoration: none; }
-  .card a:hover, .card a:focus { border-color: #6b7280; } .card .n { display: block; font-size: 1.5rem; font-weight: 700; line-height: 1.2; }
+  .card a:hover, .card a:focus { border-color: #6b7280; }
   .card.status-active a, .card.health-healthy a { border-top-color: #15803d; } .card.status-needs_reauth a, .card.health-broken a { border-top-color: #b91c1c; }
   .card.status-error a, .card.health-degraded a { border-top-color: #b45309; } .card.status-disconnected a, .card.health-idle a { border-top-color: #6b7280; }
   figure { margin: 0; background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; padding: .5rem; max-width: 44rem; }
   svg.plot { display: block; width: 100%; height: auto; } figcaption { padding: .3rem .2rem 0; }
   .swatch { display: inline-block; width: .8em; height: .8em; border-radius: 2px; vertical-align: -.05em; }
   .swatch.sent { background: ${SENT_COLOUR}; } .swatch.failed { background: ${FAILED_COLOUR}; }
-  .scroll { max-width: 100%; overflow-x: auto; } .scroll:focus { outline: 2px solid #93c5fd; }
   table.connections { min-width: 60rem; } table.batches { min-width: 40rem; } table.webhooks { min-width: 36rem; }
   td.url code { word-break: break-all; } tr.disabled > td { background: #fef2f2; }
-  .flash, tr.events code { overflow-wrap: anywhere; }
-  @media (max-width: 40rem) {
-    header { padding: .7rem 1rem; } main { padding: .75rem 1rem; }
-    /* On a phone each row is a card, one labelled cell a line: every button and link in sight, nothing to scroll. */
-    table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; min-width: 0; }
-    table.stack { background: none; }
-    table.stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
-    table.stack tr { background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; margin-bottom: .6rem; }
-    table.stack tr:not(.events) { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); }
+  .flash, tr.events code { overflow-wrap: anywhere; }`,
+    `    table.stack tr:not(.events) { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); }
     table.stack td:first-child, table.stack td[colspan], table.stack td.actions, table.stack td.progress,
     table.stack td.url, table.stack td:last-child { grid-column: 1 / -1; }
-    table.stack td { border-bottom: 0; padding: .25rem .7rem; }
-    table.stack td[data-label]::before { content: attr(data-label); display: block; font-size: .75em; font-weight: 600; color: #6b7280; }
     table.connections tr[data-connection] { margin-bottom: 0; border-bottom: 0; border-radius: 6px 6px 0 0; }
     table.connections tr.events { border-top: 0; border-radius: 0 0 6px 6px; }
-    table.connections td.actions { padding: .4rem .7rem; } td.progress { min-width: 0; } progress { width: 100%; }
-  }
-</style></head>
-<body><header><h1>Rewards Gateway · ops</h1><p class="tz">Times in <span id="tz">UTC</span></p></header><main>
-${flash ? `<p class="flash" id="flash">${e(flash)}</p>` : ''}
+    table.connections td.actions { padding: .4rem .7rem; } td.progress { min-width: 0; } progress { width: 100%; }`,
+    `${flash ? `<p class="flash" id="flash">${e(flash)}</p>` : ''}
 ${overview.summary ? summarySection(overview.summary) : ''}
 ${overview.activity ? activitySection(overview.activity) : ''}
 ${batchesSection(batches)}
 ${overview.failingEndpoints ? failingEndpointsSection(overview.failingEndpoints) : ''}
 <h2 id="connections">Connections</h2>
 <form class="filters" method="get" action="/ops">
-  ${select('status', ['active', 'needs_reauth', 'error', 'disconnected'], filters.status)}
-  ${select('health', ['healthy', 'degraded', 'broken', 'idle'], filters.health)}
+  ${select('status', CONNECTION_STATUSES, filters.status)}
+  ${select('health', CONNECTION_HEALTHS, filters.health)}
   ${select('environment', ['sandbox', 'production'], filters.environment)}
   <label>tenant <input name="tenant" value="${e(filters.tenant ?? '')}" size="14"></label>
   <button type="submit">Filter</button>
@@ -336,6 +298,43 @@ ${overview.failingEndpoints ? failingEndpointsSection(overview.failingEndpoints)
 <div class="scroll" id="connections-table" role="region" aria-label="Connections" tabindex="0"><table class="connections stack"><thead><tr><th>Tenant</th><th>Env</th><th>Status</th><th>Health</th><th>Last refresh</th><th>Last use</th><th>Last error</th>
 <th>Failures / refreshes</th><th>24 h sent / failed / queued</th><th></th></tr></thead>
 <tbody>${rows || '<tr><td colspan="10">No connections match.</td></tr>'}</tbody></table></div>
-${pager}
+${pager}`,
+  );
+}
+
+/** Every time on the ops pages: UTC text in a `<time>`, which the pages' one script rewrites in the viewer's zone. */
+export const when = (iso: string | null) =>
+  iso ? `<time datetime="${e(iso)}">${e(iso.replace('T', ' ').slice(0, 19))} UTC</time>` : '—';
+
+/** The ops pages' frame: the shared look, the page's own `css` and `phoneCss` (under 40rem), the one script. */
+export function opsPage(title: string, css: string, phoneCss: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<style>
+  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1f2328; background: #f6f7f9; }
+  header { background: #111827; color: #fff; padding: .8rem 1.5rem; display: flex; flex-wrap: wrap; gap: .2rem 1rem; align-items: baseline; justify-content: space-between; }
+  h1 { font-size: 1.15rem; margin: 0; } header .tz { margin: 0; font-size: .85em; color: #d1d5db; }
+  main { padding: 1rem 1.5rem; } h2 { font-size: 1rem; margin: 1.2rem 0 .5rem; }
+  .muted { color: #6b7280; font-size: .85em; } .badge { color: #fff; padding: .1rem .5rem; border-radius: 999px; font-weight: 600; }
+  ul.cards { list-style: none; margin: 0; padding: 0; display: grid; grid-template-columns: repeat(auto-fit, minmax(7.5rem, 1fr)); gap: .5rem; }
+  .card .n { display: block; font-size: 1.5rem; font-weight: 700; line-height: 1.2; }
+  table { border-collapse: collapse; width: 100%; background: #fff; } th, td { padding: .45rem .6rem; border-bottom: 1px solid #e5e7eb; text-align: left; vertical-align: top; }
+  th { background: #f3f4f6; font-weight: 600; } .scroll { max-width: 100%; overflow-x: auto; } .scroll:focus { outline: 2px solid #93c5fd; }
+${css}
+  @media (max-width: 40rem) {
+    header { padding: .7rem 1rem; } main { padding: .75rem 1rem; }
+    /* On a phone each row is a card, one labelled cell a line: every button and link in sight, nothing to scroll. */
+    table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; min-width: 0; }
+    table.stack { background: none; }
+    table.stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+    table.stack tr { background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; margin-bottom: .6rem; }
+    table.stack td { border-bottom: 0; padding: .25rem .7rem; }
+    table.stack td[data-label]::before { content: attr(data-label); display: block; font-size: .75em; font-weight: 600; color: #6b7280; }
+${phoneCss}
+  }
+</style></head>
+<body><header><h1>Rewards Gateway · ops</h1><p class="tz">Times in <span id="tz">UTC</span></p></header><main>
+${body}
 </main><script>${LOCAL_TIMES_SCRIPT}</script></body></html>`;
 }
