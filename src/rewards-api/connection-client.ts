@@ -74,28 +74,20 @@ export class ConnectionClient {
     order: OrderRequest,
     timeoutMs = API_CALL_TIMEOUT_MS,
   ): Promise<{ status: number; order: UpstreamOrder }> {
-    const res = await this.call<{ order?: UpstreamOrder }>('POST', '/orders', order, timeoutMs);
+    const res = await this.call<{ order?: UpstreamOrder }>('/orders', timeoutMs, order);
     return { status: res.status, order: requireOrder(res.body.order, res.status) };
   }
 
   /** `GET /orders/{id}`; `id` may also be the order's external_id. */
   async getOrder(id: string, timeoutMs = API_CALL_TIMEOUT_MS): Promise<UpstreamOrder> {
-    const res = await this.call<{ order?: UpstreamOrder }>(
-      'GET',
-      `/orders/${encodeURIComponent(id)}`,
-      undefined,
-      timeoutMs,
-    );
+    const res = await this.call<{ order?: UpstreamOrder }>(`/orders/${encodeURIComponent(id)}`, timeoutMs);
     return requireOrder(res.body.order, res.status);
   }
 
   async listRewards(
     params: URLSearchParams,
   ): Promise<{ rewards: UpstreamReward[]; total_count: number | null }> {
-    const res = await this.call<{ rewards?: UpstreamReward[]; total_count?: number }>(
-      'GET',
-      `/rewards?${params.toString()}`,
-    );
+    const res = await this.call<{ rewards?: UpstreamReward[]; total_count?: number }>(`/rewards?${params}`);
     return {
       rewards: Array.isArray(res.body.rewards) ? res.body.rewards : [],
       total_count: typeof res.body.total_count === 'number' ? res.body.total_count : null,
@@ -103,7 +95,7 @@ export class ConnectionClient {
   }
 
   async listFields(): Promise<UpstreamField[]> {
-    const res = await this.call<{ fields?: UpstreamField[] }>('GET', '/fields');
+    const res = await this.call<{ fields?: UpstreamField[] }>('/fields');
     if (!Array.isArray(res.body.fields))
       throw new RewardsApiError('transient', 'fields response without a fields list', res.status);
     return res.body.fields;
@@ -111,12 +103,7 @@ export class ConnectionClient {
 
   /** `POST /webhooks {url}`: registers or re-points the account's webhook; its private key is secret. */
   async registerWebhook(url: string, timeoutMs = API_CALL_TIMEOUT_MS): Promise<UpstreamWebhook> {
-    const res = await this.call<{ webhook?: Partial<UpstreamWebhook> }>(
-      'POST',
-      '/webhooks',
-      { url },
-      timeoutMs,
-    );
+    const res = await this.call<{ webhook?: Partial<UpstreamWebhook> }>('/webhooks', timeoutMs, { url });
     const w = res.body.webhook;
     if (!w || typeof w.id !== 'string' || !w.id || typeof w.private_key !== 'string' || !w.private_key)
       throw new RewardsApiError('transient', `the rewards service answered ${res.status} without a webhook`);
@@ -126,9 +113,7 @@ export class ConnectionClient {
   /** `GET /rewards/{id}`: the reward with its `delivery.status`. */
   async getReward(id: string, timeoutMs = API_CALL_TIMEOUT_MS): Promise<UpstreamRewardDetail> {
     const res = await this.call<{ reward?: UpstreamRewardDetail }>(
-      'GET',
       `/rewards/${encodeURIComponent(id)}`,
-      undefined,
       timeoutMs,
     );
     const reward = res.body.reward;
@@ -139,20 +124,21 @@ export class ConnectionClient {
 
   /** `GET /organizations` (the cheapest authenticated call): the token's organization, or null if not exactly one. */
   async probe(timeoutMs = 10_000): Promise<UpstreamOrganization | null> {
-    const res = await this.call<{ organizations?: unknown }>('GET', '/organizations', undefined, timeoutMs);
+    const res = await this.call<{ organizations?: unknown }>('/organizations', timeoutMs);
     return onlyOrganization(res.body.organizations);
   }
 
   /**
    * One request, in attempts: each takes a pacing slot, then reads the token (never held across a wait). A 401 goes
    * to the vault, which refreshes or declares the grant refused; a 429 slows the account down and is retried.
+   * A POST when it has a body.
    */
   private async call<T>(
-    method: 'GET' | 'POST',
     path: string,
-    body?: unknown,
     timeoutMs = API_CALL_TIMEOUT_MS,
+    body?: unknown,
   ): Promise<ApiResponse<T>> {
+    const method = body === undefined ? 'GET' : 'POST';
     const env = this.environment(await this.tokens.environmentOf(this.connectionId));
     let throttled = 0;
     let unauthorized = 0;

@@ -3,7 +3,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { MetricsService } from '../metrics/metrics.service';
 import type { RewardsEnvironmentConfig } from '../config/app-config';
 import { RewardsApiError, type RewardsApiErrorKind, upstreamMessage } from './rewards-api.errors';
-import { type Span, SpanStatusCode } from '@opentelemetry/api';
+import { SpanStatusCode } from '@opentelemetry/api';
 import { clientSpan } from '../common/tracing';
 import { Clock } from '../common/clock';
 
@@ -162,7 +162,7 @@ export class RewardsApiClient implements OnModuleDestroy {
    * One HTTP exchange, body read in full; `timeoutMs` bounds the headers and each pause of the body. Redirects are
    * not followed (a token must not travel to another host); a response over 16 MiB is a network error.
    */
-  private async send(
+  private send(
     route: string,
     baseUrl: string,
     path: string,
@@ -170,57 +170,46 @@ export class RewardsApiClient implements OnModuleDestroy {
     timeoutMs: number,
   ): Promise<RawResponse> {
     // A client span: method, host and route only (never the query string, the token or the body).
+    const template = route === 'token' ? '/oauth/token' : route.slice(route.indexOf(' ') + 1);
     return clientSpan(
       route === 'token' ? 'POST /oauth/token' : route,
-      (span) => this.exchange(route, baseUrl, path, init, timeoutMs, span),
-      {
-        'http.request.method': init.method,
-        'url.template': route === 'token' ? '/oauth/token' : route.slice(route.indexOf(' ') + 1),
+      async (span) => {
+        const stop = this.metrics?.upstreamLatency.startTimer({ route });
+        try {
+          const { origin, prefix, host, port } = this.target(baseUrl);
+          span.setAttributes({ 'server.address': host, 'server.port': port });
+          const res = await this.agent.request({
+            origin,
+            path: prefix + path,
+            method: init.method,
+            headers: init.headers,
+            body: init.body,
+            headersTimeout: timeoutMs,
+            bodyTimeout: timeoutMs,
+          });
+          const text = await res.body.text();
+          stop?.({ status: String(res.statusCode) });
+          span.setAttribute('http.response.status_code', res.statusCode);
+          if (res.statusCode >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+          return { status: res.statusCode, text, headers: res.headers };
+        } catch (error) {
+          stop?.({ status: 'error' });
+          const code = (error as { code?: string }).code;
+          const timedOut = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
+          span.setAttribute('rewards_api.failure', timedOut ? 'timeout' : 'network_error');
+          // Either way the request may have reached the service: its outcome is unknown.
+          throw new RewardsApiError(
+            'transient',
+            timedOut ? `no answer within ${timeoutMs} ms` : 'network error reaching the rewards service',
+            null,
+            null,
+            null,
+            true,
+          );
+        }
       },
+      { 'http.request.method': init.method, 'url.template': template },
     );
-  }
-
-  private async exchange(
-    route: string,
-    baseUrl: string,
-    path: string,
-    init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string },
-    timeoutMs: number,
-    span: Span,
-  ): Promise<RawResponse> {
-    const stop = this.metrics?.upstreamLatency.startTimer({ route });
-    try {
-      const { origin, prefix, host, port } = this.target(baseUrl);
-      span.setAttributes({ 'server.address': host, 'server.port': port });
-      const res = await this.agent.request({
-        origin,
-        path: prefix + path,
-        method: init.method,
-        headers: init.headers,
-        body: init.body,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
-      const text = await res.body.text();
-      stop?.({ status: String(res.statusCode) });
-      span.setAttribute('http.response.status_code', res.statusCode);
-      if (res.statusCode >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
-      return { status: res.statusCode, text, headers: res.headers };
-    } catch (error) {
-      stop?.({ status: 'error' });
-      const code = (error as { code?: string }).code;
-      const timedOut = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
-      span.setAttribute('rewards_api.failure', timedOut ? 'timeout' : 'network_error');
-      // Either way the request may have reached the service: its outcome is unknown.
-      throw new RewardsApiError(
-        'transient',
-        timedOut ? `no answer within ${timeoutMs} ms` : 'network error reaching the rewards service',
-        null,
-        null,
-        null,
-        true,
-      );
-    }
   }
 }
 
