@@ -1,7 +1,7 @@
 import { PassportStrategy } from '@nestjs/passport';
 import { Strategy } from 'passport-oauth2';
 import type { RewardsEnvironment, RewardsEnvironmentConfig } from '../config/app-config';
-import { PgStateStore } from './oauth-state.store';
+import type { PgStateStore } from './oauth-state.store';
 
 /** What the strategies hand to the callback: the raw token response (never logged). */
 export interface OAuthResult {

@@ -81,7 +81,9 @@ export function decodeListCursor(cursor: string): ListCursor {
   let v: unknown = null;
   try {
     v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {}
+  } catch {
+    // not JSON: refused below
+  }
   const int = (x: unknown, min: number, max: number) =>
     Number.isSafeInteger(x) && (x as number) >= min && (x as number) <= max;
   if (
