@@ -7,7 +7,6 @@ import { SYSTEM_ACTOR } from './audit-actions';
 import { type AuditEventInput, AuditStore } from './audit.store';
 import { currentRequestContext } from '../common/request-context';
 
-/** A change, as the caller of `AuditLog.record` describes it. */
 export interface AuditChange {
   /** Null: the whole gateway (a vault key rotation). */
   tenantId: string | null;

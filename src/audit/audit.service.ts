@@ -31,7 +31,6 @@ function toView(row: AuditEventRow): AuditEventResponse {
   };
 }
 
-/** The audit listings: a tenant's own records, or every record for operators; newest first, a cursor per page. */
 @Injectable()
 export class AuditService {
   constructor(private readonly store: AuditStore) {}

@@ -78,7 +78,6 @@ export class AuditStore {
     private readonly clock: Clock,
   ) {}
 
-  /** Appends one record on `on`: a transaction's client (committed with the change) or a pool. */
   async insert(on: Sql, e: AuditEventInput): Promise<void> {
     await on.query(
       `INSERT INTO audit_events (at, tenant_id, action, actor_type, actor_id, actor_name, via, client_address,

@@ -80,7 +80,6 @@ export class ErrorBodyDoc {
   request_id?: string;
 }
 
-/** The body of every error answer of the gateway. */
 @ApiSchema({
   name: 'ErrorResponse',
   description: 'Every error answer of the gateway: `{"error": {"code", "message", "details"}}`.',
@@ -254,7 +253,6 @@ const TENANT_NOT_FOUND = example(
 
 /** Routes under `/v1/tenants/{tenant}`: any key, the tenant must exist and be the key's own. */
 export const TENANT_ROUTE: readonly ErrorExample[] = [...AUTH, TENANT_NOT_FOUND];
-/** Operator-only routes without a tenant in the path. */
 export const OPERATOR_ROUTE: readonly ErrorExample[] = [...AUTH, OPERATOR_KEY_REQUIRED];
 
 /** What the JSON body reader answers before a route sees the body (common/json-body.ts). */

@@ -57,7 +57,6 @@ export class ActivityBuffer<T> {
     }
   }
 
-  /** Writes what waits now (after the flush in progress, if any). */
   flush(): Promise<void> {
     this.flushing ??= this.drain().finally(() => {
       this.flushing = null;

@@ -21,7 +21,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 type Answer = { status: number | null; outcome: ActivityOutcome; errorCode: string | null };
 
-/** The outcome and our error code of a failed request (its answer, or none). */
 export function classify(operation: UpstreamOperation, error: unknown): Answer {
   if (!(error instanceof RewardsApiError))
     return { status: null, outcome: 'unavailable', errorCode: 'upstream_unavailable' };

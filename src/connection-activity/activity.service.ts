@@ -43,7 +43,6 @@ function toView(row: ActivityRow): ActivityResponse {
   };
 }
 
-/** A tenant's connection activity: newest first, a cursor per page, by dispatch and outcome. */
 @Injectable()
 export class ActivityService {
   constructor(private readonly store: ActivityStore) {}

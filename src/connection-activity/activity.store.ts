@@ -60,7 +60,6 @@ export interface ActivitySummary {
 const COLUMNS = `id, created_at, connection_id, operation, attempt, http_status, outcome, error_code, latency_ms,
                  pacing_wait_ms, throttled_429, dispatch_id, reward_position`;
 
-/** The record's fields in the order of INSERT_SQL's arrays. */
 const INSERTED: (keyof ActivityRecord)[] = [
   'at',
   'connectionId',
@@ -135,7 +134,6 @@ export const PURGE_SQL = `DELETE FROM connection_activity
 export const PURGE_TENANT_SQL = `DELETE FROM connection_activity
   WHERE id = ANY (ARRAY(SELECT id FROM connection_activity WHERE tenant_id = $1 LIMIT $2))`;
 
-/** Every statement that writes `connection_activity`. */
 @Injectable()
 export class ActivityStore {
   constructor(private readonly db: Database) {}

@@ -16,7 +16,6 @@ interface CheckedSession {
   environment: 'sandbox' | 'production';
 }
 
-/** A new grant refused by the account check (see `accountVerdict`). */
 export type AccountRefusal =
   | {
       outcome: 'account_mismatch';
@@ -31,7 +30,6 @@ export type AccountRefusal =
 export const connectLinkActor = (session: { id: string }) =>
   ({ type: 'connect_link', id: session.id, name: null, via: 'connect' }) as const;
 
-/** The organization a connection row records (null: not known yet). */
 export function organizationOf(row: Record<string, unknown>): UpstreamOrganization | null {
   return typeof row.organization_id === 'string'
     ? { id: row.organization_id, name: (row.organization_name as string | null) ?? null }
@@ -140,7 +138,6 @@ export class AccountCheck {
     return { outcome: 'account_mismatch', connectionId: current.id, organization, refused: granted };
   }
 
-  /** The refusal's log line, once its transaction committed. */
   logRefusal(session: CheckedSession, refusal: AccountRefusal): void {
     const context = {
       tenantId: session.tenant_id,

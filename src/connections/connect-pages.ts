@@ -1,6 +1,5 @@
 import { escapeHtml } from '../common/html';
 
-/** Server-rendered pages of the connect flow: plain HTML, readable without any front-end build. */
 export function connectPage(title: string, body: string, status: 'info' | 'ok' | 'error' = 'info'): string {
   const accent = status === 'ok' ? '#15803d' : status === 'error' ? '#b91c1c' : '#2563eb';
   return `<!doctype html>

@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { RewardsEnvironment } from '../config/app-config';
 
-/** A connection that has just become active (its grant stored, the transaction committed). */
 export interface ActivatedConnection {
   id: string;
   tenantId: string;

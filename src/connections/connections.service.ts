@@ -30,7 +30,6 @@ import { AccountCheck, type AccountRefusal, connectLinkActor, organizationOf } f
 export const CONNECT_SESSION_TTL_MS = 15 * 60_000;
 const LIVE_CACHE_TTL_MS = 5_000;
 
-/** How a connect callback ended once the code was exchanged. */
 export type ConnectOutcome =
   { outcome: 'connected'; connectionId: string } | { outcome: 'session_used' } | AccountRefusal;
 
@@ -317,7 +316,6 @@ export class ConnectionsService {
     return ended;
   }
 
-  /** Drops this process's cached state of a connection. */
   private forget(connectionId: string, tenantId: string, environment: string): void {
     this.tokens.evict(connectionId);
     this.liveCache.delete(`${tenantId}/${environment}`);

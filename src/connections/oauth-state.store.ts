@@ -86,7 +86,6 @@ export class PgStateStore {
     );
   }
 
-  /** Consumes a state: returns its session and PKCE verifier, or why it is not acceptable. */
   async consume(
     req: ConnectRequest,
     providedState: unknown,

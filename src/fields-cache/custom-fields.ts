@@ -6,7 +6,6 @@ import type { Field } from './fields-cache.service';
 /** A string for every type; also a boolean (Checkbox), a number (Number, Currency), a list of options (List). */
 export type CustomFieldValue = string | number | boolean | string[];
 
-/** What a caller may send per reward: `{"<label>": <value>}` or `[{id|label, value}]`. */
 export type CustomFieldsInput =
   Record<string, CustomFieldValue> | { id?: string; label?: string; value: CustomFieldValue }[];
 

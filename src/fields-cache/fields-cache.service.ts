@@ -9,7 +9,6 @@ import type { UpstreamField } from '../rewards-api/connection-client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 
-/** A custom field as the gateway exposes it. */
 export interface Field {
   id: string;
   label: string;
@@ -31,7 +30,6 @@ export const SHARED_TTL_MS = 5 * 60_000;
 const STALE_MEMORY_TTL_MS = 5_000;
 const FORCED_RELOAD_INTERVAL_MS = 30_000;
 
-/** Whether the shared copy fetched at `fetchedAt` is still served without asking the upstream at `now`. */
 export function isFresh(fetchedAt: Date, now: number): boolean {
   return fetchedAt.getTime() + SHARED_TTL_MS > now;
 }

@@ -90,7 +90,6 @@ export class AlertsService {
     ]);
   }
 
-  /** Delivers due alerts (one instance each, SKIP LOCKED); returns how many were delivered. */
   async deliverDue(): Promise<number> {
     const { webhookUrl, webhookSecret } = this.config;
     if (!webhookUrl || !webhookSecret) return 0;

@@ -26,7 +26,6 @@ const OUTCOME_COLOURS: Record<string, string> = {
   unavailable: '#b91c1c',
 };
 
-/** The last hour in five figures: requests, error rate, 429s, p50 and p95 latency. */
 function summarySection(s: ActivitySummary): string {
   const rate = s.calls ? `${Math.round((s.errors / s.calls) * 1000) / 10} %` : '—';
   const card = (key: string, value: string, label: string) =>

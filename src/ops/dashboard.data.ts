@@ -28,7 +28,6 @@ export async function connectionSummary(db: Sql, idleAfterMs: number): Promise<C
   return summary;
 }
 
-/** One minute of the plot (`minute`: its start). */
 export interface ActivityMinute {
   minute: Date;
   sent: number;

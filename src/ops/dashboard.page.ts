@@ -39,7 +39,6 @@ const REWARD_STATUS_LABELS: [keyof RunningBatch['counts'], string][] = [
   ['pending', 'pending'],
 ];
 
-/** Running batches, newest first: tenant, dispatch, created, and a progress bar (no script: `<progress>`). */
 function batchesSection(batches: RunningBatch[]): string {
   const rows = batches
     .map((b) => {
@@ -71,7 +70,6 @@ export interface DashboardOverview {
 
 export const FAILING_ENDPOINTS_SHOWN = 20;
 
-/** Connections per status and per health; each count links to the table filtered by it. */
 function summarySection(summary: ConnectionSummary): string {
   const card = (kind: 'status' | 'health', value: string, n: number) =>
     `<li class="card ${kind}-${e(value)}" data-${kind}="${e(value)}" data-count="${n}"><a href="/ops?${kind}=${e(value)}#connections"><span class="n">${n}</span> <span class="label">${e(value.replace('_', ' '))}</span></a></li>`;
@@ -152,7 +150,6 @@ export function activityPlot(minutes: ActivityMinute[]): string {
 ${grid.join('')}${axis}${bars}${minutes.length ? line : ''}${points}</svg>`;
 }
 
-/** The plot of the last hour with its legend and the window it covers. */
 function activitySection(minutes: ActivityMinute[]): string {
   const sent = minutes.reduce((sum, m) => sum + m.sent, 0);
   const failed = minutes.reduce((sum, m) => sum + m.failed, 0);
@@ -168,7 +165,6 @@ function activitySection(minutes: ActivityMinute[]): string {
 <span class="muted">— rewards per minute${window}</span></figcaption></figure></section>`;
 }
 
-/** Tenant webhook endpoints failing or disabled: tenant, URL, since when, consecutive failures, state. */
 function failingEndpointsSection(endpoints: FailingEndpoint[]): string {
   const rows = endpoints
     .map(

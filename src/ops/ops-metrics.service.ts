@@ -81,7 +81,6 @@ export class OpsMetricsService {
     );
   }
 
-  /** Reads the counts now, after any refresh already under way. */
   refresh(): Promise<void> {
     this.running += 1;
     const run = this.last

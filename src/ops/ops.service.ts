@@ -42,7 +42,6 @@ const LIST_COLUMNS_SQL =
     .split(/\s+/)
     .map((column) => `c.${column}`)
     .join(', ');
-/** Dispatches of the last 24 h of the connections `c`, by status. */
 const DISPATCH_COUNTS_SQL = `count(*) FILTER (WHERE status = 'sent')::int AS sent, count(*) FILTER (WHERE status = 'failed')::int AS failed,
                 count(*) FILTER (WHERE status IN ('queued', 'sending'))::int AS queued`;
 
@@ -108,7 +107,6 @@ export function decodeListCursor(cursor: string): ListCursor {
   return { rank: v[1], negFailures: v[2], errorKey: v[3], tenantId: v[4], id: v[5], position: v[6] };
 }
 
-/** Connection health for operators: listing by urgency, detail with events, probe and forced refresh. */
 @Injectable()
 export class OpsService {
   private readonly logger = new Logger(OpsService.name);
@@ -259,7 +257,6 @@ export class OpsService {
     return this.detail(id);
   }
 
-  /** Forces a refresh through the lock (the same protocol every caller uses). */
   async refresh(id: string) {
     await this.requireLive(id);
     try {

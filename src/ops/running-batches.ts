@@ -1,7 +1,6 @@
 import type { Sql } from '../database/sql';
 import { REWARD_STATUSES, type RewardStatus } from '../reward-dispatch/dispatch.view';
 
-/** A batch still being sent, with how far it got: for the dashboard. */
 export interface RunningBatch {
   id: string;
   tenant_id: string;

@@ -8,9 +8,8 @@ import { MetricsService } from '../metrics/metrics.service';
 /** Interactive sends (answered inline) go ahead of bulk work (batches, probes, approval checks). */
 export type Priority = 'interactive' | 'bulk';
 
-/** A slot taken: when it is (this process's monotonic clock, `performance.now()`). */
 export interface Slot {
-  at: number;
+  at: number; // performance.now(): this process's monotonic clock
 }
 
 /** The account's next slot lies further out than the caller may wait: none was taken. */

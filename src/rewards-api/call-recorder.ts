@@ -45,7 +45,6 @@ export function operationOf(method: string, path: string): UpstreamOperation {
   return 'other';
 }
 
-/** `send()`, reported to `recorder` when there is one. */
 export function recorded<R>(
   recorder: CallRecorder | null | undefined,
   what: UpstreamExchange,

@@ -25,7 +25,6 @@ export interface ConnectionToken {
 /** Where a connection's tokens come from (the token vault; declared here so this module does not depend on it). */
 export interface TokenSource {
   environmentOf(connectionId: string): Promise<RewardsEnvironment>;
-  /** A valid token, refreshed first when needed. */
   getAccessToken(connectionId: string): Promise<ConnectionToken>;
   /**
    * `used` was answered 401 at `answeredAt`: resolves when the request may go again, returning the next
@@ -110,7 +109,6 @@ export class ConnectionClient {
     return { id: w.id, url: typeof w.url === 'string' ? w.url : url, private_key: w.private_key };
   }
 
-  /** `GET /rewards/{id}`: the reward with its `delivery.status`. */
   async getReward(id: string, timeoutMs = API_CALL_TIMEOUT_MS): Promise<UpstreamRewardDetail> {
     const res = await this.call<{ reward?: UpstreamRewardDetail }>(
       `/rewards/${encodeURIComponent(id)}`,

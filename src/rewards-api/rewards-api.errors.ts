@@ -34,7 +34,6 @@ export const UPSTREAM_ERROR_CODES = [
 ] as const;
 export type UpstreamErrorCode = (typeof UPSTREAM_ERROR_CODES)[number];
 
-/** A RewardsApiError in the gateway's terms. */
 export interface UpstreamFailure {
   code: UpstreamErrorCode;
   retryable: boolean;
@@ -116,7 +115,6 @@ export function mapUpstreamError(error: RewardsApiError, what = 'the request'): 
   );
 }
 
-/** An upstream failure surfaced directly to our caller, with our error shape. */
 export class UpstreamError extends AppError {
   constructor(
     readonly failure: UpstreamFailure,
