@@ -42,11 +42,7 @@ describe('OpsMetricsService: the age of the snapshot the gauges serve', () => {
   it('counts from start-up until the first snapshot, then from the latest one', async () => {
     const clock = new ManualClock();
     const { metrics, age } = withGauges();
-    const ops = new OpsMetricsService(
-      metrics,
-      async () => ({ connections: [], dispatches: [], pendingApproval: 0, appCredentials: [] }),
-      clock,
-    );
+    const ops = new OpsMetricsService(metrics, async () => [], clock);
     clock.advance(7_000);
     expect(age()).toBe(7);
     await ops.refresh();

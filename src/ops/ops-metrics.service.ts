@@ -7,11 +7,12 @@ import { runEvery } from '../common/schedule';
 export const OPS_METRICS_REFRESH_MS = 15_000;
 export const OPS_METRICS_INTERVAL = 'ops-metrics-snapshot';
 
-export interface GaugeCounts {
-  connections: { status: string; health: string; n: number }[];
-  dispatches: { status: string; n: number }[];
-  pendingApproval: number;
-  appCredentials: { environment: string; invalid: boolean }[];
+/** One count behind the gauges (`health`: of connections only). */
+export interface GaugeCount {
+  metric: 'connections' | 'dispatches' | 'pending_approval' | 'app_credentials_invalid';
+  label: string;
+  health: string;
+  n: number;
 }
 
 /** Series exported at 0 too, so none vanishes: dispatches in flight, and every status and health a connection combines. */
@@ -32,14 +33,14 @@ const CONNECTION_SERIES = [
 export class OpsMetricsService {
   private readonly logger = new Logger(OpsMetricsService.name);
   private readonly createdAt: number;
-  private snapshot: (GaugeCounts & { at: number }) | null = null;
+  private snapshot: { counts: GaugeCount[]; at: number } | null = null;
   private last: Promise<void> = Promise.resolve();
   private running = 0;
   private stopped = false;
 
   constructor(
     metrics: MetricsService,
-    private readonly read: () => Promise<GaugeCounts>,
+    private readonly read: () => Promise<GaugeCount[]>,
     private readonly clock: Clock,
     readonly refreshMs = OPS_METRICS_REFRESH_MS,
   ) {
@@ -47,19 +48,19 @@ export class OpsMetricsService {
     metrics.gauge('rg_connections', 'Connections by status and health.', ['status', 'health'], (set) => {
       if (!this.snapshot) return;
       for (const [status, health] of CONNECTION_SERIES) set({ status, health }, 0);
-      for (const r of this.snapshot.connections) set({ status: r.status, health: r.health }, r.n);
+      for (const r of this.counts('connections')) set({ status: r.label, health: r.health }, r.n);
     });
     metrics.gauge('rg_dispatches', 'Dispatches in flight (queued, sending) by status.', ['status'], (set) => {
       if (!this.snapshot) return;
       for (const status of DISPATCH_STATUSES) set({ status }, 0);
-      for (const r of this.snapshot.dispatches) set({ status: r.status }, r.n);
+      for (const r of this.counts('dispatches')) set({ status: r.label }, r.n);
     });
     metrics.gauge(
       'rg_rewards_pending_approval',
       'Rewards whose order is held for approval upstream.',
       [],
       (set) => {
-        set({}, this.snapshot?.pendingApproval ?? 0);
+        set({}, this.counts('pending_approval')[0]?.n ?? 0);
       },
     );
     metrics.gauge(
@@ -67,8 +68,7 @@ export class OpsMetricsService {
       '1 while the rewards service refuses the gateway’s app credentials for an environment.',
       ['environment'],
       (set) => {
-        for (const r of this.snapshot?.appCredentials ?? [])
-          set({ environment: r.environment }, r.invalid ? 1 : 0);
+        for (const r of this.counts('app_credentials_invalid')) set({ environment: r.label }, r.n);
       },
     );
     metrics.gauge(
@@ -86,8 +86,7 @@ export class OpsMetricsService {
     const run = this.last
       .catch(() => undefined)
       .then(async () => {
-        const counts = await this.read();
-        this.snapshot = { ...counts, at: this.clock.now() };
+        this.snapshot = { counts: await this.read(), at: this.clock.now() };
       })
       .finally(() => {
         this.running -= 1;
@@ -113,6 +112,10 @@ export class OpsMetricsService {
       new Promise((resolve) => (timer = setTimeout(resolve, 5_000).unref())),
     ]);
     clearTimeout(timer);
+  }
+
+  private counts(metric: GaugeCount['metric']): GaugeCount[] {
+    return this.snapshot?.counts.filter((c) => c.metric === metric) ?? [];
   }
 
   private tick(): void {

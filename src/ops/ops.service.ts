@@ -11,7 +11,7 @@ import { Database } from '../database/database';
 import { MetricsService } from '../metrics/metrics.service';
 import { toConnectionResponse } from '../connections/connections.service';
 import { ConnectionProbe } from '../connections/connection-probe.service';
-import { type GaugeCounts, OpsMetricsService } from './ops-metrics.service';
+import { type GaugeCount, OpsMetricsService } from './ops-metrics.service';
 import { rootSpan } from '../common/tracing';
 
 export type Health = 'healthy' | 'degraded' | 'broken' | 'idle';
@@ -132,13 +132,8 @@ export class OpsService {
    * Every count behind the gauges in one statement; dispatches and rewards from partial indexes, so they cost what is
    * in flight, not history. Runs in the background, never on a scrape.
    */
-  async readGaugeCounts(): Promise<GaugeCounts> {
-    const { rows } = await this.db.main.query<{
-      metric: string;
-      label: string | null;
-      health: string | null;
-      n: number;
-    }>(
+  async readGaugeCounts(): Promise<GaugeCount[]> {
+    const { rows } = await this.db.main.query<GaugeCount>(
       `SELECT 'connections' AS metric, c.status AS label, coalesce(${HEALTH_SQL}, 'none') AS health, count(*)::int AS n
          FROM connections c GROUP BY 2, 3
        UNION ALL
@@ -151,15 +146,7 @@ export class OpsService {
        SELECT 'app_credentials_invalid', name, NULL, (app_credentials_invalid_at IS NOT NULL)::int FROM rewards_environments`,
       [this.config.idleAfterMs],
     );
-    const counts: GaugeCounts = { connections: [], dispatches: [], pendingApproval: 0, appCredentials: [] };
-    for (const r of rows) {
-      if (r.metric === 'connections')
-        counts.connections.push({ status: r.label as string, health: r.health as string, n: r.n });
-      else if (r.metric === 'dispatches') counts.dispatches.push({ status: r.label as string, n: r.n });
-      else if (r.metric === 'pending_approval') counts.pendingApproval = r.n;
-      else counts.appCredentials.push({ environment: r.label as string, invalid: r.n === 1 });
-    }
-    return counts;
+    return rows;
   }
 
   /** Every connection's health, most urgent first; `cursor` pages (keyset), `offset` costs the entries it skips. */
