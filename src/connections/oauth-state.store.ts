@@ -48,10 +48,8 @@ export class PgStateStore {
   ): void {
     const state = randomBytes(32).toString('base64url');
     const stateHash = sha256Hex(state);
-    if (!req.connectSessionId || !req.browserBinding) {
-      cb(new Error('connect session missing on the authorization request'));
-      return;
-    }
+    if (!req.connectSessionId || !req.browserBinding)
+      return cb(new Error('connect session missing on the authorization request'));
     this.db.main
       .query(
         `INSERT INTO oauth_states (state_hash, session_id, browser_hash, code_verifier_enc, expires_at)
@@ -106,13 +104,8 @@ export class PgStateStore {
     );
     const row = rows[0];
     if (!row) {
-      const { rows: seen } = await this.db.main.query<{ session_id: string }>(
-        `SELECT session_id FROM oauth_states WHERE state_hash = $1`,
-        [stateHash],
-      );
-      return seen.length
-        ? { failure: 'state_replayed', sessionId: seen[0].session_id }
-        : { failure: 'state_invalid' };
+      const seen = await this.peekSession(providedState);
+      return seen ? { failure: 'state_replayed', sessionId: seen } : { failure: 'state_invalid' };
     }
     if (row.expired) return { failure: 'state_expired', sessionId: row.session_id };
     const cookie = readCookie(req, BROWSER_COOKIE);
