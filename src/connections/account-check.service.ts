@@ -7,14 +7,11 @@ import { AlertsService } from '../ops/alerts.service';
 import type { UpstreamOrganization } from '../rewards-api/rewards-api.types';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import { accountVerdict } from './account-check';
+import type { ConnectSession } from './connections.service';
 import { ConnectionProbe } from './connection-probe.service';
 import { type ConnectionRow, ConnectionStateStore } from './connection-state.store';
 
-interface CheckedSession {
-  id: string;
-  tenant_id: string;
-  environment: 'sandbox' | 'production';
-}
+type CheckedSession = Pick<ConnectSession, 'id' | 'tenant_id' | 'environment'>;
 
 export type AccountRefusal =
   | {

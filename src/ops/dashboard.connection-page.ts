@@ -1,15 +1,12 @@
 import { escapeHtml as e } from '../common/html';
 import type { ActivityRow, ActivitySummary } from '../connection-activity/activity.store';
 import { opsPage, when } from './dashboard.page';
+import type { ConnectionHealthView } from './ops.service';
 
-export interface ConnectionHeader {
-  id: string;
-  tenant_id: string;
-  tenant_name: string;
-  environment: string;
-  status: string;
-  health: string | null;
-}
+export type ConnectionHeader = Pick<
+  ConnectionHealthView,
+  'id' | 'tenant_id' | 'tenant_name' | 'environment' | 'status' | 'health'
+>;
 
 /** The last hour's statistics cover at most this many of the connection's newest requests. */
 export const SUMMARY_CAP = 10_000;
