@@ -128,18 +128,18 @@ export class ActivityRecorder
   private add(what: UpstreamExchange, at: number, started: number, answer: Answer): void {
     const served = currentlyServed();
     this.buffer.add({
-      at: new Date(at),
-      connectionId: what.connectionId,
+      created_at: new Date(at),
+      connection_id: what.connectionId,
       operation: what.operation,
       attempt: what.attempt,
-      httpStatus: answer.status,
+      http_status: answer.status,
       outcome: answer.outcome,
-      errorCode: answer.errorCode,
-      latencyMs: performance.now() - started,
-      pacingWaitMs: what.pacingWaitMs,
-      throttled: what.throttled,
-      dispatchId: served?.dispatchId ?? null,
-      rewardPosition: served?.rewardPosition ?? null,
+      error_code: answer.errorCode,
+      latency_ms: performance.now() - started,
+      pacing_wait_ms: what.pacingWaitMs,
+      throttled_429: what.throttled,
+      dispatch_id: served?.dispatchId ?? null,
+      reward_position: served?.rewardPosition ?? null,
     });
   }
 

@@ -6,22 +6,6 @@ export const ACTIVITY_OUTCOMES = ['success', 'throttled', 'unauthorized', 'rejec
 export type ActivityOutcome = (typeof ACTIVITY_OUTCOMES)[number];
 
 /** One upstream request, as recorded: never a token, key, URL, body or recipient data. */
-export interface ActivityRecord {
-  at: Date;
-  connectionId: string;
-  operation: UpstreamOperation;
-  attempt: number;
-  /** Null when no answer came. */
-  httpStatus: number | null;
-  outcome: ActivityOutcome;
-  errorCode: string | null;
-  latencyMs: number;
-  pacingWaitMs: number;
-  throttled: number;
-  dispatchId: string | null;
-  rewardPosition: number | null;
-}
-
 export interface ActivityRow {
   /** bigint: pg reads it as a string. */
   id: string;
@@ -29,6 +13,7 @@ export interface ActivityRow {
   connection_id: string;
   operation: UpstreamOperation;
   attempt: number;
+  /** Null when no answer came. */
   http_status: number | null;
   outcome: ActivityOutcome;
   error_code: string | null;
@@ -38,6 +23,8 @@ export interface ActivityRow {
   dispatch_id: string | null;
   reward_position: number | null;
 }
+
+export type ActivityRecord = Omit<ActivityRow, 'id'>;
 
 export interface ActivityListFilter {
   tenantId: string;
@@ -57,37 +44,31 @@ export interface ActivitySummary {
   p95_ms: number | null;
 }
 
-const COLUMNS = `id, created_at, connection_id, operation, attempt, http_status, outcome, error_code, latency_ms,
-                 pacing_wait_ms, throttled_429, dispatch_id, reward_position`;
-
-const INSERTED: (keyof ActivityRecord)[] = [
-  'at',
-  'connectionId',
-  'operation',
-  'attempt',
-  'httpStatus',
-  'outcome',
-  'errorCode',
-  'latencyMs',
-  'pacingWaitMs',
-  'throttled',
-  'dispatchId',
-  'rewardPosition',
-];
+/** The recorded columns and their types: one list for the insert's arrays, its values and the listing. */
+const INSERTED: Record<keyof ActivityRecord, string> = {
+  created_at: 'timestamptz',
+  connection_id: 'uuid',
+  operation: 'text',
+  attempt: 'int2',
+  http_status: 'int2',
+  outcome: 'text',
+  error_code: 'text',
+  latency_ms: 'float4',
+  pacing_wait_ms: 'float4',
+  throttled_429: 'int2',
+  dispatch_id: 'uuid',
+  reward_position: 'int4',
+};
+const RECORDED = Object.keys(INSERTED) as (keyof ActivityRecord)[];
+const COLUMNS = ['id', ...RECORDED].join(', ');
 
 /**
  * A whole batch in one prepared statement (the rows as unnested arrays); `tenant_id` from the connection, rows of a
  * connection that no longer exists left out.
  */
-const INSERT_SQL = `INSERT INTO connection_activity
-    (created_at, tenant_id, connection_id, operation, attempt, http_status, outcome, error_code, latency_ms,
-     pacing_wait_ms, throttled_429, dispatch_id, reward_position)
-  SELECT r.created_at, c.tenant_id, r.connection_id, r.operation, r.attempt, r.http_status, r.outcome, r.error_code,
-         r.latency_ms, r.pacing_wait_ms, r.throttled_429, r.dispatch_id, r.reward_position
-    FROM unnest($1::timestamptz[], $2::uuid[], $3::text[], $4::int2[], $5::int2[], $6::text[], $7::text[],
-                $8::float4[], $9::float4[], $10::int2[], $11::uuid[], $12::int4[])
-         AS r(created_at, connection_id, operation, attempt, http_status, outcome, error_code, latency_ms,
-              pacing_wait_ms, throttled_429, dispatch_id, reward_position)
+const INSERT_SQL = `INSERT INTO connection_activity (tenant_id, ${RECORDED.join(', ')})
+  SELECT c.tenant_id, ${RECORDED.map((column) => `r.${column}`).join(', ')}
+    FROM unnest(${RECORDED.map((column, i) => `$${i + 1}::${INSERTED[column]}[]`).join(', ')}) AS r(${RECORDED.join(', ')})
     JOIN connections c ON c.id = r.connection_id`;
 
 /**
@@ -144,7 +125,7 @@ export class ActivityStore {
     const { rowCount } = await this.db.relaxed.query({
       name: 'rg_activity_insert',
       text: INSERT_SQL,
-      values: INSERTED.map((key) => records.map((r) => r[key])),
+      values: RECORDED.map((column) => records.map((r) => r[column])),
     });
     return rowCount ?? 0;
   }
