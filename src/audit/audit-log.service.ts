@@ -45,7 +45,7 @@ export class AuditLog {
       await this.store.insert(this.db.main, event);
     } catch (error) {
       this.logger.error(
-        { action, tenantId: change.tenantId, target: change.target, requestId: event.requestId },
+        { action, tenantId: change.tenantId, target: change.target, requestId: event.request_id },
         `audit record not written: ${(error as Error).message}`,
       );
     }
@@ -57,14 +57,19 @@ export class AuditLog {
     // A programming error: refused loudly rather than written into an append-only table.
     if (forbidden.length) throw new Error(`audit details must not carry ${forbidden.join(', ')}`);
     const context = currentRequestContext();
+    const actor = change.actor ?? context?.actor ?? SYSTEM_ACTOR;
     return {
       at: new Date(this.clock.now()),
+      tenant_id: change.tenantId,
       action,
-      tenantId: change.tenantId,
-      actor: change.actor ?? context?.actor ?? SYSTEM_ACTOR,
-      clientAddress: context?.clientAddress ?? null,
-      requestId: context?.requestId ?? null,
-      target: change.target ?? null,
+      actor_type: actor.type,
+      actor_id: actor.id,
+      actor_name: actor.name,
+      via: actor.via,
+      client_address: context?.clientAddress ?? null,
+      request_id: context?.requestId ?? null,
+      target_type: change.target?.type ?? null,
+      target_id: change.target?.id ?? null,
       details,
     };
   }

@@ -2,25 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock';
 import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
-import type { AuditAction, AuditActor, AuditActorType, AuditTargetType, AuditVia } from './audit-actions';
+import type { AuditAction, AuditActorType, AuditTargetType, AuditVia } from './audit-actions';
 
 const DAY_MS = 24 * 60 * 60_000;
-
-export interface AuditEventInput {
-  /** The gateway's clock (retention compares with the same clock). */
-  at: Date;
-  action: AuditAction;
-  tenantId: string | null;
-  actor: AuditActor;
-  clientAddress: string | null;
-  requestId: string | null;
-  target: { type: AuditTargetType; id: string | null } | null;
-  details: Record<string, unknown>;
-}
 
 export interface AuditEventRow {
   /** bigint: pg reads it as a string. */
   id: string;
+  /** The gateway's clock (retention compares with the same clock). */
   at: Date;
   tenant_id: string | null;
   action: AuditAction;
@@ -34,6 +23,23 @@ export interface AuditEventRow {
   target_id: string | null;
   details: Record<string, unknown>;
 }
+
+/** One record, as written. */
+export type AuditEventInput = Omit<AuditEventRow, 'id'>;
+const WRITTEN: (keyof AuditEventInput)[] = [
+  'at',
+  'tenant_id',
+  'action',
+  'actor_type',
+  'actor_id',
+  'actor_name',
+  'via',
+  'client_address',
+  'request_id',
+  'target_type',
+  'target_id',
+  'details',
+];
 
 export interface AuditListFilter {
   tenantId?: string;
@@ -55,8 +61,7 @@ export function listingStatement(filter: AuditListFilter): { text: string; value
   if (filter.action !== undefined) where.push(`action = ${param(filter.action)}`);
   if (filter.beforeId !== undefined) where.push(`id < ${param(filter.beforeId)}::bigint`);
   return {
-    text: `SELECT id, at, tenant_id, action, actor_type, actor_id, actor_name, via, client_address, request_id,
-                  target_type, target_id, details
+    text: `SELECT id, ${WRITTEN.join(', ')}
              FROM audit_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
             ORDER BY id DESC LIMIT ${param(filter.limit)}`,
     values,
@@ -80,23 +85,8 @@ export class AuditStore {
 
   async insert(on: Sql, e: AuditEventInput): Promise<void> {
     await on.query(
-      `INSERT INTO audit_events (at, tenant_id, action, actor_type, actor_id, actor_name, via, client_address,
-                                 request_id, target_type, target_id, details)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-      [
-        e.at,
-        e.tenantId,
-        e.action,
-        e.actor.type,
-        e.actor.id,
-        e.actor.name,
-        e.actor.via,
-        e.clientAddress,
-        e.requestId,
-        e.target?.type ?? null,
-        e.target?.id ?? null,
-        JSON.stringify(e.details),
-      ],
+      `INSERT INTO audit_events (${WRITTEN.join(', ')}) VALUES (${WRITTEN.map((_, i) => `$${i + 1}`).join(', ')})`,
+      WRITTEN.map((column) => (column === 'details' ? JSON.stringify(e.details) : e[column])),
     );
   }
 
