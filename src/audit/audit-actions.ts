@@ -43,7 +43,8 @@ export const AUDIT_ACTOR_TYPES = [
 ] as const;
 export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 
-export type AuditVia = 'api' | 'dashboard' | 'cli' | 'connect' | 'internal';
+export const AUDIT_VIAS = ['api', 'dashboard', 'cli', 'connect', 'internal'] as const;
+export type AuditVia = (typeof AUDIT_VIAS)[number];
 
 export interface AuditActor {
   type: AuditActorType;

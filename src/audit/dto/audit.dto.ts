@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { CursorQueryDto } from '../../common/page-query.dto';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
-import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES, type AuditAction } from '../audit-actions';
+import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES, AUDIT_VIAS, type AuditAction } from '../audit-actions';
 
 /** `?action=&cursor=&limit=` of a tenant's audit listing. */
 export class AuditQueryDto extends CursorQueryDto {
@@ -29,7 +29,7 @@ class AuditActorView {
   })
   id: string | null;
   @ApiProperty({ nullable: true, type: String, description: 'The API key’s name.' }) name: string | null;
-  @ApiProperty({ enum: ['api', 'dashboard', 'cli', 'connect', 'internal'] }) via: string;
+  @ApiProperty({ enum: AUDIT_VIAS }) via: string;
 }
 
 class AuditTargetView {
