@@ -46,9 +46,18 @@ export function backoffMs(baseMs: number, attempts: number, maxMs = 5 * 60_000):
 /** Orders of one dispatch in flight at once (each still waits for its account slot). */
 const LANES = 8;
 
-/** What the lanes of one attempt share. */
-interface RunState {
-  /** Outcomes decided and not written yet. */
+/** One attempt at a dispatch, shared by its lanes. */
+interface Attempt {
+  row: DispatchRow;
+  /** The rewards at hand (inline: all of the dispatch), updated in memory as outcomes are decided. */
+  rewards: RewardRow[];
+  /** One order each. */
+  units: RewardRow[][];
+  client: ConnectionClient | null;
+  /** Positions the insert already wrote as `sending` (the request's own first attempt). */
+  marked: ReadonlySet<number>;
+  inline: boolean;
+  /** Outcomes decided and not written yet: they go with the next statement. */
   carry: RewardUpdate[];
   /** The first transient failure: the attempt stops and the dispatch is queued. */
   interruption: Interruption | null;
@@ -57,7 +66,7 @@ interface RunState {
   progressed: boolean;
   /** Positions whose order is being sent right now. */
   inFlight: Set<number>;
-  /** How far out the account's next slot was when it lay beyond the interactive bound (ms): nothing more went out. */
+  /** How far out the account's next slot lay beyond the interactive bound (ms): nothing more went out. */
   deferredMs: number | null;
 }
 
@@ -68,12 +77,11 @@ interface Interruption {
 }
 
 /**
- * One attempt at a dispatch this process holds (status `sending`): sends every reward that is not settled yet, in
- * position order, and records each outcome before the next call. In the `single` shape each reward is its own order
- * with its own external_id; in the `array` shape all of them go as one order. A transient failure stops the attempt
- * and queues the dispatch; the rewards already settled stay settled, and the next attempt (this process, another
- * instance, or after a crash) sends only the rest — the same external_ids, so the rewards service never creates an
- * order twice.
+ * One attempt at a dispatch this process holds (status `sending`): sends every reward not settled yet and records
+ * each outcome before the next call. In the `single` shape each reward is its own order with its own external_id; in
+ * the `array` shape all of them go as one order. A transient failure stops the attempt and queues the dispatch; the
+ * next attempt (any instance, or after a crash) sends only the rest, with the same external_ids, so the rewards
+ * service never creates an order twice.
  */
 @Injectable()
 export class DispatchSender {
@@ -89,11 +97,10 @@ export class DispatchSender {
   ) {}
 
   /**
-   * One attempt. `inline`: the caller waits for the answer — `rewards` holds every reward of the dispatch, and the
-   * status and answer are derived from them in memory. Otherwise (the worker) `rewards` is one slice of the open
-   * rewards; `more` says whether others remain after it (the dispatch is then queued again, due now, so the workers
-   * go round the accounts), and the settled status is derived from the stored rewards.
-   * `marked`: positions the insert already wrote as `sending` (the request's own first attempt).
+   * One attempt. `inline`: the caller waits — `rewards` holds every reward of the dispatch, and the status and answer
+   * are derived from them in memory, its orders going first at the account's pace until the bound counted from the
+   * request's arrival. Otherwise (the worker, bulk pace) `rewards` is one slice of the open rewards; `more`: others
+   * remain after it (the dispatch is queued again, due now, so the workers go round the accounts).
    */
   async run(
     row: DispatchRow,
@@ -101,24 +108,19 @@ export class DispatchSender {
     opts: { inline?: boolean; marked?: ReadonlySet<number>; more?: boolean; arrivedAt?: number } = {},
   ): Promise<HttpOutcome> {
     const inline = opts.inline ?? false;
-    const marked = opts.marked ?? new Set<number>();
     const open = rewards.filter((r) => !isSettled(r.status));
-    const units = row.order_shape === 'array' ? (open.length ? [open] : []) : open.map((r) => [r]);
-    // Inline, the caller waits: its orders go first at the account's pace, until the bound counted from the request's
-    // arrival (`arrivedAt`: time spent before, in a busy process, is waiting too). The
-    // workers' sends — batches, and sends that were queued — share the account's pace as bulk work.
-    const client = row.connection_id
-      ? inline
-        ? this.rewardsApi.forConnection(
-            row.connection_id,
-            'interactive',
-            (opts.arrivedAt ?? this.clock.now()) + this.config.interactiveMaxWaitMs,
-          )
-        : this.rewardsApi.forConnection(row.connection_id, 'bulk')
-      : null;
-    // Outcomes are written with the next statement (a lane's next `sending` mark, or the end of the attempt), and
-    // applied to the rows in memory as they are decided, so the derived status and the answer match what is written.
-    const run: RunState = {
+    const bound = (opts.arrivedAt ?? this.clock.now()) + this.config.interactiveMaxWaitMs;
+    const a: Attempt = {
+      row,
+      rewards,
+      units: row.order_shape === 'array' ? (open.length ? [open] : []) : open.map((r) => [r]),
+      client: row.connection_id
+        ? inline
+          ? this.rewardsApi.forConnection(row.connection_id, 'interactive', bound)
+          : this.rewardsApi.forConnection(row.connection_id, 'bulk')
+        : null,
+      marked: opts.marked ?? new Set<number>(),
+      inline,
       carry: [],
       interruption: null,
       stop: false,
@@ -126,117 +128,89 @@ export class DispatchSender {
       inFlight: new Set(),
       deferredMs: null,
     };
-    const decide = (updates: RewardUpdate[]) => {
-      apply(rewards, updates);
-      run.carry.push(...updates);
-      if (updates.some((u) => isSettled(u.status))) run.progressed = true;
-    };
     let next = 0;
-    if (inline && units.length) {
-      // The request's first order goes alone: when our app credentials are refused there, nothing was sent and the
-      // dispatch is forgotten (see callUnit).
-      next = 1;
-      await this.sendUnit(row, rewards, units, 0, client, marked, inline, run, decide);
-    }
-    // Up to LANES orders of this dispatch in flight; each takes its account slot in turn (ConnectionClient), so the
-    // pace holds while the upstream's latency overlaps.
+    // The request's first order goes alone: if our app credentials are refused there, the dispatch is forgotten.
+    if (inline && a.units.length) await this.sendUnit(a, next++);
+    // Up to LANES orders in flight; each takes its account slot in turn, so the pace holds while latency overlaps.
     const lane = async () => {
-      while (!run.stop && next < units.length) {
-        const index = next++;
-        await this.sendUnit(row, rewards, units, index, client, marked, inline, run, decide);
-      }
+      while (!a.stop && next < a.units.length) await this.sendUnit(a, next++);
     };
-    await Promise.all(Array.from({ length: Math.min(LANES, units.length) }, lane));
-    if (run.interruption && row.attempts >= this.config.maxAttempts) {
-      // Give up: what never reached a settled state fails (an unknown outcome is said so in the reason).
-      const reason = run.interruption.error;
+    await Promise.all(Array.from({ length: Math.min(LANES, a.units.length) }, lane));
+    if (a.interruption && row.attempts >= this.config.maxAttempts) {
+      // Give up: what never reached a settled state fails (an unknown outcome is said so).
+      const reason = a.interruption.error;
       const gaveUp: RewardError = {
         ...reason,
         message: `Gave up after ${row.attempts} attempts: ${reason.message}`,
       };
       if (!inline) {
-        await this.store.write(row.id, run.carry, null);
+        await this.store.write(row.id, a.carry, null);
         await this.store.settle(row.id, gaveUp);
         return { status: 202, body: null };
       }
-      const updates: RewardUpdate[] = rewards
-        .filter((r) => !isSettled(r.status))
-        .map((r) => ({
+      const failed = rewards.filter((r) => !isSettled(r.status));
+      a.carry = a.carry.filter((u) => !failed.some((r) => r.position === u.position));
+      this.decide(
+        a,
+        failed.map((r) => ({
           position: r.position,
           status: 'failed',
           last_error: { ...gaveUp, outcome_unknown: r.status === 'sending' },
-        }));
-      run.carry = run.carry.filter((u) => !updates.some((g) => g.position === u.position));
-      decide(updates);
-      run.interruption = null;
+        })),
+      );
+      a.interruption = null;
     }
-    if (inline) return this.finish(row, rewards, run);
-    return this.finishSlice(row, run, opts.more ?? false);
+    return inline ? this.finish(a) : this.finishSlice(a, opts.more ?? false);
+  }
+
+  /** Outcomes are applied to the rows in memory as decided, so the derived status and answer match what is written. */
+  private decide(a: Attempt, updates: RewardUpdate[]): void {
+    apply(a.rewards, updates);
+    a.carry.push(...updates);
+    if (updates.some((u) => isSettled(u.status))) a.progressed = true;
   }
 
   /** One unit (one order): mark its rewards `sending` (with the outcomes decided so far), call, decide. */
-  private async sendUnit(
-    row: DispatchRow,
-    rewards: RewardRow[],
-    units: RewardRow[][],
-    index: number,
-    client: ConnectionClient | null,
-    marked: ReadonlySet<number>,
-    inline: boolean,
-    run: RunState,
-    decide: (updates: RewardUpdate[]) => void,
-  ): Promise<void> {
-    const unit = units[index];
+  private async sendUnit(a: Attempt, index: number): Promise<void> {
+    const unit = a.units[index];
     const starts = unit
-      .filter((r) => !marked.has(r.position))
+      .filter((r) => !a.marked.has(r.position))
       .map((r): RewardUpdate => ({
         position: r.position,
         status: 'sending',
         bump: 1,
         last_error: r.last_error,
       }));
-    for (const r of unit) run.inFlight.add(r.position);
+    for (const r of unit) a.inFlight.add(r.position);
     try {
-      if (run.carry.length || starts.length) {
-        const carry = run.carry.splice(0);
-        const written = await this.store.write(row.id, [...carry, ...starts], null);
+      if (a.carry.length || starts.length) {
+        const written = await this.store.write(a.row.id, [...a.carry.splice(0), ...starts], null);
         if (written.connectionStatus === 'disconnected' || written.connectionStatus === null) {
           // Disconnected since this attempt began (on any instance): nothing more goes out.
-          run.stop = true;
-          decide(this.cancel(rewards, run.inFlight, 'disconnected'));
+          a.stop = true;
+          this.decide(a, this.cancel(a.rewards, a.inFlight, 'disconnected'));
           return;
         }
         if (written.cancelRequested) {
-          run.stop = true;
-          decide(this.cancel(rewards, run.inFlight, 'requested'));
+          a.stop = true;
+          this.decide(a, this.cancel(a.rewards, a.inFlight, 'requested'));
         }
         // Only rewards this write really marked go out: one cancelled meanwhile stays unsent.
         const refused = unit.filter(
           (r) => starts.some((u) => u.position === r.position) && !written.changed.has(r.position),
         );
-        if (refused.length) {
-          decide(this.cancel(refused, new Set(), 'requested'));
-          return;
-        }
-        apply(rewards, starts);
+        if (refused.length) return this.decide(a, this.cancel(refused, new Set(), 'requested'));
+        apply(a.rewards, starts);
       }
-      await this.callUnit(row, rewards, units, index, client, inline, run, decide);
+      await this.callUnit(a, index);
     } finally {
-      for (const r of unit) run.inFlight.delete(r.position);
+      for (const r of unit) a.inFlight.delete(r.position);
     }
   }
 
-  private async callUnit(
-    row: DispatchRow,
-    rewards: RewardRow[],
-    units: RewardRow[][],
-    index: number,
-    client: ConnectionClient | null,
-    inline: boolean,
-    run: RunState,
-    decide: (updates: RewardUpdate[]) => void,
-  ): Promise<void> {
-    const unit = units[index];
+  private async callUnit(a: Attempt, index: number): Promise<void> {
+    const { row, client } = a;
+    const unit = a.units[index];
     try {
       if (!client) throw new ConnectionNotFoundError();
       const { status, order } = await serving(
@@ -248,135 +222,116 @@ export class DispatchSender {
           { dispatchId: row.id, orderId: order.id },
           'order already existed upstream (a retry); not sent twice',
         );
-      decide(this.settled(row, unit, order));
+      this.decide(a, this.settled(row, unit, order));
     } catch (error) {
       if (error instanceof SlotTooFarError) {
         // Nothing went out: the rest of the dispatch is queued for the workers, due when the slot comes.
-        run.deferredMs = Math.max(run.deferredMs ?? 0, error.waitMs);
-        run.stop = true;
-        decide(unit.map((r) => ({ position: r.position, status: 'pending', last_error: r.last_error })));
+        a.deferredMs = Math.max(a.deferredMs ?? 0, error.waitMs);
+        a.stop = true;
+        this.decide(
+          a,
+          unit.map((r) => ({ position: r.position, status: 'pending', last_error: r.last_error })),
+        );
         return;
       }
-      if (error instanceof AppCredentialsInvalidError && inline && index === 0) {
+      if (error instanceof AppCredentialsInvalidError && a.inline && index === 0) {
         // Our own app credentials were refused before the first order could go: nothing reached the service.
         await this.store.discard(row.id);
         throw error;
       }
       if (isGone(error)) {
-        run.stop = true;
-        decide(this.cancel(rewards, new Set(), 'disconnected'));
-        return;
+        a.stop = true;
+        return this.decide(a, this.cancel(a.rewards, new Set(), 'disconnected'));
       }
       const failed = this.definitive(error);
       if (failed) {
         // A dead connection fails every reward still open and not in flight; a rejected order fails only its own.
         const dead = error instanceof ConnectionNotActiveError;
         const affected = dead
-          ? rewards.filter(
+          ? a.rewards.filter(
               (r) =>
                 !isSettled(r.status) &&
-                (unit.includes(r) || (!run.inFlight.has(r.position) && units.some((u) => u.includes(r)))),
+                (unit.includes(r) || (!a.inFlight.has(r.position) && a.units.some((u) => u.includes(r)))),
             )
           : unit;
-        if (dead) run.stop = true;
-        decide(affected.map((r) => ({ position: r.position, status: 'failed', last_error: failed })));
+        if (dead) a.stop = true;
+        this.decide(
+          a,
+          affected.map((r) => ({ position: r.position, status: 'failed', last_error: failed })),
+        );
         this.metrics.dispatchAttempts.inc({ outcome: 'failed' }, affected.length);
         return;
       }
       const interruption = this.interruption(row, error);
-      run.interruption ??= interruption;
-      run.stop = true;
-      decide(
-        unit.map((r) => ({
-          position: r.position,
-          status: interruption.error.outcome_unknown ? 'sending' : 'pending',
-          last_error: interruption.error,
-        })),
+      a.interruption ??= interruption;
+      a.stop = true;
+      const status = interruption.error.outcome_unknown ? 'sending' : 'pending';
+      this.decide(
+        a,
+        unit.map((r) => ({ position: r.position, status, last_error: interruption.error })),
       );
       this.metrics.dispatchAttempts.inc({ outcome: 'queued' }, unit.length);
     }
   }
 
   /**
-   * The worker's end of an attempt: queued again with a backoff after an interruption; queued again due now when
-   * more rewards remain after this slice (the workers go round the accounts); else settled from the stored rewards.
+   * Queued again: after an interruption with a backoff; inline, when the account's next slot lay beyond the
+   * interactive bound, due when that slot comes (not attempted: the give-up count starts again).
    */
-  private async finishSlice(row: DispatchRow, run: RunState, more: boolean): Promise<HttpOutcome> {
-    if (run.interruption || (more && !run.stop)) {
-      const delay = run.interruption
-        ? Math.max(
-            run.interruption.retryAfterMs,
-            backoffMs(this.config.retryBaseMs, run.progressed ? 1 : row.attempts, this.config.retryMaxMs),
-          )
-        : 0;
-      await span('dispatch.write', () =>
-        this.store.write(row.id, run.carry, {
-          status: 'queued',
-          responseStatus: 202,
-          lastError: (run.interruption?.error as unknown as Record<string, unknown>) ?? row.last_error,
-          nextAttemptAt: new Date(this.clock.now() + delay),
-          sentAt: null,
-          resetAttempts: run.progressed,
-        }),
-      );
-      return { status: 202, body: null };
+  private requeue(a: Attempt): DispatchUpdate {
+    const { row, interruption, progressed, inline } = a;
+    const backoff = interruption
+      ? Math.max(
+          interruption.retryAfterMs,
+          backoffMs(this.config.retryBaseMs, progressed ? 1 : row.attempts, this.config.retryMaxMs),
+        )
+      : 0;
+    const error = interruption?.error as unknown as Record<string, unknown> | undefined;
+    return {
+      status: 'queued',
+      responseStatus: 202,
+      lastError: inline ? (error as Record<string, unknown>) : (error ?? row.last_error),
+      nextAttemptAt: new Date(this.clock.now() + (inline ? Math.max(backoff, a.deferredMs ?? 0) : backoff)),
+      sentAt: null,
+      resetAttempts: progressed || (inline && !interruption),
+    };
+  }
+
+  /** The worker's end of an attempt: queued again, or settled from the stored rewards. */
+  private async finishSlice(a: Attempt, more: boolean): Promise<HttpOutcome> {
+    const { row, carry } = a;
+    if (a.interruption || (more && !a.stop))
+      await span('dispatch.write', () => this.store.write(row.id, carry, this.requeue(a)));
+    else {
+      if (carry.length) await span('dispatch.write', () => this.store.write(row.id, carry, null));
+      await span('dispatch.settle', () => this.store.settle(row.id));
     }
-    if (run.carry.length) await span('dispatch.write', () => this.store.write(row.id, run.carry, null));
-    await span('dispatch.settle', () => this.store.settle(row.id));
     return { status: 202, body: null };
   }
 
-  /**
-   * The inline attempt's end: settled, or queued for the workers — after an interruption with a backoff, or when the
-   * account's next slot lay beyond the interactive bound, due when that slot comes.
-   */
-  private async finish(row: DispatchRow, rewards: RewardRow[], run: RunState): Promise<HttpOutcome> {
-    const { carry, interruption, progressed, deferredMs } = run;
-    const derived = interruption || deferredMs !== null ? null : deriveStatus(rewards);
+  /** The inline attempt's end: settled from the rewards in memory, or queued for the workers. */
+  private async finish(a: Attempt): Promise<HttpOutcome> {
+    const { row, rewards } = a;
+    const derived = a.interruption || a.deferredMs !== null ? null : deriveStatus(rewards);
     const now = new Date(this.clock.now());
-    let update: DispatchUpdate;
-    let outcome: HttpOutcome;
-    if (!derived) {
-      const backoff = interruption
-        ? Math.max(
-            interruption.retryAfterMs,
-            backoffMs(this.config.retryBaseMs, progressed ? 1 : row.attempts, this.config.retryMaxMs),
-          )
-        : 0;
-      const delay = Math.max(backoff, deferredMs ?? 0);
-      const nextAttemptAt = new Date(now.getTime() + delay);
-      update = {
-        status: 'queued',
-        responseStatus: 202,
-        lastError: interruption?.error as unknown as Record<string, unknown>,
-        nextAttemptAt,
-        sentAt: null,
-        // Deferred for the pace alone, it was not attempted: the give-up count starts from nothing.
-        resetAttempts: progressed || !interruption,
-      };
-      outcome = { status: 202, body: null }; // its answer is the caller's (see RewardDispatchService.accepted)
-    } else {
-      const sentAt = rewards.some((r) => r.status === 'sent') ? now : null;
-      const failure = derived === 'failed' || derived === 'cancelled' ? failureBody(row, rewards) : null;
-      const lastError = failure
-        ? { code: failure.body.error.code, message: failure.body.error.message }
-        : null;
-      update = {
-        status: derived,
-        responseStatus: failure ? failure.status : httpStatusOf(derived),
-        lastError,
-        nextAttemptAt: null,
-        sentAt,
-        // Every reward of the dispatch is here (inline): the counts are known without a query.
-        event: dispatchCompleted(
-          { ...row, external_reference: row.request.external_reference },
-          { status: derived, counts: countsOf(rewards), error_code: lastError?.code ?? null },
-          now,
-        ),
-      };
-      outcome = { status: update.responseStatus, body: null };
-    }
-    await span('dispatch.write', () => this.store.write(row.id, carry, update), { 'dispatch.id': row.id });
+    const failure = derived === 'failed' || derived === 'cancelled' ? failureBody(row, rewards) : null;
+    const lastError = failure && { code: failure.body.error.code, message: failure.body.error.message };
+    const update: DispatchUpdate = !derived
+      ? this.requeue(a)
+      : {
+          status: derived,
+          responseStatus: failure ? failure.status : httpStatusOf(derived),
+          lastError,
+          nextAttemptAt: null,
+          sentAt: rewards.some((r) => r.status === 'sent') ? now : null,
+          // Every reward of the dispatch is here (inline): the counts are known without a query.
+          event: dispatchCompleted(
+            { ...row, external_reference: row.request.external_reference },
+            { status: derived, counts: countsOf(rewards), error_code: lastError?.code ?? null },
+            now,
+          ),
+        };
+    await span('dispatch.write', () => this.store.write(row.id, a.carry, update), { 'dispatch.id': row.id });
     Object.assign(row, {
       status: update.status,
       last_error: update.lastError,
@@ -384,11 +339,8 @@ export class DispatchSender {
       sent_at: row.sent_at ?? update.sentAt,
       lease_until: null,
     });
-    outcome.body =
-      derived === 'failed' || derived === 'cancelled'
-        ? failureBody(row, rewards).body
-        : this.view(row, rewards);
-    return outcome;
+    // A queued dispatch's answer is the caller's (see RewardDispatchService.accepted).
+    return { status: update.responseStatus, body: failure ? failure.body : this.view(row, rewards) };
   }
 
   view(row: DispatchRow, rewards: RewardRow[], stored?: Parameters<typeof toView>[3]) {

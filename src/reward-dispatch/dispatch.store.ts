@@ -24,8 +24,10 @@ import {
   type RewardError,
   type RewardRow,
   type RewardStatus,
-  REWARD_STATUSES,
+  type SettledStatus,
+  countsOf,
   failureOf,
+  httpStatusOf,
   statusOf,
 } from './dispatch.view';
 
@@ -43,7 +45,7 @@ export interface RewardUpdate {
   last_error?: RewardError | null;
   sent_at?: Date | null;
   next_check_at?: Date | null;
-  /** The tenant event this update makes happen (a reward becoming `sent`): queued only if the update applies. */
+  /** Queued only if the update applies. */
   event?: TenantEventOf<'reward.sent'>;
 }
 
@@ -56,7 +58,7 @@ export interface DispatchUpdate {
   sentAt: Date | null;
   /** The attempt made progress: the give-up count starts again (a long batch is not failed for old hiccups). */
   resetAttempts?: boolean;
-  /** The tenant event of a settled status (`dispatch.completed`): queued only if the update applies. */
+  /** Queued only if the update applies. */
   event?: TenantEventOf<'dispatch.completed'>;
 }
 
@@ -67,26 +69,21 @@ interface WriteItem {
 }
 
 export interface WriteResult {
-  /** Positions of the dispatch this statement changed (rewards still open). */
+  /** Positions of the dispatch this statement changed. */
   changed: Set<number>;
   /**
-   * Read back only by a write that continues an attempt (no dispatch update), which is what a sender checks before
-   * its next call: the connection's status as of the statement (null: the dispatch has no connection any more, or is
-   * not held any more — settled meanwhile), and whether a cancel was requested. A write that ends the attempt reads
-   * neither (null, false).
+   * Read back only by a write that continues an attempt (else null, false): the connection's status (null when it is
+   * gone or the dispatch is no longer held), and whether a cancel was requested.
    */
   connectionStatus: string | null;
   cancelRequested: boolean;
 }
 
-/** A batch of more rewards than this is inserted alone rather than in a shared (group) commit. */
-const GROUP_COMMIT_MAX_REWARDS = 100;
-
-interface InsertItem {
-  row: Omit<DispatchRow, 'created_at' | 'updated_at' | 'lease_until' | 'cancel_requested_at'>;
-  rewards: NewReward[];
-  queued: boolean;
-}
+/** A dispatch row as the insert takes it. */
+export type NewDispatch = Omit<
+  DispatchRow,
+  'created_at' | 'updated_at' | 'lease_until' | 'cancel_requested_at'
+>;
 
 export interface NewReward {
   position: number;
@@ -95,6 +92,17 @@ export interface NewReward {
   payload: unknown;
   attempts: number;
 }
+
+type Stamp = { created_at: Date; lease_until: Date | null } | null;
+
+interface InsertItem {
+  row: NewDispatch;
+  rewards: NewReward[];
+  queued: boolean;
+}
+
+/** A batch of more rewards than this is inserted alone rather than in a shared (group) commit. */
+const GROUP_COMMIT_MAX_REWARDS = 100;
 
 /** Rewards read into memory at once: a worker's slice of a batch, and the most a view lists. */
 export const REWARD_PAGE = 100;
@@ -126,37 +134,27 @@ const redactedRequest = (r: string, positions: string | null) => `jsonb_set(${r}
 const redactedError = (e: string) => `CASE WHEN ${e} IS NULL THEN NULL
   ELSE jsonb_strip_nulls(jsonb_build_object('code', ${e}->'code', 'message', 'redacted', 'outcome_unknown', ${e}->'outcome_unknown')) END`;
 
-/**
- * What a dispatch keeps besides its request once its recipients are redacted: the shared payment (older rows also
- * held the whole array-form order and its answer, which name recipients: dropped; a replay then derives its answer
- * from the rewards).
- */
+/** What a redacted dispatch keeps besides its request: the shared payment (a replay derives its answer from the rewards). */
 const REDACTED_DISPATCH = `upstream_payload = jsonb_build_object('payment', dd.upstream_payload->'payment'), upstream_order = NULL,
   response_body = NULL`;
 
 /**
- * Every statement of this store, one form each. Each reaches its rows by key, or through a partial index of the few
- * rows it can concern, whatever the statistics and whether Postgres plans it for the parameters at hand or once for
- * all (test/dispatch-plans.e2e-spec.ts EXPLAINs each: planned on a few rows and cached, on a large history without
- * statistics, and analyzed; generic and custom plans):
- * - a generic plan made while the tables are small is kept by the plan cache as they grow, until they are analyzed;
- *   a join of a table to a list of keys alone then stays a scan of the table. So every keyed access has its own index
- *   condition, `= $n` for one key and `= ANY(...)` for several, on an index that is cheaper than the table at any
- *   size: the primary key for one key; for the rows a sender may still change, `dispatch_rewards_open_idx` (rewards
- *   `pending` / `sending`) and `reward_dispatches_sending_idx` (dispatches held), which stay as small as the work in
- *   flight — each statement spells out the condition that implies their predicate;
+ * Every statement of this store, one form each; test/dispatch-plans.e2e-spec.ts EXPLAINs each (few rows and cached,
+ * a large history without statistics, analyzed; generic and custom plans). A generic plan made while the tables are
+ * small is kept as they grow, so:
+ * - every keyed access has its own index condition (`= $n`, `= ANY(...)`) on an index cheaper than the table at any
+ *   size: the primary key, or for the rows a sender may still change `dispatch_rewards_open_idx` (rewards `pending` /
+ *   `sending`) and `reward_dispatches_sending_idx` (dispatches held) — each statement spells out their predicate;
  * - rows reached one at a time are reached in a subquery of their own (correlated, or LATERAL with its lock), or by
  *   the ctid their lock just took;
- * - a list of keys that drives a join (the write's records, the ctids retention locked) comes from `rg_keyed_records`
- *   / `rg_keyed` (migration KeyedRecords1700000018200), estimated at one row: Postgres 15 costs `= ANY(...)` of a list
- *   of unknown length above a scan of a table never analyzed (taken as 10 pages), and a join from 100 estimated keys
- *   (a JSON array's default) above one; from one key, the index (or the TID) is the cheapest path at every size.
+ * - a list of keys that drives a join comes from `rg_keyed_records` / `rg_keyed`, estimated at one row (Postgres costs
+ *   `= ANY(...)` of a list of unknown length above a scan of a table never analyzed).
+ * Lock order: a dispatch before its rewards, in every statement that locks both, so none deadlocks with another.
  */
 export const DISPATCH_SQL = {
   /**
-   * Dispatches and their rewards in one statement: `$1` the lease in ms; `$2` the dispatches, `$3` their rewards, as
-   * JSON arrays of typed records (see `write`). A key already taken (or taken twice in the same statement) inserts
-   * nothing for that dispatch. Times come back as epoch milliseconds (parsed as numbers, not as timestamps).
+   * `$1` the lease in ms; `$2` the dispatches, `$3` their rewards, as JSON arrays of records. A key already taken (or
+   * twice in the statement) inserts nothing for that dispatch. Times come back as epoch ms (numbers, not timestamps).
    */
   insert: `WITH d AS (
     INSERT INTO reward_dispatches (id, tenant_id, connection_id, environment, order_shape, idempotency_key, request_hash, request,
@@ -184,18 +182,10 @@ export const DISPATCH_SQL = {
     FROM d`,
 
   /**
-   * Reward outcomes and dispatch progress of several dispatches (see writeAll): `$1` the lease in ms, `$2` the delivery
-   * reconciliation delay in ms; `$3` one record per dispatch (`w`: its end of attempt, or none to extend its lease),
-   * `$4` the reward updates (`x`), as JSON arrays of typed records. Their size is hidden from the planner (each read
-   * through `rg_keyed_records`, estimated at one record whatever it holds), so one plan fits a write of one send and a
-   * group of sixty, and Postgres keeps its generic plan (a plan made for the sizes it was given would be made again at
-   * every execution); each record's row is locked by key (LATERAL: one index probe per record) and written through
-   * the ctid that lock took. Only rewards still open change, and only dispatches still held. The dispatches are
-   * written (locked) before their rewards (`r` waits for all of `d`): the order of every statement here that locks
-   * both, so that a write never deadlocks with a cancel or a claim. The tenant events the records carry (`event`: a
-   * reward sent, a dispatch settled) are queued with them, each only if the statement changed its row — a reward still
-   * open, a dispatch still held: a real transition, once. Returns per dispatch the positions changed and, read from the
-   * dispatch as written, its connection's status and whether a cancel was requested.
+   * `$1` the lease in ms, `$2` the delivery reconciliation delay in ms; `$3` one record per dispatch (`w`: its end of
+   * attempt, or none to extend its lease), `$4` the reward updates (`x`), via `rg_keyed_records` so one generic plan
+   * fits one send and a group of sixty. Only rewards still open change, only dispatches still held; `r` waits for all
+   * of `d` (the lock order). Each record's `event` is queued only if its row changed: a real transition, once.
    */
   write: `WITH w AS (
     SELECT w.* FROM rg_keyed_records($3::jsonb) e,
@@ -248,10 +238,7 @@ export const DISPATCH_SQL = {
          CASE WHEN w.status IS NULL THEN d.cancel_requested END AS cancel_requested
     FROM w LEFT JOIN d ON d.id = w.dispatch_id`,
 
-  /**
-   * Takes a dispatch still being worked on for the settling transaction (none settles it twice at once), with what its
-   * `dispatch.completed` event says of it.
-   */
+  /** Takes a dispatch still being worked on for a settling transaction, with what its `dispatch.completed` says. */
   lockOpen: `SELECT id, tenant_id, environment, idempotency_key, request->>'external_reference' AS external_reference, created_at
                FROM reward_dispatches WHERE id = $1 AND status IN ('sending', 'queued') FOR NO KEY UPDATE`,
 
@@ -318,9 +305,8 @@ export const DISPATCH_SQL = {
                                WHERE dispatch_id = d.id AND position >= $3 ORDER BY position LIMIT $2) r`,
 
   /**
-   * The worker's claim (see claimDue): the due dispatches from the two partial indexes (queued ones by due time, held
-   * ones whose lease expired), then each candidate locked by key (SKIP LOCKED) in a subquery of its own, and held
-   * (`sending`, leased) — `gone` when its connection was disconnected (an attempt is counted only for the others).
+   * The due dispatches from the two partial indexes (queued by due time, held with an expired lease), each candidate
+   * locked by key (SKIP LOCKED) and held; `gone` when its connection was disconnected (no attempt counted).
    */
   claimDue: `WITH ready AS (
     SELECT d.id, d.priority, d.due, row_number() OVER (PARTITION BY d.connection_id ORDER BY d.priority, d.due) AS turn
@@ -349,10 +335,7 @@ export const DISPATCH_SQL = {
    WHERE d.id = due.id
    RETURNING d.*, due.gone`,
 
-  /**
-   * A delivery outcome (see recordDelivery), with the reward and its dispatch as written for its tenant event, and
-   * the delivery state it replaced (`prev`, read under the row's lock).
-   */
+  /** A delivery outcome, returning what its tenant event says and the state it replaced (`prev`, under the lock). */
   recordDelivery: `WITH prev AS (
     SELECT dispatch_id, position, delivery_state FROM dispatch_rewards WHERE upstream_reward_id = $1 FOR NO KEY UPDATE
   )
@@ -371,10 +354,7 @@ export const DISPATCH_SQL = {
              r.upstream_reward_id, r.upstream_order_id, r.delivery_method, r.delivery_status, r.delivery_reason,
              r.delivery_event_at, prev.delivery_state AS previous_state`,
 
-  /**
-   * Due checks, locked (SKIP LOCKED), then updated through the very rows locked (`ctid`, stable while this statement
-   * holds their lock: a TID scan, whatever the estimates). The dispatch's connection is read per row, by key.
-   */
+  /** Due checks, locked (SKIP LOCKED) and updated through their `ctid` (a TID scan, whatever the estimates). */
   claimDeliveryChecks: `UPDATE dispatch_rewards r SET delivery_check_at = now() + make_interval(secs => $2::float8 / 1000)
                           FROM (SELECT ctid AS row_id, (SELECT connection_id FROM reward_dispatches d WHERE d.id = dispatch_id)
                                   FROM dispatch_rewards
@@ -414,11 +394,8 @@ export const DISPATCH_SQL = {
                      WHERE id = $1 AND status IN ('pending_approval', 'partially_failed')`,
 
   /**
-   * Retention: deletes up to `$2` settled dispatches created before `$1` (their rewards go with them, by the foreign
-   * key), walking each tenant's `reward_dispatches_tenant_idx` from its oldest entry — no index of its own to keep up
-   * on every send — and deleting the very rows locked (`ctid`, through `rg_keyed`: a TID scan per row, whatever the
-   * estimates). A dispatch still open or held for approval is kept, however old; one locked by someone else waits for
-   * the next batch.
+   * Retention: up to `$2` settled dispatches created before `$1` (rewards by the foreign key), from each tenant's
+   * `reward_dispatches_tenant_idx` (no index of its own to keep up on every send), deleted through the ctids locked.
    */
   expire: `WITH k AS (
     SELECT o.row_id FROM tenants t,
@@ -432,11 +409,9 @@ export const DISPATCH_SQL = {
    WHERE d.ctid = l.row_id AND d.created_at < $1 AND d.status IN ${SETTLED}`,
 
   /**
-   * Retention: redacts the recipients' personal data of up to `$2` settled dispatches created before `$1`, oldest
-   * first from `reward_dispatches_unredacted_idx` (a redacted dispatch leaves it), each dispatch then its rewards
-   * locked and written through their `ctid`: each reward's recipient fields and custom field values become null, its
-   * LINK redemption link is dropped; ids, amounts, statuses, external ids and the request hash stay, so a replayed
-   * Idempotency-Key still answers (with the data redacted).
+   * Retention: the recipients' data of up to `$2` settled dispatches created before `$1`, oldest first from
+   * `reward_dispatches_unredacted_idx`: recipient fields and custom field values null, LINK links dropped; ids,
+   * amounts, statuses and the request hash stay, so a replayed Idempotency-Key still answers.
    */
   redact: `WITH k AS (
     SELECT ctid AS row_id FROM reward_dispatches
@@ -465,12 +440,9 @@ export const DISPATCH_SQL = {
                  WHERE d.ctid = k.row_id`,
 
   /**
-   * Erasure of one recipient (`$2` the e-mail in lower case, or `$3` the phone's digits and `+`), in one page of the
-   * tenant's dispatches: up to `$6` of them before the cursor (`$4` created_at, `$5` id), newest first, from
-   * `reward_dispatches_tenant_idx`, each one's rewards read by key. Each of their rewards to that recipient is
-   * redacted like `redact` (its custom field values in the request too); one not sent yet is cancelled instead of being sent to no one. Dispatches are locked and written
-   * before their rewards (the lock order of every statement here), each row locked by key and written through its
-   * ctid. Returns the counts changed and the page's last row, the next cursor.
+   * Erasure of one recipient (`$2` e-mail in lower case, or `$3` phone digits and `+`) in one page of the tenant's
+   * dispatches: up to `$6` before the cursor (`$4` created_at, `$5` id), newest first. Each of its rewards is redacted
+   * like `redact`; one not sent yet is cancelled instead of being sent to no one. Returns the counts and the next cursor.
    */
   eraseRecipient: `WITH page AS (
     SELECT id, created_at FROM reward_dispatches
@@ -517,45 +489,19 @@ const json = (value: unknown) => (value === null || value === undefined ? null :
 /** A dispatch held by a settling transaction, with what its `dispatch.completed` event says of it. */
 type OpenDispatch = DispatchFacts & { external_reference: string | null; created_at: Date };
 
-async function lockOpen(sql: Sql, dispatchId: string): Promise<OpenDispatch | null> {
-  return (await sql.query<OpenDispatch>(DISPATCH_SQL.lockOpen, [dispatchId])).rows[0] ?? null;
-}
-
-/**
- * The end of a settling transaction (the dispatch held by lockOpen): its status written and, when it is settled (not
- * queued again), its `dispatch.completed` event queued, with the counts the transaction read.
- */
-async function end(
-  sql: Sql,
-  dispatch: OpenDispatch,
-  counts: Record<RewardStatus, number>,
-  outcome: {
-    status: DispatchStatus;
-    sentAt: Date | null;
-    responseStatus: number;
-    lastError: { code: string; message: string } | null;
-  },
-  at: Date,
-): Promise<void> {
-  const { status, lastError } = outcome;
-  await sql.query(DISPATCH_SQL.settle, [
-    dispatch.id,
-    status,
-    iso(outcome.sentAt),
-    outcome.responseStatus,
-    json(lastError),
-  ]);
-  if (status !== 'queued' && status !== 'sending')
-    await enqueueEvents(sql, [
-      dispatchCompleted(dispatch, { status, counts, error_code: lastError?.code ?? null }, at),
-    ]);
-}
-
 /** The rewards of a dispatch per status, the failure codes among them, and the last time one was sent. */
 interface Summary {
   counts: Record<RewardStatus, number>;
   codes: string[];
   sentAt: Date | null;
+}
+
+/** How a settling transaction ends a dispatch (see close). */
+interface Outcome {
+  status: SettledStatus | 'queued';
+  sentAt: Date | null;
+  responseStatus: number;
+  lastError: { code: string; message: string } | null;
 }
 
 async function summaryOf(sql: Sql, dispatchId: string): Promise<Summary> {
@@ -565,7 +511,7 @@ async function summaryOf(sql: Sql, dispatchId: string): Promise<Summary> {
     sent_at: Date | null;
     codes: (string | null)[] | null;
   }>(DISPATCH_SQL.summary, [dispatchId]);
-  const counts = Object.fromEntries(REWARD_STATUSES.map((s) => [s, 0])) as Record<RewardStatus, number>;
+  const counts = countsOf([]);
   const codes = new Set<string>();
   let sentAt: Date | null = null;
   for (const r of rows) {
@@ -576,28 +522,32 @@ async function summaryOf(sql: Sql, dispatchId: string): Promise<Summary> {
   return { counts, codes: [...codes], sentAt };
 }
 
+type Statement = [text: string, values: unknown[]];
+
+type DeliveryCheck = {
+  dispatch_id: string;
+  position: number;
+  upstream_reward_id: string;
+  connection_id: string;
+};
+
 /**
- * Every statement that reads or writes `reward_dispatches` and `dispatch_rewards` (DISPATCH_SQL). The insert before
- * the first upstream call is synchronous (it is the record that the request was accepted). Writes whose loss is
- * harmless use asynchronous commit (no WAL flush wait): lost, a reward falls back to `sending`, its lease expires and
- * it is re-sent with the same external_id, which the rewards service answers with the original order. A write that
- * fails a reward is always synchronous: re-sent, a refused order might go through (funds added since) after the
- * caller was told it failed.
+ * Every statement that reads or writes `reward_dispatches` and `dispatch_rewards`. The insert before the first upstream
+ * call is synchronous (it is the record that the request was accepted). Writes whose loss is harmless use asynchronous
+ * commit: lost, a reward falls back to `sending`, its lease expires and it is re-sent with the same external_id, which
+ * the rewards service answers with the original order. A write that fails a reward is always synchronous: re-sent, a
+ * refused order might go through (funds added since) after the caller was told it failed.
  */
 @Injectable()
 export class DispatchStore {
-  /** Reward outcomes and dispatch progress, grouped per pool: asynchronous commit, or durable for failures. */
   private readonly relaxedWrites = new GroupCommit<WriteItem, WriteResult>((items) =>
     this.writeAll(this.db.relaxed, items),
   );
   private readonly durableWrites = new GroupCommit<WriteItem, WriteResult>((items) =>
     this.writeAll(this.db.main, items),
   );
-  /** Interactive inserts of concurrent requests share one statement and one commit (see GroupCommit). */
-  private readonly inserts = new GroupCommit<
-    InsertItem,
-    { created_at: Date; lease_until: Date | null } | null
-  >((items) => this.insertAll(items));
+  /** Interactive inserts of concurrent requests share one statement and one commit. */
+  private readonly inserts = new GroupCommit<InsertItem, Stamp>((items) => this.insertAll(items));
 
   constructor(
     @InjectConfig('dispatch') private readonly config: DispatchConfig,
@@ -607,80 +557,36 @@ export class DispatchStore {
   ) {}
 
   /**
-   * The dispatch and its rewards in one statement (one round-trip), keyed by tenant + Idempotency-Key. Returns null
-   * when the key is taken (nothing written).
+   * The dispatch and its rewards in one statement, keyed by tenant + Idempotency-Key: null when the key is taken
+   * (nothing written). `queued`: stored due now (or at its `next_attempt_at`), answered 202, for the workers; else
+   * `sending`, held by the request for its lease. A batch's large insert goes alone, never holding up shared commits.
    */
-  async insert(
-    row: Omit<DispatchRow, 'created_at' | 'updated_at' | 'lease_until' | 'cancel_requested_at'>,
-    rewards: NewReward[],
-    queued = false,
-  ): Promise<{ created_at: Date; lease_until: Date | null } | null> {
-    const item: InsertItem = { row, rewards, queued };
-    // Interactive sends share commits (group commit); a batch's large insert goes alone, so it never holds them up.
-    const [stamp] =
-      rewards.length <= GROUP_COMMIT_MAX_REWARDS
-        ? [await this.inserts.submit(item)]
-        : await this.insertAll([item]);
-    return stamp;
+  async insert(row: NewDispatch, rewards: NewReward[], queued = false): Promise<Stamp> {
+    const item = { row, rewards, queued };
+    return rewards.length <= GROUP_COMMIT_MAX_REWARDS
+      ? this.inserts.submit(item)
+      : (await this.insertAll([item]))[0];
   }
 
-  /**
-   * Inserts dispatches and their rewards in one statement (one round-trip, one commit), keyed by tenant +
-   * Idempotency-Key: a key already taken (or taken twice in the same batch) inserts nothing for that item (null).
-   * `queued` (a batch, `Prefer: respond-async`, a send beyond the interactive bound): stored due now (or at the row's
-   * `next_attempt_at`), with its 202 as the answer, for the workers; else
-   * stored `sending`, held by the request for its lease.
-   */
-  private async insertAll(
-    items: InsertItem[],
-  ): Promise<({ created_at: Date; lease_until: Date | null } | null)[]> {
-    const { rows } = await this.db.main.query<{
-      id: string;
-      created_ms: number;
-      lease_ms: number | null;
-    }>({
+  private async insertAll(items: InsertItem[]): Promise<Stamp[]> {
+    const dispatches = items.map(({ row, rewards, queued }) => ({
+      ...row,
+      queued,
+      reward_count: rewards.length,
+      due_ms: row.next_attempt_at
+        ? Math.max(0, new Date(row.next_attempt_at).getTime() - this.clock.now())
+        : 0,
+    }));
+    const rewards = items.flatMap(({ row, rewards }) => rewards.map((r) => ({ ...r, dispatch_id: row.id })));
+    const { rows } = await this.db.main.query<{ id: string; created_ms: number; lease_ms: number | null }>({
       name: 'rg_dispatch_insert',
       text: DISPATCH_SQL.insert,
-      values: [
-        this.config.leaseMs,
-        JSON.stringify(
-          items.map(({ row, rewards, queued }) => ({
-            id: row.id,
-            tenant_id: row.tenant_id,
-            connection_id: row.connection_id,
-            environment: row.environment,
-            order_shape: row.order_shape,
-            idempotency_key: row.idempotency_key,
-            request_hash: row.request_hash,
-            request: row.request,
-            upstream_payload: row.upstream_payload,
-            queued,
-            priority: row.priority,
-            reward_count: rewards.length,
-            // Queued: due now, or when its account's slot comes (a send beyond the interactive bound).
-            due_ms: row.next_attempt_at
-              ? Math.max(0, new Date(row.next_attempt_at).getTime() - this.clock.now())
-              : 0,
-          })),
-        ),
-        JSON.stringify(
-          items.flatMap(({ row, rewards }) =>
-            rewards.map((r) => ({
-              dispatch_id: row.id,
-              position: r.position,
-              external_id: r.external_id,
-              status: r.status,
-              payload: r.payload,
-              attempts: r.attempts,
-            })),
-          ),
-        ),
-      ],
+      values: [this.config.leaseMs, JSON.stringify(dispatches), JSON.stringify(rewards)],
     });
     this.metrics?.insertBatch.observe(items.length);
     const byId = new Map(rows.map((r) => [r.id, r]));
-    return items.map((item) => {
-      const r = byId.get(item.row.id);
+    return items.map(({ row }) => {
+      const r = byId.get(row.id);
       return r
         ? {
             created_at: new Date(r.created_ms),
@@ -692,30 +598,23 @@ export class DispatchStore {
 
   /**
    * Reward changes and the dispatch's progress in one statement. Without `dispatch`, the dispatch's lease is extended
-   * (work is going on); with it, the dispatch ends this attempt (settled or queued). Returns how many rewards changed
-   * and the connection's status as of this statement (null: the dispatch has no connection any more), so a sender
-   * learns of a disconnect on any instance before its next call, at no extra round-trip.
+   * and what a sender checks before its next call is read back (see WriteResult), at no extra round-trip; with it, the
+   * dispatch ends this attempt (settled or queued).
    */
   async write(
     dispatchId: string,
     rewards: RewardUpdate[],
     dispatch: DispatchUpdate | null,
   ): Promise<WriteResult> {
-    const durable =
-      rewards.some((r) => r.status === 'failed' || r.status === 'cancelled') ||
-      dispatch?.status === 'failed' ||
-      dispatch?.status === 'cancelled';
+    const durable = [...rewards, dispatch].some((u) => u?.status === 'failed' || u?.status === 'cancelled');
     return (durable ? this.durableWrites : this.relaxedWrites).submit({ dispatchId, rewards, dispatch });
   }
 
   /**
-   * The writes of several dispatches in one statement (group commit, see `write`): per dispatch, its reward updates
-   * (only rewards still `pending` / `sending` change) and its progress — with `status` the end of its attempt, without
-   * it a lease extension. Two writes of one dispatch may share a statement only as lease extensions (lanes of one
-   * attempt; their reward updates touch different positions), which is how the sender uses it.
+   * The writes of several dispatches in one statement (group commit). Two writes of one dispatch may share it only as
+   * lease extensions (lanes of one attempt, touching different positions): they share one record.
    */
   private async writeAll(pool: Pool, items: WriteItem[]): Promise<WriteResult[]> {
-    // One record per dispatch: the lanes of one attempt share it (at most one of them ends the attempt).
     const byDispatch = new Map<string, DispatchUpdate | null>();
     for (const i of items) byDispatch.set(i.dispatchId, byDispatch.get(i.dispatchId) ?? i.dispatch);
     const { rows } = await pool.query<{
@@ -744,9 +643,6 @@ export class DispatchStore {
         JSON.stringify(items.flatMap((i) => i.rewards.map((r) => ({ ...r, dispatch_id: i.dispatchId })))),
       ],
     });
-    // Positions changed belong to their dispatch: two items of one dispatch each see every position changed for it,
-    // and each only looks at its own. What a sender checks before its next call is read back for a write that
-    // continues an attempt; one that ends it reads neither.
     const byId = new Map(rows.map((row) => [row.dispatch_id, row]));
     return items.map((item) => {
       const row = byId.get(item.dispatchId);
@@ -759,83 +655,78 @@ export class DispatchStore {
   }
 
   /**
-   * Ends a worker's attempt whose rewards are all settled (they may be more than it held in memory): derives the
-   * dispatch's status from the stored rewards (statusOf, the rule the sender applies in memory). With `giveUp`, every
-   * reward still open fails first with that reason. A dispatch that still has open rewards (none should) is queued
-   * again, due now. One transaction, holding the dispatch: a reward settled meanwhile by the approval checks is
-   * counted, not missed; settled, its `dispatch.completed` event is queued in it, with these counts.
+   * Ends a worker's attempt whose rewards are all settled (maybe more than it held in memory): the status derived from
+   * the stored rewards (statusOf). With `giveUp`, every reward still open fails first with that reason. A dispatch
+   * with open rewards left (none should) is queued again, due now.
    */
   async settle(dispatchId: string, giveUp: RewardError | null = null): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      const dispatch = await lockOpen(tx, dispatchId);
-      if (!dispatch) return;
-      if (giveUp) await tx.query(DISPATCH_SQL.giveUp, [dispatchId, JSON.stringify(giveUp)]);
-      const summary = await summaryOf(tx, dispatchId);
-      const status = statusOf(summary.counts) ?? 'queued';
-      const total = Object.values(summary.counts).reduce((a, b) => a + b, 0);
-      const failure = status === 'failed' || status === 'cancelled' ? failureOf(status, summary.codes) : null;
-      await end(
-        tx,
-        dispatch,
-        summary.counts,
-        {
-          status,
-          sentAt: summary.sentAt,
-          responseStatus: failure
-            ? failure.status
-            : status === 'sent' || status === 'partially_failed'
-              ? 201
-              : 202,
-          lastError: failure && {
-            code: failure.code,
-            message:
-              total === 1
-                ? 'The reward was not sent; see the reward.'
-                : `None of the ${total} rewards was sent; see each reward.`,
-          },
+    const first: Statement | null = giveUp && [DISPATCH_SQL.giveUp, [dispatchId, JSON.stringify(giveUp)]];
+    await this.close(dispatchId, first, ({ counts, codes, sentAt }) => {
+      const status = statusOf(counts) ?? 'queued';
+      const failure = status === 'failed' || status === 'cancelled' ? failureOf(status, codes) : null;
+      const total = Object.values(counts).reduce((a, b) => a + b, 0);
+      return {
+        status,
+        sentAt,
+        responseStatus: failure?.status ?? httpStatusOf(status),
+        lastError: failure && {
+          code: failure.code,
+          message:
+            total === 1
+              ? 'The reward was not sent; see the reward.'
+              : `None of the ${total} rewards was sent; see each reward.`,
         },
-        new Date(this.clock.now()),
-      );
+      };
     });
   }
 
   /**
-   * A dispatch claimed after its connection was disconnected (see claimDue): what was not sent is cancelled, unsent,
-   * and the dispatch ends `cancelled`, or `partially_failed` when some of it went out before.
+   * A dispatch claimed after its connection was disconnected (see claimDue): what was not sent is cancelled, and the
+   * dispatch ends `cancelled`, or `partially_failed` when some of it went out before.
    */
   private async cancelDisconnected(dispatchId: string): Promise<void> {
+    await this.close(dispatchId, [DISPATCH_SQL.cancelDisconnected, [dispatchId]], ({ counts }) => ({
+      status: counts.sent + counts.pending_approval > 0 ? 'partially_failed' : 'cancelled',
+      sentAt: null,
+      responseStatus: 409,
+      lastError: {
+        code: 'dispatch_cancelled',
+        message: 'The rewards connection was disconnected; what was not sent was cancelled.',
+      },
+    }));
+  }
+
+  /**
+   * A settling transaction, holding the dispatch while it is open (a reward settled meanwhile by the approval checks
+   * is counted, not missed): runs `first`, then writes the outcome derived from the stored rewards and, when settled,
+   * queues its `dispatch.completed` event with these counts.
+   */
+  private async close(
+    dispatchId: string,
+    first: Statement | null,
+    outcome: (summary: Summary) => Outcome,
+  ): Promise<void> {
     await this.db.transaction(async (tx) => {
-      const dispatch = await lockOpen(tx, dispatchId);
+      const [dispatch] = (await tx.query<OpenDispatch>(DISPATCH_SQL.lockOpen, [dispatchId])).rows;
       if (!dispatch) return;
-      await tx.query(DISPATCH_SQL.cancelDisconnected, [dispatchId]);
-      const { counts } = await summaryOf(tx, dispatchId);
-      await end(
-        tx,
-        dispatch,
-        counts,
-        {
-          status: counts.sent + counts.pending_approval > 0 ? 'partially_failed' : 'cancelled',
-          sentAt: null,
-          responseStatus: 409,
-          lastError: {
-            code: 'dispatch_cancelled',
-            message: 'The rewards connection was disconnected; what was not sent was cancelled.',
-          },
-        },
-        new Date(this.clock.now()),
-      );
+      if (first) await tx.query(first[0], first[1]);
+      const summary = await summaryOf(tx, dispatchId);
+      const { status, sentAt, responseStatus, lastError } = outcome(summary);
+      await tx.query(DISPATCH_SQL.settle, [dispatchId, status, iso(sentAt), responseStatus, json(lastError)]);
+      if (status === 'queued') return;
+      const data = { status, counts: summary.counts, error_code: lastError?.code ?? null };
+      await enqueueEvents(tx, [dispatchCompleted(dispatch, data, new Date(this.clock.now()))]);
     });
   }
 
   /**
-   * `POST …/dispatches/{id}/cancel`: every reward not sent yet (`pending`) ends `cancelled` at once; a reward already
-   * on its way (`sending`) finishes. A dispatch no worker holds is settled here; one being sent is settled by its
-   * sender, which sees the request at its next write and stops. Returns false when the dispatch was already settled.
+   * `POST …/dispatches/{id}/cancel`: every reward not sent yet (`pending`) ends `cancelled` at once; one already on its
+   * way (`sending`) finishes. A dispatch no live sender holds is settled here; one being sent is settled by its sender,
+   * which sees the request at its next write. False when the dispatch was already settled.
    */
   async cancel(tenantId: string, dispatchId: string): Promise<boolean> {
     const { rows } = await this.db.main.query<{ id: string }>(DISPATCH_SQL.cancel, [tenantId, dispatchId]);
     if (!rows.length) return false;
-    // Not held by a live sender (queued, or its holder died): settle now if nothing is on its way.
     const { rows: idle } = await this.db.main.query<{ open: number }>(DISPATCH_SQL.idle, [dispatchId]);
     if (idle[0] && idle[0].open === 0) await this.settle(dispatchId);
     return true;
@@ -847,18 +738,13 @@ export class DispatchStore {
       .rows;
   }
 
-  /** Counts per reward status of the given dispatches (stored counts, whatever their size). */
+  /** Counts per reward status of the given dispatches. */
   async countsOf(dispatchIds: string[]): Promise<Map<string, Record<RewardStatus, number>>> {
     const { rows } = await this.db.main.query<{ dispatch_id: string; status: RewardStatus; n: number }>(
       DISPATCH_SQL.countsOf,
       [dispatchIds],
     );
-    const counts = new Map<string, Record<RewardStatus, number>>(
-      dispatchIds.map((id) => [
-        id,
-        Object.fromEntries(REWARD_STATUSES.map((st) => [st, 0])) as Record<RewardStatus, number>,
-      ]),
-    );
+    const counts = new Map(dispatchIds.map((id) => [id, countsOf([])]));
     for (const r of rows) {
       const c = counts.get(r.dispatch_id);
       if (c) c[r.status] = r.n;
@@ -875,13 +761,11 @@ export class DispatchStore {
   }
 
   async findByKey(tenantId: string, key: string): Promise<DispatchRow | null> {
-    const { rows } = await this.db.main.query<DispatchRow>(DISPATCH_SQL.findByKey, [tenantId, key]);
-    return rows[0] ?? null;
+    return (await this.db.main.query<DispatchRow>(DISPATCH_SQL.findByKey, [tenantId, key])).rows[0] ?? null;
   }
 
   async find(tenantId: string, id: string): Promise<DispatchRow | null> {
-    const { rows } = await this.db.main.query<DispatchRow>(DISPATCH_SQL.find, [tenantId, id]);
-    return rows[0] ?? null;
+    return (await this.db.main.query<DispatchRow>(DISPATCH_SQL.find, [tenantId, id])).rows[0] ?? null;
   }
 
   async list(
@@ -890,18 +774,14 @@ export class DispatchStore {
     limit: number,
     offset: number,
   ): Promise<DispatchRow[]> {
-    return (
-      await this.db.main.query<DispatchRow>(DISPATCH_SQL.list, [tenantId, status ?? null, limit, offset])
-    ).rows;
+    const values = [tenantId, status ?? null, limit, offset];
+    return (await this.db.main.query<DispatchRow>(DISPATCH_SQL.list, values)).rows;
   }
 
   /** The rewards of the given dispatches, by dispatch, in position order: at most `limit` each from `offset`. */
   async rewardsOf(dispatchIds: string[], limit = REWARD_PAGE, offset = 0): Promise<Map<string, RewardRow[]>> {
-    const { rows } = await this.db.main.query<RewardRow>(DISPATCH_SQL.rewardsOf, [
-      dispatchIds,
-      limit,
-      offset,
-    ]);
+    const values = [dispatchIds, limit, offset];
+    const { rows } = await this.db.main.query<RewardRow>(DISPATCH_SQL.rewardsOf, values);
     const byDispatch = new Map<string, RewardRow[]>(dispatchIds.map((id) => [id, []]));
     for (const r of rows) byDispatch.get(r.dispatch_id)?.push(r);
     return byDispatch;
@@ -909,11 +789,9 @@ export class DispatchStore {
 
   /**
    * The worker's claim: due retries, due batch slices, and dispatches whose holder died (lease expired), one instance
-   * each. Fair: round-robin over accounts — at most one dispatch per connection per claim, accounts whose oldest due
-   * work is oldest first, interactive before bulk — and never a connection this instance is already busy with at
-   * that priority (`busyInteractive`, `busyBulk`). The connection's status is read in the same statement: a dispatch
-   * whose connection was disconnected is not sent but ends here (cancelDisconnected) — its unsent rewards
-   * `cancelled`, the dispatch `cancelled` (or `partially_failed` when some of it went out before).
+   * each. Fair: at most one dispatch per connection per claim, accounts whose oldest due work is oldest first,
+   * interactive before bulk, never a connection this instance is already busy with at that priority. A dispatch whose
+   * connection was disconnected is not sent but ends here (cancelDisconnected).
    */
   async claimDue(
     limit: number,
@@ -934,12 +812,10 @@ export class DispatchStore {
   }
 
   /**
-   * A delivery outcome for the reward the service knows as `upstreamRewardId` (from a webhook or reconciliation),
-   * idempotent and order-proof: applied only when it is not older than the state recorded (`eventAt`), and a final
-   * state is never replaced by `pending`. `accountConnectionIds`: the connections the event can belong to (an event of
-   * another account changes nothing). A final state that is new for the reward queues its tenant event
-   * (`reward.delivered`, `reward.delivery_failed`) in the same transaction. Returns the reward changed, or null when
-   * nothing changed.
+   * A delivery outcome for the reward the service knows as `upstreamRewardId` (a webhook or reconciliation), among
+   * the account's connections: idempotent and order-proof (not applied when older than the state recorded, and a
+   * final state is never replaced by `pending`). A final state new for the reward queues its tenant event in the same
+   * transaction. Returns the reward changed, or null.
    */
   async recordDelivery(
     upstreamRewardId: string,
@@ -951,6 +827,7 @@ export class DispatchStore {
       eventAt: Date;
     },
   ): Promise<{ dispatch_id: string; position: number; tenant_id: string } | null> {
+    const { state, status, reason, eventAt } = outcome;
     return this.db.transaction(async (tx) => {
       const { rows } = await tx.query<
         DeliveryFacts & {
@@ -963,22 +840,15 @@ export class DispatchStore {
       >({
         name: 'rg_dispatch_record_delivery',
         text: DISPATCH_SQL.recordDelivery,
-        values: [
-          upstreamRewardId,
-          accountConnectionIds,
-          outcome.state,
-          outcome.status,
-          outcome.reason,
-          outcome.eventAt,
-        ],
+        values: [upstreamRewardId, accountConnectionIds, state, status, reason, eventAt],
       });
       const reward = rows[0];
       if (!reward) return null;
       const dispatch = { ...reward, id: reward.dispatch_id };
       const at = new Date(this.clock.now());
-      if (outcome.state !== 'pending' && reward.previous_state !== outcome.state)
+      if (state !== 'pending' && reward.previous_state !== state)
         await enqueueEvents(tx, [
-          outcome.state === 'delivered'
+          state === 'delivered'
             ? rewardDelivered(dispatch, reward, at)
             : rewardDeliveryFailed(dispatch, reward, at),
         ]);
@@ -987,21 +857,12 @@ export class DispatchStore {
   }
 
   /**
-   * Reconciliation: claims up to `limit` sent rewards whose delivery is not final and whose check is due (SKIP
-   * LOCKED: one instance each), pushing their next check out by `nextCheckMs`. Rewards enter this schedule when sent
-   * (`delivery_check_at` = sent + the configured delay) — see `scheduleDeliveryChecks`.
+   * Reconciliation: claims up to `limit` sent rewards whose delivery check is due (SKIP LOCKED: one instance each),
+   * pushing their next check out by `nextCheckMs`. A reward enters this schedule when sent (`delivery_check_at`).
    */
-  async claimDeliveryChecks(
-    limit: number,
-    nextCheckMs: number,
-  ): Promise<{ dispatch_id: string; position: number; upstream_reward_id: string; connection_id: string }[]> {
-    const { rows } = await this.db.main.query<{
-      dispatch_id: string;
-      position: number;
-      upstream_reward_id: string;
-      connection_id: string;
-    }>(DISPATCH_SQL.claimDeliveryChecks, [limit, nextCheckMs]);
-    return rows;
+  async claimDeliveryChecks(limit: number, nextCheckMs: number): Promise<DeliveryCheck[]> {
+    return (await this.db.main.query<DeliveryCheck>(DISPATCH_SQL.claimDeliveryChecks, [limit, nextCheckMs]))
+      .rows;
   }
 
   /** Stops polling a reward (its connection is gone, or the service does not know it). */
@@ -1010,8 +871,8 @@ export class DispatchStore {
   }
 
   /**
-   * Claims one reward held for approval whose check is due (SKIP LOCKED: one instance each). The claim pushes its next
-   * check out by the lease, so a crashed checker's row comes back later on its own.
+   * Claims one reward held for approval whose check is due (SKIP LOCKED: one instance each), pushing its next check
+   * out by the lease, so a crashed checker's row comes back later on its own.
    */
   async claimApprovalCheck(): Promise<(RewardRow & { connection_id: string | null }) | null> {
     const { rows } = await this.db.main.query<RewardRow & { connection_id: string | null }>(
