@@ -19,10 +19,8 @@ import { serving } from '../common/request-context';
 const CHECKS_PER_PASS = 10;
 
 /**
- * Orders held for approval upstream (`PENDING APPROVAL` and the other not-yet-executed statuses): every instance
- * runs this; each pass claims one due reward at a time (SKIP LOCKED), reads its order (`GET /orders/{id}`), and moves
- * it to `sent` when the service executed it, to `failed` when it was rejected (CANCELED) or failed, or checks again
- * later. The dispatch's status is re-derived in the same statement.
+ * Orders held for approval upstream: each pass, on every instance, claims due rewards one at a time (SKIP LOCKED),
+ * reads the order and settles the reward (`sent`, or `failed` when rejected or failed) or checks again later.
  */
 @Injectable()
 export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestroy {

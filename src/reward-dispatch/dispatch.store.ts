@@ -29,6 +29,7 @@ import {
   failureOf,
   httpStatusOf,
   statusOf,
+  totalOf,
 } from './dispatch.view';
 
 /** A change to one reward row, applied only while the reward is unsettled (`pending` / `sending`). */
@@ -664,7 +665,7 @@ export class DispatchStore {
     await this.close(dispatchId, first, ({ counts, codes, sentAt }) => {
       const status = statusOf(counts) ?? 'queued';
       const failure = status === 'failed' || status === 'cancelled' ? failureOf(status, codes) : null;
-      const total = Object.values(counts).reduce((a, b) => a + b, 0);
+      const total = totalOf(counts);
       return {
         status,
         sentAt,

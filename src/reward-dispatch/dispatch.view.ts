@@ -6,10 +6,8 @@ import type { TokenVaultErrorCode } from '../token-vault/token-vault.errors';
 import type { DispatchErrorCode } from './reward-dispatch.errors';
 
 /**
- * A dispatch: one send request (one Idempotency-Key) of one or more rewards. Its status while it is worked on is
- * `sending` (a process holds it) or `queued` (waiting for a retry); once every reward is settled it is derived from
- * them: `sent`, `pending_approval` (some held for approval upstream, none failed), `partially_failed`, `failed`,
- * `cancelled` (nothing went out: the connection was disconnected before).
+ * A dispatch: one send request (one Idempotency-Key) of one or more rewards. `sending` (a process holds it) or
+ * `queued` while worked on; once every reward is settled, derived from them (statusOf).
  */
 export const DISPATCH_STATUSES = [
   'sending',
@@ -26,8 +24,7 @@ export type SettledStatus = Exclude<DispatchStatus, 'sending' | 'queued'>;
 
 /**
  * One reward of a dispatch: `pending` (never sent), `sending` (a call may be under way or its outcome is unknown),
- * `sent`, `pending_approval` (the order exists upstream, held for approval), `failed` (with the reason), `cancelled`
- * (never sent: its connection was disconnected first).
+ * `sent`, `pending_approval` (held for approval upstream), `failed` (with the reason), `cancelled` (never sent).
  */
 export const REWARD_STATUSES = [
   'pending',
@@ -56,7 +53,7 @@ export interface DispatchRow {
     /** Allowed but flagged when stored: the same recipient twice (at most 100 listed). */
     warnings?: { field?: string; reason: string }[];
   };
-  /** `{payment}`: what every order of the dispatch shares (older rows also hold the whole array-form order). */
+  /** `{payment}`: what every order of the dispatch shares. */
   upstream_payload: { payment: { funding_source_id: string } };
   status: DispatchStatus;
   attempts: number;
@@ -69,7 +66,7 @@ export interface DispatchRow {
   created_at: Date;
   updated_at: Date;
   sent_at: Date | null;
-  /** How many rewards the dispatch holds (0 on rows from before batches: count them). */
+  /** How many rewards the dispatch holds (0 on rows from before batches). */
   reward_count: number;
   /** 0: interactive (answered inline); 1: bulk (a batch, answered 202 at once, sent behind interactive work). */
   priority: 0 | 1;
@@ -114,22 +111,21 @@ export interface RewardRow {
 }
 
 /**
- * The status of a dispatch from its rewards' counts: null while any reward is unsettled; else `cancelled` or `failed`
- * when none went out (cancelled when any was cancelled), `partially_failed` when some did, `pending_approval` when all
- * did and some are held for approval, `sent`. The one statement of this rule: the sender applies it to the rewards in
- * memory (deriveStatus), the store to the stored counts (settle, approvals) — TypeScript rather than SQL so that both
- * paths and its unit tests share it.
+ * The status of a dispatch from its rewards' counts, the one statement of this rule (the sender applies it in memory,
+ * the store to the stored counts): null while any reward is unsettled; else `cancelled` or `failed` when none went out
+ * (cancelled when any was cancelled), `partially_failed` when some did, `pending_approval` when all did and some are
+ * held for approval, `sent`.
  */
 export function statusOf(counts: Record<RewardStatus, number>): SettledStatus | null {
   if (counts.pending + counts.sending > 0) return null;
-  const total = Object.values(counts).reduce((a, b) => a + b, 0);
+  const total = totalOf(counts);
   const out = counts.sent + counts.pending_approval;
   if (out === 0) return counts.cancelled > 0 ? 'cancelled' : 'failed';
   if (out < total) return 'partially_failed';
   return counts.pending_approval > 0 ? 'pending_approval' : 'sent';
 }
 
-/** A settled dispatch's status, from its rewards (statusOf). Null while any reward is unsettled. */
+/** statusOf, from the rewards themselves. */
 export function deriveStatus(rewards: { status: RewardStatus }[]): SettledStatus | null {
   return statusOf(countsOf(rewards));
 }
@@ -157,7 +153,10 @@ export function httpStatusOf(status: DispatchStatus): number {
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
 
-/** Counts per reward status: a dispatch's progress at a glance. */
+export const totalOf = (counts: Record<RewardStatus, number>) =>
+  Object.values(counts).reduce((a, b) => a + b, 0);
+
+/** Counts per reward status (all 0 for no rewards). */
 export function countsOf(rewards: { status: RewardStatus }[]): Record<RewardStatus, number> {
   const counts = Object.fromEntries(REWARD_STATUSES.map((s) => [s, 0])) as Record<RewardStatus, number>;
   for (const r of rewards) counts[r.status] += 1;
@@ -176,7 +175,6 @@ export function toView(
 ) {
   const orderIds = new Set(rewards.map((r) => r.upstream_order_id));
   const counts = stored?.counts ?? countsOf(rewards);
-  const total = Object.values(counts).reduce((a, b) => a + b, 0);
   return {
     id: row.id,
     status: row.status,
@@ -185,7 +183,6 @@ export function toView(
     idempotency_key: row.idempotency_key,
     external_reference: row.request.external_reference,
     funding_source_id: row.request.funding_source_id,
-    /** The order id when every reward is in one order (the array shape, or a single reward). */
     upstream_order_id: orderIds.size === 1 ? [...orderIds][0] : null,
     attempts: row.attempts,
     next_attempt_at: row.status === 'queued' ? iso(row.next_attempt_at) : null,
@@ -196,8 +193,7 @@ export function toView(
     progress: stored?.progress ?? progressOf(counts),
     cancel_requested_at: iso(row.cancel_requested_at),
     warnings: row.request.warnings ?? [],
-    /** True when `rewards` lists only the first ones: page through the rest with `…/dispatches/{id}/rewards`. */
-    rewards_truncated: rewards.length < total,
+    rewards_truncated: rewards.length < totalOf(counts),
     rewards: rewards.map((r) => ({
       position: r.position,
       external_id: r.external_id,
@@ -225,20 +221,14 @@ export function toView(
 
 /**
  * Progress from counts; `msPerReward` (the account's pace) gives the estimate while rewards are open, counted from
- * `fromMs` (epoch ms: when they are due, see dueAt). Without a pace there is no estimate, and no time is needed.
+ * `fromMs` (epoch ms: when they are due, see dueAt).
  */
-export function progressOf(counts: Record<RewardStatus, number>): Progress;
-export function progressOf(
-  counts: Record<RewardStatus, number>,
-  msPerReward: number | null,
-  fromMs: number,
-): Progress;
 export function progressOf(
   counts: Record<RewardStatus, number>,
   msPerReward: number | null = null,
   fromMs = 0,
 ): Progress {
-  const total = Object.values(counts).reduce((a, b) => a + b, 0);
+  const total = totalOf(counts);
   const open = counts.pending + counts.sending;
   const settled = total - open;
   return {
@@ -255,10 +245,7 @@ export function dueAt(row: Pick<DispatchRow, 'next_attempt_at'>, now: number): n
   return row.next_attempt_at ? Math.max(now, new Date(row.next_attempt_at).getTime()) : now;
 }
 
-/**
- * A dispatch whose every reward failed answers with our error shape (code and status: failureOf), one detail per
- * reward.
- */
+/** A dispatch whose every reward failed answers with the error shape (code and status: failureOf), a detail a reward. */
 export function failureBody(
   row: DispatchRow,
   rewards: RewardRow[],

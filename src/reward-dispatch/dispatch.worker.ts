@@ -16,13 +16,9 @@ const INTERACTIVE_PER_CONNECTION = 2;
 
 /**
  * Sends queued dispatches and batches, and reclaims those stuck in `sending` past their lease (their process died).
- * Every instance runs one; `FOR UPDATE SKIP LOCKED` hands each due dispatch to exactly one of them. The dispatch row
- * is the job: no second record to keep in step (which a separate job queue would need in the same transaction).
- *
- * Fairness: a claim takes at most one dispatch per account, the accounts waiting longest first, interactive before
- * bulk, and skips accounts this instance is already busy with; a batch is worked one slice (REWARD_PAGE rewards)
- * per claim and then queued again, due now, so a tenant's 10,000 rewards never hold the workers from other tenants.
- * The account's pace itself is kept by the AccountPacer, across instances.
+ * Every instance runs one; SKIP LOCKED hands each due dispatch to one of them; the dispatch row is the job. A batch is
+ * worked one slice (REWARD_PAGE rewards) per claim, then queued again, so one tenant's batch never holds the workers
+ * from the others (fairness of the claim: DispatchStore.claimDue; the account's pace: AccountPacer).
  */
 @Injectable()
 export class DispatchWorker extends LoopWorker {

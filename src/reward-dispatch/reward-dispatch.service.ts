@@ -20,7 +20,7 @@ import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { AppCredentialsInvalidError } from '../token-vault/token-vault.errors';
 import { DispatchSender, type HttpOutcome } from './dispatch.sender';
 import { span } from '../common/tracing';
-import { DispatchStore, type NewReward, REWARD_PAGE } from './dispatch.store';
+import { DispatchStore, type NewDispatch, type NewReward, REWARD_PAGE } from './dispatch.store';
 import {
   type DispatchRow,
   type RewardRow,
@@ -45,10 +45,10 @@ export { backoffMs, type HttpOutcome } from './dispatch.sender';
 export const DEFAULT_FUNDING_SOURCE = 'BALANCE';
 
 /**
- * Sending rewards exactly once. The dispatch and one row per reward are written (one INSERT, keyed by tenant +
- * Idempotency-Key) before anything goes upstream; every reward's order carries an external_id derived from the
- * dispatch and the reward's position, so every retry — by this request, by the worker, or after a crash — is
- * deduplicated by the rewards service. What goes upstream is fixed at insert time and re-sent byte-for-byte.
+ * Sending rewards exactly once: the dispatch and its rewards are stored (keyed by tenant + Idempotency-Key) before
+ * anything goes upstream, each order with an external_id derived from the dispatch and the reward's position, so the
+ * rewards service deduplicates every retry (this request, the worker, after a crash). What goes upstream is fixed at
+ * insert time and re-sent byte-for-byte.
  */
 @Injectable()
 export class RewardDispatchService {
@@ -112,10 +112,9 @@ export class RewardDispatchService {
     }
     const id = randomUUID();
     const shape = prepared.environment.orderShape;
-    // A batch is stored and answered at once; the workers send it at the account's pace, behind interactive sends.
+    // A batch is stored and answered at once, sent by the workers behind interactive sends; so is a send whose
+    // account's next slot is already known to lie beyond the interactive bound (due when that slot comes).
     const batch = dto.rewards.length > this.config.inlineMaxRewards;
-    // So is a send whose account's next slot is already known to lie beyond the interactive bound (see sender.run for
-    // the bound checked as its slot is taken): due when that slot comes.
     const beyondBound =
       batch || respondAsync
         ? 0
@@ -130,7 +129,7 @@ export class RewardDispatchService {
       payload,
       attempts: position < first ? 1 : 0,
     }));
-    const row: Omit<DispatchRow, 'created_at' | 'updated_at' | 'lease_until' | 'cancel_requested_at'> = {
+    const row: NewDispatch = {
       id,
       tenant_id: tenantId,
       connection_id: prepared.connectionId,
@@ -194,7 +193,6 @@ export class RewardDispatchService {
     };
     if (answerNow) {
       this.worker.nudge();
-      // Just stored: every reward is pending — the counts need no query.
       return this.accepted(stored, rewards, countsOf(newRewards));
     }
     const marked = new Set(newRewards.filter((r) => r.status === 'sending').map((r) => r.position));
@@ -203,10 +201,8 @@ export class RewardDispatchService {
   }
 
   /**
-   * A dispatch left `queued` for the workers — a batch, `Prefer: respond-async`, a send whose slot lay beyond the
-   * interactive bound, or one the rewards service could not take now — answers 202: the dispatch with its progress
-   * and estimate (from when it is due, at the account's pace), `Location`, and `Retry-After` (when to look again: the
-   * estimated completion).
+   * A dispatch left `queued` for the workers answers 202: the dispatch with its progress and estimate (from when it is
+   * due, at the account's pace), `Location`, and `Retry-After` (the estimated completion).
    */
   private accepted(
     row: DispatchRow,
@@ -227,10 +223,7 @@ export class RewardDispatchService {
     };
   }
 
-  /**
-   * Counts and progress of a dispatch, with the estimate at its account's pace: from the rewards at hand when they are
-   * all of them, else counted in the database.
-   */
+  /** Counts and progress of a dispatch: from the rewards at hand when they are all of them, else counted stored. */
   private async storedProgress(row: DispatchRow, rewards: RewardRow[]) {
     const counts =
       rewards.length >= row.reward_count
@@ -239,10 +232,7 @@ export class RewardDispatchService {
     return { counts, progress: progressOf(counts, this.msPerReward(row), dueAt(row, this.clock.now())) };
   }
 
-  /**
-   * How far out the account's next slot is known to be, when beyond what is left of the interactive bound counted from
-   * the request's arrival (ms); else 0.
-   */
+  /** How far out the account's next slot is known to be (ms) when beyond what is left of the interactive bound; else 0. */
   private knownWaitBeyondBound(
     connectionId: string,
     environment: RewardsEnvironmentConfig,
@@ -311,16 +301,13 @@ export class RewardDispatchService {
     };
   }
 
-  /**
-   * When the gateway's own app credentials are being refused, say so before anything is stored: the caller can retry
-   * the same key once an operator has fixed them. (Usually a memory hit: a valid token needs no credentials.)
-   */
+  /** Refused app credentials are said before anything is stored: the same key can be retried once they are fixed. */
   private async checkAppCredentials(connectionId: string): Promise<void> {
     try {
       await this.tokens.getAccessToken(connectionId);
     } catch (error) {
+      // Anything else (a dead grant, a refresh cooldown) is met again by the attempt, which records it.
       if (error instanceof AppCredentialsInvalidError) throw error;
-      // Anything else (a dead grant, a refresh cooldown) is met again by the attempt, which records it on the dispatch.
     }
   }
 
@@ -347,7 +334,7 @@ export class RewardDispatchService {
 
   /** What the dispatch answers now: its view (201/202), or for a dispatch whose every reward failed, the error. */
   private async outcomeOf(row: DispatchRow): Promise<HttpOutcome> {
-    const rewards = (await this.store.rewardsOf([row.id])).get(row.id) ?? [];
+    const rewards = await this.rewardsOf(row);
     if (row.status === 'failed' || row.status === 'cancelled') {
       // Rows from before per-reward orders kept their answer.
       if (row.response_body && row.response_status)
@@ -365,27 +352,26 @@ export class RewardDispatchService {
     return this.sender.view(row, rewards, await this.storedProgress(row, rewards));
   }
 
+  private async rewardsOf(row: DispatchRow, limit?: number, offset?: number): Promise<RewardRow[]> {
+    return (await this.store.rewardsOf([row.id], limit, offset)).get(row.id) ?? [];
+  }
+
   async get(tenantId: string, id: string): Promise<unknown> {
     const row = await this.require(tenantId, id);
-    const rewards = (await this.store.rewardsOf([row.id])).get(row.id) ?? [];
-    return this.view(row, rewards);
+    return this.view(row, await this.rewardsOf(row));
   }
 
   /** One page of a dispatch's rewards, in position order (a batch's view lists only the first REWARD_PAGE). */
   async rewardsPage(tenantId: string, id: string, limit = 100, offset = 0): Promise<unknown> {
     const row = await this.require(tenantId, id);
-    const rewards = (await this.store.rewardsOf([row.id], limit + 1, offset)).get(row.id) ?? [];
-    const page = rewards.slice(0, limit);
+    const rewards = await this.rewardsOf(row, limit + 1, offset);
     return {
-      rewards: this.sender.view(row, page).rewards,
+      rewards: this.sender.view(row, rewards.slice(0, limit)).rewards,
       next_offset: rewards.length > limit ? offset + limit : null,
     };
   }
 
-  /**
-   * Cancels what of a dispatch is not sent yet: its `pending` rewards end `cancelled` at once; rewards already on
-   * their way finish. 409 when the dispatch is settled already.
-   */
+  /** Cancels what of a dispatch is not sent yet (see DispatchStore.cancel); 409 when it is settled already. */
   async cancel(tenantId: string, id: string): Promise<unknown> {
     const row = await this.require(tenantId, id);
     if (!(await this.store.cancel(tenantId, id))) {
@@ -431,10 +417,7 @@ export class RewardDispatchService {
   }
 }
 
-/**
- * Rewards going to a recipient an earlier reward of the same request already goes to (same e-mail, case-insensitive,
- * or same phone): allowed — a campaign may reward someone twice — but flagged, at most 100 listed.
- */
+/** Rewards to a recipient an earlier reward already goes to (same e-mail in any case, or phone): allowed but flagged. */
 function duplicateRecipients(rewards: UpstreamRewardSpec[]): ErrorDetail[] {
   const seen = new Map<string, number>();
   const warnings: ErrorDetail[] = [];

@@ -10,11 +10,10 @@ import { upstreamAppError } from '../rewards-api/rewards-api.errors';
 const RESERVED = new Set(['environment', 'offset', 'limit']);
 
 /**
- * A time of the rewards service as the gateway answers every time: ISO 8601 in UTC with milliseconds
- * (`2026-11-22T10:15:30.000Z`). The service writes `2026-11-22 10:15:30 UTC`, or ISO with an offset or none (UTC);
- * a value that does not parse is passed on as it is.
+ * A time of the rewards service (`2026-11-22 10:15:30 UTC`, or ISO with an offset or none: UTC) as ISO 8601 UTC with
+ * milliseconds; a value that does not parse is passed on as it is.
  */
-export function isoUtc(text: string): string {
+function isoUtc(text: string): string {
   const normalised = text
     .trim()
     .replace(/^(\d{4}-\d{2}-\d{2}) (?=\d)/, '$1T')

@@ -1,6 +1,11 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { DELIVERY_METHODS } from '../../rewards-api/rewards-api.types';
-import { DISPATCH_STATUSES, REWARD_STATUSES } from '../dispatch.view';
+import { DISPATCH_STATUSES, REWARD_STATUSES, type RewardStatus } from '../dispatch.view';
+
+/** A nullable string property; `Time`: a nullable date-time. */
+const Str = (o: ApiPropertyOptions = {}) =>
+  ApiProperty({ nullable: true, type: String, ...o } as ApiPropertyOptions);
+const Time = (o: ApiPropertyOptions = {}) => Str({ format: 'date-time', ...o } as ApiPropertyOptions);
 
 class RecipientView {
   @ApiProperty() name: string;
@@ -21,17 +26,13 @@ class CustomFieldView {
 
 class DeliveryView {
   @ApiProperty({ enum: DELIVERY_METHODS }) method: string;
-  @ApiProperty({
+  @Str({
     example: 'SCHEDULED',
-    nullable: true,
-    type: String,
     description: 'The service’s delivery status (SCHEDULED, PENDING, SUCCEEDED, FAILED, …).',
   })
   status: string | null;
-  @ApiProperty({
+  @Str({
     enum: ['pending', 'delivered', 'delivery_failed'],
-    nullable: true,
-    type: String,
     description:
       'Ours, from the service’s delivery webhooks or reconciliation: pending (sent, not known delivered yet), delivered, delivery_failed; null for LINK or not sent.',
   })
@@ -60,42 +61,30 @@ class DispatchRewardView {
   })
   external_id: string;
   @ApiProperty({ enum: REWARD_STATUSES }) status: string;
-  @ApiProperty({
-    nullable: true,
-    type: String,
-    description: 'The upstream reward id, once the order exists.',
-  })
+  @Str({ description: 'The upstream reward id, once the order exists.' })
   id: string | null;
-  @ApiProperty({ nullable: true, type: String }) upstream_order_id: string | null;
-  @ApiProperty({ nullable: true, type: String, example: 'EXECUTED' }) upstream_order_status: string | null;
+  @Str() upstream_order_id: string | null;
+  @Str({ example: 'EXECUTED' }) upstream_order_status: string | null;
   @ApiProperty({ type: RecipientView }) recipient: RecipientView;
   @ApiProperty({ type: ValueView }) value: ValueView;
   @ApiProperty({ type: [String], nullable: true }) products: string[] | null;
-  @ApiProperty({ type: String, nullable: true }) campaign_id: string | null;
+  @Str() campaign_id: string | null;
   @ApiProperty({ type: DeliveryView }) delivery: DeliveryView;
   @ApiProperty({ type: [CustomFieldView] }) custom_fields: CustomFieldView[];
   @ApiProperty({ type: RewardErrorView, nullable: true, description: 'Why the reward failed.' })
   error: RewardErrorView | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) sent_at: string | null;
+  @Time() sent_at: string | null;
 }
 
-class DispatchCountsView {
-  @ApiProperty() pending: number;
-  @ApiProperty() sending: number;
-  @ApiProperty() sent: number;
-  @ApiProperty() pending_approval: number;
-  @ApiProperty() failed: number;
-  @ApiProperty() cancelled: number;
-}
+/** The rewards per status: one number property per reward status. */
+class DispatchCountsView {}
+for (const status of REWARD_STATUSES) ApiProperty({ type: Number })(DispatchCountsView.prototype, status);
 
 class ProgressView {
   @ApiProperty({ example: 10000 }) total: number;
   @ApiProperty({ example: 2500, description: 'Rewards no longer pending or sending.' }) settled: number;
   @ApiProperty({ example: 25 }) percent: number;
-  @ApiProperty({
-    format: 'date-time',
-    nullable: true,
-    type: String,
+  @Time({
     description: 'While rewards are open: when the rest should be settled at the account’s configured pace.',
   })
   estimated_completion_at: string | null;
@@ -118,21 +107,12 @@ export class DispatchResponse {
   @ApiProperty({ enum: ['sandbox', 'production'] }) environment: string;
   @ApiProperty({ enum: ['single', 'array'] }) order_shape: string;
   @ApiProperty() idempotency_key: string;
-  @ApiProperty({ nullable: true, type: String }) external_reference: string | null;
+  @Str() external_reference: string | null;
   @ApiProperty({ example: 'BALANCE' }) funding_source_id: string;
-  @ApiProperty({
-    nullable: true,
-    type: String,
-    description: 'The order id when every reward is in one order.',
-  })
+  @Str({ description: 'The order id when every reward is in one order.' })
   upstream_order_id: string | null;
   @ApiProperty() attempts: number;
-  @ApiProperty({
-    format: 'date-time',
-    nullable: true,
-    type: String,
-    description: 'When the worker retries a queued dispatch.',
-  })
+  @Time({ description: 'When the worker retries a queued dispatch.' })
   next_attempt_at: string | null;
   @ApiProperty({
     nullable: true,
@@ -142,10 +122,10 @@ export class DispatchResponse {
   })
   last_error: Record<string, unknown> | null;
   @ApiProperty({ format: 'date-time' }) created_at: string;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) sent_at: string | null;
-  @ApiProperty({ type: DispatchCountsView }) counts: DispatchCountsView;
+  @Time() sent_at: string | null;
+  @ApiProperty({ type: DispatchCountsView }) counts: Record<RewardStatus, number>;
   @ApiProperty({ type: ProgressView }) progress: ProgressView;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) cancel_requested_at: string | null;
+  @Time() cancel_requested_at: string | null;
   @ApiProperty({
     type: [WarningView],
     description: 'The same recipient twice in the request (allowed), at most 100.',

@@ -5,9 +5,8 @@ import { InjectConfig } from '../../config/config.module';
 import { type SendRewardsDto, validateSendBody } from './send-rewards.dto';
 
 /**
- * The send route's body check: the body's JSON Schema, compiled by ajv (class-validator and class-transformer would
- * build and walk an instance per reward, far slower for a batch), with up to DISPATCH_MAX_REWARDS rewards.
- * `SendRewardsDto` is a type, not a class, so the global ValidationPipe leaves the parameter alone.
+ * The send route's body check against its JSON Schema (validateSendBody). `SendRewardsDto` is a type, not a class, so
+ * the global ValidationPipe leaves the parameter alone.
  */
 @Injectable()
 export class SendBodyPipe implements PipeTransform<unknown, SendRewardsDto> {

@@ -5,12 +5,9 @@ import type { ErrorDetail } from '../../common/app-error';
 import { DELIVERY_METHODS } from '../../rewards-api/rewards-api.types';
 
 /**
- * The body of `POST /v1/tenants/{tenant}/rewards`, as one schema: the send route validates it (compiled once by ajv,
- * as a batch holds up to 10,000 rewards), the OpenAPI document shows it as it is, and its TypeScript type is derived
- * from it. It is written in the document's dialect, OpenAPI 3.0: `nullable: true` (an optional property also takes
- * null, which clients send for "none"), `example`, one `type` per schema.
- *
- * A value's `title` is its rule in words: a refused value is reported as `<field> must be <title>`.
+ * The body of `POST /v1/tenants/{tenant}/rewards`, as one schema: ajv validates it, the OpenAPI document shows it, and
+ * its TypeScript type is derived from it. OpenAPI 3.0 dialect: `nullable: true` (an optional property also takes
+ * null), `example`, one `type` per schema. A value's `title` is its rule in words: `<field> must be <title>`.
  */
 
 /** A custom field's value; checked against the field's data type once the fields are resolved. */
@@ -176,7 +173,7 @@ export const SEND_REWARDS_BODY_SCHEMA = {
     rewards: {
       type: 'array',
       minItems: 1,
-      maxItems: 10_000, // the most DISPATCH_MAX_REWARDS allows; a gateway may set fewer (validateSendBody)
+      maxItems: 10_000, // the most DISPATCH_MAX_REWARDS allows (validateSendBody applies the gateway's)
       items: REWARD_SCHEMA,
       title: 'a list of 1–10000 rewards',
       description:
@@ -203,7 +200,6 @@ const ajv = new Ajv({
 addFormats(ajv, ['email']);
 ajv.addKeyword({ keyword: 'example', schemaType: ['string', 'number', 'boolean', 'array', 'object'] });
 
-/** A valid body passes in one call; a refused one is walked to name each bad field. */
 const validateBody = ajv.compile<SendRewardsDto>(SEND_REWARDS_BODY_SCHEMA);
 
 type SchemaNode = {
@@ -250,9 +246,8 @@ function detailOf(error: ErrorObject, path: string): ErrorDetail {
 const leafValidators = new Map<SchemaNode, ValidateFunction>();
 
 /**
- * The details of a refused body. Objects with properties, and the list of rewards, are walked so that every bad field
- * is named once; any other value is checked whole by ajv, which stops at its first error (an array's size before its
- * items), so that however a body is wrong, naming its faults costs no more than reading it.
+ * The details of a refused body: objects with properties, and the list of rewards, are walked so that every bad field
+ * is named once; any other value is checked whole by ajv (first error only), so naming faults costs one read.
  */
 class Details {
   readonly list: ErrorDetail[] = [];
@@ -309,9 +304,8 @@ class Details {
 }
 
 /**
- * Validates a send body (parsed JSON; not modified) with at most `maxRewards` rewards (DISPATCH_MAX_REWARDS): the
- * details of a `validation_failed` error, or `[]`. A missing body is taken as `{}`. Beyond `maxRewards` rewards, the
- * rewards themselves are not looked at.
+ * The details of a `validation_failed` error for a send body (not modified; missing: `{}`), or `[]`. Beyond
+ * `maxRewards` (DISPATCH_MAX_REWARDS) rewards, the rewards themselves are not looked at.
  */
 export function validateSendBody(body: unknown, maxRewards: number): ErrorDetail[] {
   const value = body ?? {};
