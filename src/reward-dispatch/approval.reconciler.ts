@@ -8,8 +8,8 @@ import { RewardsApiError, mapUpstreamError } from '../rewards-api/rewards-api.er
 import { orderOutcome } from '../rewards-api/rewards-api.types';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
-import type { RewardUpdate } from './dispatch.store';
-import { DispatchStore } from './dispatch.store';
+import { DispatchStore, type RewardUpdate } from './dispatch.store';
+import type { RewardRow } from './dispatch.view';
 import { backoffMs } from './dispatch.sender';
 import { OnePass, runEvery } from '../common/schedule';
 import { rootSpan } from '../common/tracing';
@@ -59,17 +59,7 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
         checked += 1;
         await rootSpan(
           'approval.check',
-          async () =>
-            this.store.settleApproval(
-              reward.dispatch_id,
-              await this.check(
-                reward.dispatch_id,
-                reward.connection_id,
-                reward.upstream_order_id ?? reward.external_id,
-                reward.position,
-                reward.attempts,
-              ),
-            ),
+          async () => this.store.settleApproval(reward.dispatch_id, await this.check(reward)),
           { 'dispatch.id': reward.dispatch_id },
         );
       }
@@ -81,13 +71,9 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
     return checked;
   }
 
-  private async check(
-    dispatchId: string,
-    connectionId: string | null,
-    orderId: string,
-    position: number,
-    attempts: number,
-  ): Promise<RewardUpdate> {
+  private async check(reward: RewardRow & { connection_id: string | null }): Promise<RewardUpdate> {
+    const { dispatch_id: dispatchId, connection_id: connectionId, position, attempts } = reward;
+    const orderId = reward.upstream_order_id ?? reward.external_id;
     const later = (ms = this.config.approvalCheckMs): RewardUpdate => ({
       position,
       status: 'pending_approval',
@@ -100,27 +86,19 @@ export class ApprovalReconciler implements OnApplicationBootstrap, OnModuleDestr
         this.rewardsApi.forConnection(connectionId, 'bulk').getOrder(orderId),
       );
       const outcome = orderOutcome(order.status);
-      const delivery = order.rewards[0]?.delivery?.status ?? null;
-      if (outcome === 'held')
-        return { ...later(), upstream_order_status: order.status, delivery_status: delivery };
+      const upstream = {
+        upstream_order_status: order.status,
+        delivery_status: order.rewards[0]?.delivery?.status ?? null,
+      };
+      if (outcome === 'held') return { ...later(), ...upstream };
       this.metrics.dispatchAttempts.inc({ outcome: outcome === 'executed' ? 'approved' : 'rejected' });
+      const settled = { position, ...upstream, next_check_at: null };
       if (outcome === 'executed')
-        return {
-          position,
-          status: 'sent',
-          upstream_order_status: order.status,
-          delivery_status: delivery,
-          last_error: null,
-          sent_at: new Date(this.clock.now()),
-          next_check_at: null,
-        };
+        return { ...settled, status: 'sent', last_error: null, sent_at: new Date(this.clock.now()) };
       const rejected = order.status.toUpperCase().startsWith('CANCEL');
       return {
-        position,
+        ...settled,
         status: 'failed',
-        upstream_order_status: order.status,
-        delivery_status: delivery,
-        next_check_at: null,
         last_error: {
           code: rejected ? 'order_rejected' : 'order_failed',
           message: rejected

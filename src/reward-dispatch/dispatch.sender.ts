@@ -20,14 +20,16 @@ import { REWARD_LINK, Vault } from '../token-vault/vault.service';
 import { dispatchCompleted, rewardSent } from '../tenant-webhooks/webhook-events';
 import { DispatchStore, type DispatchUpdate, type RewardUpdate } from './dispatch.store';
 import {
+  type CancelReason,
   type DispatchRow,
   type RewardError,
+  cancelledError,
   type RewardRow,
   countsOf,
-  deriveStatus,
   failureBody,
   httpStatusOf,
   isSettled,
+  statusOf,
   toView,
 } from './dispatch.view';
 
@@ -243,8 +245,9 @@ export class DispatchSender {
         a.stop = true;
         return this.decide(a, this.cancel(a.rewards, new Set(), 'disconnected'));
       }
-      const failed = this.definitive(error);
-      if (failed) {
+      const verdict = this.verdict(row, error);
+      if ('failed' in verdict) {
+        const { failed } = verdict;
         // A dead connection fails every reward still open and not in flight; a rejected order fails only its own.
         const dead = error instanceof ConnectionNotActiveError;
         const affected = dead
@@ -262,7 +265,7 @@ export class DispatchSender {
         this.metrics.dispatchAttempts.inc({ outcome: 'failed' }, affected.length);
         return;
       }
-      const interruption = this.interruption(row, error);
+      const { interruption } = verdict;
       a.interruption ??= interruption;
       a.stop = true;
       const status = interruption.error.outcome_unknown ? 'sending' : 'pending';
@@ -312,7 +315,7 @@ export class DispatchSender {
   /** The inline attempt's end: settled from the rewards in memory, or queued for the workers. */
   private async finish(a: Attempt): Promise<HttpOutcome> {
     const { row, rewards } = a;
-    const derived = a.interruption || a.deferredMs !== null ? null : deriveStatus(rewards);
+    const derived = a.interruption || a.deferredMs !== null ? null : statusOf(countsOf(rewards));
     const now = new Date(this.clock.now());
     const failure = derived === 'failed' || derived === 'cancelled' ? failureBody(row, rewards) : null;
     const lastError = failure && { code: failure.body.error.code, message: failure.body.error.message };
@@ -403,75 +406,44 @@ export class DispatchSender {
   }
 
   /** Every reward not settled yet and not in flight ends `cancelled`: none of them is sent. */
-  private cancel(
-    rewards: RewardRow[],
-    inFlight: ReadonlySet<number>,
-    why: 'disconnected' | 'requested',
-  ): RewardUpdate[] {
+  private cancel(rewards: RewardRow[], inFlight: ReadonlySet<number>, why: CancelReason): RewardUpdate[] {
     const open = rewards.filter((r) => !isSettled(r.status) && !inFlight.has(r.position));
     this.metrics.dispatchAttempts.inc({ outcome: 'cancelled' }, open.length);
-    return open.map((r) => ({
-      position: r.position,
-      status: 'cancelled',
-      last_error: {
-        code: 'dispatch_cancelled',
-        message:
-          why === 'disconnected'
-            ? 'The rewards connection was disconnected before this reward was sent; it was not sent.'
-            : 'The dispatch was cancelled before this reward was sent; it was not sent.',
-      },
-    }));
+    return open.map((r) => ({ position: r.position, status: 'cancelled', last_error: cancelledError(why) }));
   }
 
-  /** A failure no retry can fix, as the reward's error; null for transient ones. */
-  private definitive(error: unknown): RewardError | null {
+  /** A failure no retry can fix (the reward's error), or an interruption (the dispatch is tried again later). */
+  private verdict(
+    row: DispatchRow,
+    error: unknown,
+  ): { failed: RewardError } | { interruption: Interruption } {
     if (error instanceof ConnectionNotActiveError)
-      return { code: 'connection_not_active', message: error.message };
-    if (!(error instanceof RewardsApiError)) return null;
-    const failure = mapUpstreamError(error, 'the order');
-    if (failure.retryable) return null;
-    if (failure.code === 'external_id_conflict')
-      this.logger.error('BUG SIGNAL: the rewards service holds another order with this external_id');
-    return {
-      code: failure.code,
-      message: failure.message,
-      upstream_status: failure.upstreamStatus,
-      upstream_payload: failure.upstreamPayload,
-    };
-  }
-
-  private interruption(row: DispatchRow, error: unknown): Interruption {
+      return { failed: { code: 'connection_not_active', message: error.message } };
     if (error instanceof RewardsApiError) {
       const f = mapUpstreamError(error, 'the order');
-      return {
-        error: {
-          code: f.code,
-          message: f.message,
-          upstream_status: f.upstreamStatus,
-          outcome_unknown: f.outcomeUnknown,
-        },
-        // The service documents no Retry-After on its 429s: pause at least a second, as its docs advise.
-        retryAfterMs: (f.retryAfterSeconds ?? (f.code === 'upstream_rate_limited' ? 1 : 0)) * 1000,
-      };
+      if (f.code === 'external_id_conflict' && !f.retryable)
+        this.logger.error('BUG SIGNAL: the rewards service holds another order with this external_id');
+      const base = { code: f.code, message: f.message, upstream_status: f.upstreamStatus };
+      if (!f.retryable) return { failed: { ...base, upstream_payload: f.upstreamPayload } };
+      // The service documents no Retry-After on its 429s: pause at least a second, as its docs advise.
+      const retryAfterMs = (f.retryAfterSeconds ?? (f.code === 'upstream_rate_limited' ? 1 : 0)) * 1000;
+      return { interruption: { error: { ...base, outcome_unknown: f.outcomeUnknown }, retryAfterMs } };
     }
-    if (error instanceof AppError) {
+    if (error instanceof AppError)
       // The vault could not give a token now (refresh cooldown, lock timeout, app credentials refused).
       return {
-        error: { code: error.code as RewardError['code'], message: error.message, outcome_unknown: false },
-        retryAfterMs: Number(error.headers['Retry-After'] ?? 0) * 1000,
+        interruption: {
+          error: { code: error.code as RewardError['code'], message: error.message, outcome_unknown: false },
+          retryAfterMs: Number(error.headers['Retry-After'] ?? 0) * 1000,
+        },
       };
-    }
-    this.logger.error(
-      { dispatchId: row.id, err: error instanceof Error ? error.message : String(error) },
-      'unexpected error while sending',
-    );
+    const message = error instanceof Error ? error.message : String(error);
+    this.logger.error({ dispatchId: row.id, err: message }, 'unexpected error while sending');
     return {
-      error: {
-        code: 'upstream_unavailable',
-        message: error instanceof Error ? error.message : String(error),
-        outcome_unknown: true,
+      interruption: {
+        error: { code: 'upstream_unavailable', message, outcome_unknown: true },
+        retryAfterMs: 0,
       },
-      retryAfterMs: 0,
     };
   }
 }

@@ -5,7 +5,7 @@ import type { Pool } from 'pg';
 import { Database } from '../database/database';
 import { GroupCommit } from '../database/group-commit';
 import type { Sql } from '../database/sql';
-import type { DispatchConfig, RewardsEnvironment } from '../config/app-config';
+import type { DispatchConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import {
   type DeliveryFacts,
@@ -24,7 +24,9 @@ import {
   type RewardError,
   type RewardRow,
   type RewardStatus,
+  type CancelReason,
   type SettledStatus,
+  cancelledError,
   countsOf,
   failureOf,
   httpStatusOf,
@@ -110,6 +112,22 @@ export const REWARD_PAGE = 100;
 
 /** A sent reward whose delivery the service reports (a LINK is handed over: there is nothing to follow). */
 const TRACKED = `t.delivery_method IS DISTINCT FROM 'LINK'`;
+
+/**
+ * A reward outcome `x` written to the reward `t` (what it leaves null is kept): sent, an EMAIL / PHONE reward's
+ * delivery is followed from then on, first checked `delayMs` (a parameter) later.
+ */
+const OUTCOME = (
+  delayMs: string,
+) => `status = x.status, upstream_order_status = coalesce(x.upstream_order_status, t.upstream_order_status),
+  delivery_status = coalesce(x.delivery_status, t.delivery_status), last_error = x.last_error,
+  sent_at = coalesce(x.sent_at, t.sent_at), next_check_at = x.next_check_at, updated_at = now(),
+  delivery_state = CASE WHEN x.status = 'sent' AND ${TRACKED} THEN coalesce(t.delivery_state, 'pending') ELSE t.delivery_state END,
+  delivery_check_at = CASE WHEN x.status = 'sent' AND ${TRACKED} AND t.delivery_state IS NULL
+                           THEN now() + make_interval(secs => ${delayMs}::float8 / 1000) ELSE t.delivery_check_at END`;
+
+/** A cancelled reward's `last_error`, as an SQL literal. */
+const cancelled = (why: CancelReason) => `'${JSON.stringify(cancelledError(why))}'`;
 
 const REWARD_COLUMNS = `dispatch_id, position, external_id, status, upstream_payload, attempts, upstream_order_id, upstream_reward_id,
   upstream_order_status, delivery_method, delivery_status, delivery_state, delivery_reason, link_enc, last_error, sent_at`;
@@ -212,16 +230,9 @@ export const DISPATCH_SQL = {
     RETURNING dd.id, dd.connection_id, dd.cancel_requested_at IS NOT NULL AS cancel_requested
   ), r AS (
     UPDATE dispatch_rewards t
-       SET status = x.status, attempts = t.attempts + coalesce(x.bump, 0),
+       SET ${OUTCOME('$2')}, attempts = t.attempts + coalesce(x.bump, 0),
            upstream_order_id = coalesce(x.upstream_order_id, t.upstream_order_id),
-           upstream_reward_id = coalesce(x.upstream_reward_id, t.upstream_reward_id),
-           upstream_order_status = coalesce(x.upstream_order_status, t.upstream_order_status),
-           delivery_status = coalesce(x.delivery_status, t.delivery_status),
-           link_enc = coalesce(x.link_enc, t.link_enc),
-           last_error = x.last_error, sent_at = coalesce(x.sent_at, t.sent_at), next_check_at = x.next_check_at, updated_at = now(),
-           delivery_state = CASE WHEN x.status = 'sent' AND ${TRACKED} THEN coalesce(t.delivery_state, 'pending') ELSE t.delivery_state END,
-           delivery_check_at = CASE WHEN x.status = 'sent' AND ${TRACKED} AND t.delivery_state IS NULL
-                                    THEN now() + make_interval(secs => $2::float8 / 1000) ELSE t.delivery_check_at END
+           upstream_reward_id = coalesce(x.upstream_reward_id, t.upstream_reward_id), link_enc = coalesce(x.link_enc, t.link_enc)
       FROM (SELECT x.*, k.row_id FROM x,
                    LATERAL (SELECT ctid AS row_id FROM dispatch_rewards
                              WHERE dispatch_id = x.dispatch_id AND position = x.position AND status IN ('pending', 'sending')
@@ -239,16 +250,13 @@ export const DISPATCH_SQL = {
          CASE WHEN w.status IS NULL THEN d.cancel_requested END AS cancel_requested
     FROM w LEFT JOIN d ON d.id = w.dispatch_id`,
 
-  /** Takes a dispatch still being worked on for a settling transaction, with what its `dispatch.completed` says. */
-  lockOpen: `SELECT id, tenant_id, environment, idempotency_key, request->>'external_reference' AS external_reference, created_at
-               FROM reward_dispatches WHERE id = $1 AND status IN ('sending', 'queued') FOR NO KEY UPDATE`,
-
-  /** Takes a settled dispatch for the transaction that derives its status again (see settleApproval). */
-  lockSettled: `SELECT id, tenant_id, environment, idempotency_key FROM reward_dispatches WHERE id = $1 FOR NO KEY UPDATE`,
+  /** Takes a dispatch for a transaction that derives its status, with what its tenant events say of it. */
+  lock: `SELECT id, tenant_id, environment, idempotency_key, request->>'external_reference' AS external_reference, created_at,
+                status FROM reward_dispatches WHERE id = $1 FOR NO KEY UPDATE`,
 
   /** The connection is gone (see claimDue): every reward of the dispatch still open ends `cancelled`, unsent. */
   cancelDisconnected: `UPDATE dispatch_rewards SET status = 'cancelled', updated_at = now(),
-                              last_error = '{"code": "dispatch_cancelled", "message": "The rewards connection was disconnected before this reward was sent; it was not sent."}'
+                              last_error = ${cancelled('disconnected')}
                         WHERE dispatch_id = $1 AND status IN ('pending', 'sending')`,
 
   /** A give-up: every reward of the dispatch still open fails with `$2` (an unknown outcome is said so). */
@@ -269,14 +277,13 @@ export const DISPATCH_SQL = {
                   last_error = $5::jsonb
             WHERE id = $1`,
 
-  /** Cancel: marks the request and cancels every reward not sent yet, while the dispatch is open. */
   cancel: `WITH d AS (
     UPDATE reward_dispatches SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
      WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'sending')
      RETURNING id
   ), r AS (
     UPDATE dispatch_rewards t SET status = 'cancelled', updated_at = now(),
-           last_error = '{"code": "dispatch_cancelled", "message": "The dispatch was cancelled before this reward was sent; it was not sent."}'
+           last_error = ${cancelled('requested')}
      WHERE t.dispatch_id = $2 AND t.status = 'pending' AND EXISTS (SELECT 1 FROM d)
   )
   SELECT id FROM d`,
@@ -305,10 +312,7 @@ export const DISPATCH_SQL = {
                      LATERAL (SELECT ${REWARD_COLUMNS} FROM dispatch_rewards
                                WHERE dispatch_id = d.id AND position >= $3 ORDER BY position LIMIT $2) r`,
 
-  /**
-   * The due dispatches from the two partial indexes (queued by due time, held with an expired lease), each candidate
-   * locked by key (SKIP LOCKED) and held; `gone` when its connection was disconnected (no attempt counted).
-   */
+  /** From the two partial indexes (queued, due; held, lease expired); `gone`: disconnected (no attempt counted). */
   claimDue: `WITH ready AS (
     SELECT d.id, d.priority, d.due, row_number() OVER (PARTITION BY d.connection_id ORDER BY d.priority, d.due) AS turn
       FROM (SELECT id, connection_id, priority, coalesce(next_attempt_at, lease_until) AS due FROM reward_dispatches
@@ -376,13 +380,7 @@ export const DISPATCH_SQL = {
 
   /** A reward held for approval takes its outcome (`$2`–`$8`), or its next check (still `pending_approval`). */
   settleApproval: `UPDATE dispatch_rewards t
-                      SET status = x.status, upstream_order_status = coalesce(x.upstream_order_status, t.upstream_order_status),
-                          delivery_status = coalesce(x.delivery_status, t.delivery_status), last_error = x.last_error,
-                          sent_at = coalesce(x.sent_at, t.sent_at), next_check_at = x.next_check_at, updated_at = now(),
-                          delivery_state = CASE WHEN x.status = 'sent' AND ${TRACKED} THEN coalesce(t.delivery_state, 'pending')
-                                                ELSE t.delivery_state END,
-                          delivery_check_at = CASE WHEN x.status = 'sent' AND ${TRACKED} AND t.delivery_state IS NULL
-                                                   THEN now() + make_interval(secs => $9::float8 / 1000) ELSE t.delivery_check_at END
+                      SET ${OUTCOME('$9')}
                      FROM (SELECT $3::text AS status, $4::text AS upstream_order_status, $5::text AS delivery_status,
                                   $6::jsonb AS last_error, $7::timestamptz AS sent_at, $8::timestamptz AS next_check_at) x
                     WHERE t.dispatch_id = $1 AND t.position = $2 AND t.status = 'pending_approval'
@@ -394,10 +392,7 @@ export const DISPATCH_SQL = {
                        SET status = $2, sent_at = CASE WHEN $3::boolean THEN coalesce(sent_at, now()) ELSE sent_at END, updated_at = now()
                      WHERE id = $1 AND status IN ('pending_approval', 'partially_failed')`,
 
-  /**
-   * Retention: up to `$2` settled dispatches created before `$1` (rewards by the foreign key), from each tenant's
-   * `reward_dispatches_tenant_idx` (no index of its own to keep up on every send), deleted through the ctids locked.
-   */
+  /** From each tenant's `reward_dispatches_tenant_idx` (no index of its own to keep up on every send). */
   expire: `WITH k AS (
     SELECT o.row_id FROM tenants t,
            LATERAL (SELECT ctid AS row_id FROM reward_dispatches
@@ -410,9 +405,8 @@ export const DISPATCH_SQL = {
    WHERE d.ctid = l.row_id AND d.created_at < $1 AND d.status IN ${SETTLED}`,
 
   /**
-   * Retention: the recipients' data of up to `$2` settled dispatches created before `$1`, oldest first from
-   * `reward_dispatches_unredacted_idx`: recipient fields and custom field values null, LINK links dropped; ids,
-   * amounts, statuses and the request hash stay, so a replayed Idempotency-Key still answers.
+   * Oldest first from `reward_dispatches_unredacted_idx`: recipient fields and custom field values null, LINK links
+   * dropped; ids, amounts, statuses and the request hash stay, so a replayed Idempotency-Key still answers.
    */
   redact: `WITH k AS (
     SELECT ctid AS row_id FROM reward_dispatches
@@ -434,16 +428,14 @@ export const DISPATCH_SQL = {
   )
   SELECT (SELECT count(*)::int FROM d) AS dispatches, (SELECT count(*)::int FROM r) AS rewards`,
 
-  /** A deleted tenant's data: up to `$2` of its dispatches (oldest first), with their rewards, whatever their state. */
   purgeTenant: `DELETE FROM reward_dispatches d
                  USING (SELECT ctid AS row_id FROM reward_dispatches WHERE tenant_id = $1
                          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) k
                  WHERE d.ctid = k.row_id`,
 
   /**
-   * Erasure of one recipient (`$2` e-mail in lower case, or `$3` phone digits and `+`) in one page of the tenant's
-   * dispatches: up to `$6` before the cursor (`$4` created_at, `$5` id), newest first. Each of its rewards is redacted
-   * like `redact`; one not sent yet is cancelled instead of being sent to no one. Returns the counts and the next cursor.
+   * One page: up to `$6` dispatches before the cursor (`$4` created_at, `$5` id), newest first. A reward not sent yet
+   * is cancelled instead of being sent to no one. Returns the counts and the next cursor.
    */
   eraseRecipient: `WITH page AS (
     SELECT id, created_at FROM reward_dispatches
@@ -467,7 +459,7 @@ export const DISPATCH_SQL = {
        SET upstream_payload = ${redactedReward('t.upstream_payload')}, link_enc = NULL, updated_at = now(),
            status = CASE WHEN t.status = 'pending' THEN 'cancelled' ELSE t.status END,
            last_error = CASE WHEN t.status = 'pending'
-                             THEN '{"code": "dispatch_cancelled", "message": "The recipient was erased before this reward was sent; it was not sent."}'::jsonb
+                             THEN ${cancelled('erased')}::jsonb
                              ELSE ${redactedError('t.last_error')} END
       FROM (SELECT x.row_id FROM hit h,
                    LATERAL (SELECT ctid AS row_id FROM dispatch_rewards
@@ -487,8 +479,12 @@ const iso = (value: Date | null | undefined) => (value ? value.toISOString() : n
 /** A JSON value as a parameter (null stays SQL NULL). */
 const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 
-/** A dispatch held by a settling transaction, with what its `dispatch.completed` event says of it. */
-type OpenDispatch = DispatchFacts & { external_reference: string | null; created_at: Date };
+/** A dispatch held by a settling transaction (DISPATCH_SQL.lock). */
+type LockedDispatch = DispatchFacts & {
+  external_reference: string | null;
+  created_at: Date;
+  status: DispatchStatus;
+};
 
 /** The rewards of a dispatch per status, the failure codes among them, and the last time one was sent. */
 interface Summary {
@@ -598,9 +594,8 @@ export class DispatchStore {
   }
 
   /**
-   * Reward changes and the dispatch's progress in one statement. Without `dispatch`, the dispatch's lease is extended
-   * and what a sender checks before its next call is read back (see WriteResult), at no extra round-trip; with it, the
-   * dispatch ends this attempt (settled or queued).
+   * Reward changes and the dispatch's progress in one statement. Without `dispatch`, the lease is extended and what a
+   * sender checks before its next call is read back (WriteResult); with it, the dispatch ends this attempt.
    */
   async write(
     dispatchId: string,
@@ -611,10 +606,7 @@ export class DispatchStore {
     return (durable ? this.durableWrites : this.relaxedWrites).submit({ dispatchId, rewards, dispatch });
   }
 
-  /**
-   * The writes of several dispatches in one statement (group commit). Two writes of one dispatch may share it only as
-   * lease extensions (lanes of one attempt, touching different positions): they share one record.
-   */
+  /** Two writes of one dispatch share a statement only as lease extensions (lanes of one attempt): one record. */
   private async writeAll(pool: Pool, items: WriteItem[]): Promise<WriteResult[]> {
     const byDispatch = new Map<string, DispatchUpdate | null>();
     for (const i of items) byDispatch.set(i.dispatchId, byDispatch.get(i.dispatchId) ?? i.dispatch);
@@ -708,8 +700,8 @@ export class DispatchStore {
     outcome: (summary: Summary) => Outcome,
   ): Promise<void> {
     await this.db.transaction(async (tx) => {
-      const [dispatch] = (await tx.query<OpenDispatch>(DISPATCH_SQL.lockOpen, [dispatchId])).rows;
-      if (!dispatch) return;
+      const [dispatch] = (await tx.query<LockedDispatch>(DISPATCH_SQL.lock, [dispatchId])).rows;
+      if (dispatch?.status !== 'sending' && dispatch?.status !== 'queued') return;
       if (first) await tx.query(first[0], first[1]);
       const summary = await summaryOf(tx, dispatchId);
       const { status, sentAt, responseStatus, lastError } = outcome(summary);
@@ -831,13 +823,7 @@ export class DispatchStore {
     const { state, status, reason, eventAt } = outcome;
     return this.db.transaction(async (tx) => {
       const { rows } = await tx.query<
-        DeliveryFacts & {
-          dispatch_id: string;
-          tenant_id: string;
-          environment: RewardsEnvironment;
-          idempotency_key: string;
-          previous_state: string | null;
-        }
+        DeliveryFacts & Omit<DispatchFacts, 'id'> & { dispatch_id: string; previous_state: string | null }
       >({
         name: 'rg_dispatch_record_delivery',
         text: DISPATCH_SQL.recordDelivery,
@@ -857,10 +843,7 @@ export class DispatchStore {
     });
   }
 
-  /**
-   * Reconciliation: claims up to `limit` sent rewards whose delivery check is due (SKIP LOCKED: one instance each),
-   * pushing their next check out by `nextCheckMs`. A reward enters this schedule when sent (`delivery_check_at`).
-   */
+  /** Claims up to `limit` sent rewards whose delivery check is due, pushing the next one out by `nextCheckMs`. */
   async claimDeliveryChecks(limit: number, nextCheckMs: number): Promise<DeliveryCheck[]> {
     return (await this.db.main.query<DeliveryCheck>(DISPATCH_SQL.claimDeliveryChecks, [limit, nextCheckMs]))
       .rows;
@@ -871,10 +854,7 @@ export class DispatchStore {
     await this.db.main.query(DISPATCH_SQL.stopDeliveryCheck, [dispatchId, position]);
   }
 
-  /**
-   * Claims one reward held for approval whose check is due (SKIP LOCKED: one instance each), pushing its next check
-   * out by the lease, so a crashed checker's row comes back later on its own.
-   */
+  /** Claims one reward held for approval whose check is due, pushing the next one out by the lease (crash-safe). */
   async claimApprovalCheck(): Promise<(RewardRow & { connection_id: string | null }) | null> {
     const { rows } = await this.db.main.query<RewardRow & { connection_id: string | null }>(
       DISPATCH_SQL.claimApprovalCheck,
@@ -906,7 +886,7 @@ export class DispatchStore {
       return;
     }
     await this.db.transaction(async (tx) => {
-      const [dispatch] = (await tx.query<DispatchFacts>(DISPATCH_SQL.lockSettled, [dispatchId])).rows;
+      const [dispatch] = (await tx.query<DispatchFacts>(DISPATCH_SQL.lock, [dispatchId])).rows;
       const [reward] = (
         await tx.query<RewardFacts & { upstream_order_status: string | null; sent_at: Date | null }>(
           DISPATCH_SQL.settleApproval,

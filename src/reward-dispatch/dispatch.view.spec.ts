@@ -1,7 +1,7 @@
 import {
   type RewardStatus,
   REWARD_STATUSES,
-  deriveStatus,
+  countsOf,
   dueAt,
   failureOf,
   progressOf,
@@ -29,9 +29,9 @@ describe('statusOf: a dispatch’s status from its rewards', () => {
 
   it('is what the sender derives from the rewards it holds', () => {
     const rewards = (...statuses: RewardStatus[]) => statuses.map((status) => ({ status }));
-    expect(deriveStatus(rewards('sent', 'failed'))).toBe('partially_failed');
-    expect(deriveStatus(rewards('sent', 'sending'))).toBeNull();
-    expect(deriveStatus(rewards('cancelled', 'failed'))).toBe('cancelled');
+    expect(statusOf(countsOf(rewards('sent', 'failed')))).toBe('partially_failed');
+    expect(statusOf(countsOf(rewards('sent', 'sending')))).toBeNull();
+    expect(statusOf(countsOf(rewards('cancelled', 'failed')))).toBe('cancelled');
   });
 });
 

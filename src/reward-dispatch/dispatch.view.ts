@@ -36,6 +36,19 @@ export const REWARD_STATUSES = [
 ] as const;
 export type RewardStatus = (typeof REWARD_STATUSES)[number];
 
+const CANCELLED_BECAUSE = {
+  disconnected: 'The rewards connection was disconnected',
+  requested: 'The dispatch was cancelled',
+  erased: 'The recipient was erased',
+};
+export type CancelReason = keyof typeof CANCELLED_BECAUSE;
+
+/** The error of a reward cancelled before it was sent. */
+export const cancelledError = (why: CancelReason): RewardError => ({
+  code: 'dispatch_cancelled',
+  message: `${CANCELLED_BECAUSE[why]} before this reward was sent; it was not sent.`,
+});
+
 export const isSettled = (status: RewardStatus) => status !== 'pending' && status !== 'sending';
 
 export interface DispatchRow {
@@ -123,11 +136,6 @@ export function statusOf(counts: Record<RewardStatus, number>): SettledStatus | 
   if (out === 0) return counts.cancelled > 0 ? 'cancelled' : 'failed';
   if (out < total) return 'partially_failed';
   return counts.pending_approval > 0 ? 'pending_approval' : 'sent';
-}
-
-/** statusOf, from the rewards themselves. */
-export function deriveStatus(rewards: { status: RewardStatus }[]): SettledStatus | null {
-  return statusOf(countsOf(rewards));
 }
 
 /**

@@ -39,10 +39,8 @@ import type { EraseRecipientDto } from './dto/erase-recipient.dto';
 import { Database } from '../database/database';
 import { eraseFromOutbox } from '../tenant-webhooks/webhook.store';
 
-export { backoffMs, type HttpOutcome } from './dispatch.sender';
-
 /** The funding source used when neither the request nor the tenant names one (the service's magic value). */
-export const DEFAULT_FUNDING_SOURCE = 'BALANCE';
+const DEFAULT_FUNDING_SOURCE = 'BALANCE';
 
 /**
  * Sending rewards exactly once: the dispatch and its rewards are stored (keyed by tenant + Idempotency-Key) before
@@ -249,15 +247,11 @@ export class RewardDispatchService {
     return pacing && pacing.rps > 0 ? spacingMs(pacing) : null;
   }
 
-  /** Everything resolved before the first write: connection, funding source, custom fields (all from caches). */
+  /**
+   * Everything resolved before the first write: connection, funding source, custom fields (all from caches). The body
+   * passed SendBodyPipe (its schema, at most DISPATCH_MAX_REWARDS rewards).
+   */
   private async prepare(tenantId: string, dto: SendRewardsDto) {
-    if (dto.rewards.length > this.config.maxRewards)
-      throw new ValidationFailedError([
-        {
-          field: 'rewards',
-          reason: `at most ${this.config.maxRewards} rewards per dispatch on this gateway (DISPATCH_MAX_REWARDS); got ${dto.rewards.length}`,
-        },
-      ]);
     checkRecipients(dto.rewards);
     const connection = await this.connections.liveConnection(tenantId, dto.environment);
     const environment = this.environments[connection.environment] as RewardsEnvironmentConfig;
@@ -291,7 +285,6 @@ export class RewardDispatchService {
       connectionId: connection.id,
       environment,
       rewards,
-      warnings,
       request: {
         external_reference: dto.external_reference ?? null,
         funding_source_id: fundingSourceId,
@@ -444,10 +437,6 @@ function duplicateRecipients(rewards: UpstreamRewardSpec[]): ErrorDetail[] {
 function checkRecipients(rewards: RewardSpecDto[]): void {
   const problems: ErrorDetail[] = [];
   rewards.forEach((r, i) => {
-    if (!r || typeof r !== 'object' || Array.isArray(r) || !r.recipient || typeof r.recipient !== 'object') {
-      problems.push({ field: `rewards[${i}]`, reason: 'must be an object with a recipient' });
-      return;
-    }
     const method = r.delivery?.method ?? 'EMAIL';
     if (method === 'EMAIL' && !r.recipient.email)
       problems.push({ field: `rewards[${i}].recipient.email`, reason: 'required for EMAIL delivery' });

@@ -3,23 +3,16 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FromSchema } from 'json-schema-to-ts';
 import { type ErrorDetail, ValidationFailedError } from '../../common/app-error';
+import { EMAIL, PHONE } from './send-rewards.dto';
 
 /** The body of `POST /v1/tenants/{tenant}/recipients/erase`: exactly one of `email` and `phone`. */
 export const ERASE_RECIPIENT_BODY_SCHEMA = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    email: {
-      type: 'string',
-      format: 'email',
-      maxLength: 254,
-      title: 'an e-mail address of at most 254 characters',
-      description: 'The recipient’s e-mail address (compared in lower case).',
-    },
+    email: { ...EMAIL, description: 'The recipient’s e-mail address (compared in lower case).' },
     phone: {
-      type: 'string',
-      pattern: '^\\+?[0-9][0-9 ().-]{5,24}$',
-      title: 'a phone number: digits, spaces or dashes, an optional leading +',
+      ...PHONE,
       description: 'The recipient’s phone number (compared by its digits and leading +).',
     },
   },

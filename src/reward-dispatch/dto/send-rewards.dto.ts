@@ -20,6 +20,19 @@ const CUSTOM_FIELD_VALUE = {
   ],
 } as const;
 
+/** A recipient's e-mail address and phone number, as the send and erase bodies take them. */
+export const EMAIL = {
+  type: 'string',
+  format: 'email',
+  maxLength: 254,
+  title: 'an e-mail address of at most 254 characters',
+} as const;
+export const PHONE = {
+  type: 'string',
+  pattern: '^\\+?[0-9][0-9 ().-]{5,24}$',
+  title: 'a phone number: digits, spaces or dashes, an optional leading +',
+} as const;
+
 const REWARD_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -38,19 +51,14 @@ const REWARD_SCHEMA = {
           example: 'Ada Lovelace',
         },
         email: {
-          type: 'string',
+          ...EMAIL,
           nullable: true,
-          format: 'email',
-          maxLength: 254,
-          title: 'an e-mail address of at most 254 characters',
           description: 'Required for EMAIL delivery (the default).',
           example: 'ada@example.com',
         },
         phone: {
-          type: 'string',
+          ...PHONE,
           nullable: true,
-          pattern: '^\\+?[0-9][0-9 ().-]{5,24}$',
-          title: 'a phone number: digits, spaces or dashes, an optional leading +',
           description: 'Required for PHONE (SMS) delivery; non-US numbers with a + country code.',
           example: '+14155550100',
         },
