@@ -53,7 +53,6 @@ interface Attempt {
   row: DispatchRow;
   /** The rewards at hand (inline: all of the dispatch), updated in memory as outcomes are decided. */
   rewards: RewardRow[];
-  /** One order each. */
   units: RewardRow[][];
   client: ConnectionClient | null;
   /** Positions the insert already wrote as `sending` (the request's own first attempt). */
@@ -64,9 +63,7 @@ interface Attempt {
   /** The first transient failure: the attempt stops and the dispatch is queued. */
   interruption: Interruption | null;
   stop: boolean;
-  /** Some reward settled in this attempt. */
   progressed: boolean;
-  /** Positions whose order is being sent right now. */
   inFlight: Set<number>;
   /** How far out the account's next slot lay beyond the interactive bound (ms): nothing more went out. */
   deferredMs: number | null;
@@ -172,7 +169,7 @@ export class DispatchSender {
     if (updates.some((u) => isSettled(u.status))) a.progressed = true;
   }
 
-  /** One unit (one order): mark its rewards `sending` (with the outcomes decided so far), call, decide. */
+  /** One order: mark its rewards `sending` (with the outcomes decided so far), call, decide. */
   private async sendUnit(a: Attempt, index: number): Promise<void> {
     const unit = a.units[index];
     const starts = unit

@@ -209,7 +209,7 @@ export class RewardDispatchService {
   ): HttpOutcome {
     const now = this.clock.now();
     const due = dueAt(row, now);
-    const progress = progressOf(counts, this.msPerReward(row), due);
+    const progress = this.progress(row, counts, due);
     const until = progress.estimated_completion_at ? Date.parse(progress.estimated_completion_at) : due;
     return {
       status: 202,
@@ -227,7 +227,7 @@ export class RewardDispatchService {
       rewards.length >= row.reward_count
         ? countsOf(rewards)
         : ((await this.store.countsOf([row.id])).get(row.id) as Record<RewardStatus, number>);
-    return { counts, progress: progressOf(counts, this.msPerReward(row), dueAt(row, this.clock.now())) };
+    return { counts, progress: this.progress(row, counts, dueAt(row, this.clock.now())) };
   }
 
   /** How far out the account's next slot is known to be (ms) when beyond what is left of the interactive bound; else 0. */
@@ -241,10 +241,10 @@ export class RewardDispatchService {
     return wait > arrivedAt + this.config.interactiveMaxWaitMs - this.clock.now() ? wait : 0;
   }
 
-  /** The account's pace for estimates: the configured spacing (null when pacing is off). */
-  private msPerReward(row: DispatchRow): number | null {
+  /** Progress with the estimate at the account's configured pace (none when pacing is off), from `fromMs`. */
+  private progress(row: DispatchRow, counts: Record<RewardStatus, number>, fromMs: number) {
     const pacing = this.environments[row.environment]?.pacing;
-    return pacing && pacing.rps > 0 ? spacingMs(pacing) : null;
+    return progressOf(counts, pacing && pacing.rps > 0 ? spacingMs(pacing) : null, fromMs);
   }
 
   /**
@@ -402,7 +402,7 @@ export class RewardDispatchService {
         const c = counts.get(r.id) as Record<RewardStatus, number>;
         return this.sender.view(r, rewards.get(r.id) ?? [], {
           counts: c,
-          progress: progressOf(c, this.msPerReward(r), now),
+          progress: this.progress(r, c, now),
         });
       }),
       next_offset: rows.length > limit ? offset + limit : null,
