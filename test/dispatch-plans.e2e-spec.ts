@@ -177,12 +177,8 @@ describe('DispatchStore: every statement reaches its rows by key, whatever the p
         randomUUID(),
       ];
       await store.insert(row(a, 2), [reward(a, 0, 'sending'), reward(a, 1, 'pending')]);
-      await store.insert(row(b, 1, true), [reward(b, 0, 'pending')], true);
-      await store.insert(
-        { ...row(f, 1, true), connection_id: goneConnectionId },
-        [reward(f, 0, 'pending')],
-        true,
-      );
+      await store.insert(row(b, 1, true), [reward(b, 0, 'pending')]);
+      await store.insert({ ...row(f, 1, true), connection_id: goneConnectionId }, [reward(f, 0, 'pending')]);
       // Concurrent sends: their inserts and writes share statements (group commit).
       await Promise.all([
         store.insert(row(c, 1), [reward(c, 0, 'sending')]),

@@ -496,7 +496,6 @@ describe('tenant webhooks: registration, events, retries, replay, SSRF', () => {
         priority: 0,
       },
       [{ position: 0, external_id: `${id}-r0`, status: 'pending', payload: reward(), attempts: 0 }],
-      true,
     );
     const [event] = await waitFor(
       async () => receiver.accepted('/gone').map((r) => verified(endpoint.secret, r)),

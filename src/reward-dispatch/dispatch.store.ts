@@ -101,7 +101,6 @@ type Stamp = { created_at: Date; lease_until: Date | null } | null;
 interface InsertItem {
   row: NewDispatch;
   rewards: NewReward[];
-  queued: boolean;
 }
 
 /** A batch of more rewards than this is inserted alone rather than in a shared (group) commit. */
@@ -555,20 +554,20 @@ export class DispatchStore {
 
   /**
    * The dispatch and its rewards in one statement, keyed by tenant + Idempotency-Key: null when the key is taken
-   * (nothing written). `queued`: stored due now (or at its `next_attempt_at`), answered 202, for the workers; else
-   * `sending`, held by the request for its lease. A batch's large insert goes alone, never holding up shared commits.
+   * (nothing written). `queued`: due now (or at its `next_attempt_at`), for the workers, answered 202; `sending`: held
+   * by the request for its lease. A batch's large insert goes alone, never holding up shared commits.
    */
-  async insert(row: NewDispatch, rewards: NewReward[], queued = false): Promise<Stamp> {
-    const item = { row, rewards, queued };
+  async insert(row: NewDispatch, rewards: NewReward[]): Promise<Stamp> {
+    const item = { row, rewards };
     return rewards.length <= GROUP_COMMIT_MAX_REWARDS
       ? this.inserts.submit(item)
       : (await this.insertAll([item]))[0];
   }
 
   private async insertAll(items: InsertItem[]): Promise<Stamp[]> {
-    const dispatches = items.map(({ row, rewards, queued }) => ({
+    const dispatches = items.map(({ row, rewards }) => ({
       ...row,
-      queued,
+      queued: row.status === 'queued',
       reward_count: rewards.length,
       due_ms: row.next_attempt_at
         ? Math.max(0, new Date(row.next_attempt_at).getTime() - this.clock.now())

@@ -148,7 +148,7 @@ export class RewardDispatchService {
       reward_count: newRewards.length,
       priority: batch ? 1 : 0,
     };
-    const stamp = await span('dispatch.insert', () => this.store.insert(row, newRewards, answerNow), {
+    const stamp = await span('dispatch.insert', () => this.store.insert(row, newRewards), {
       'tenant.id': tenantId,
       'dispatch.id': id,
     });
