@@ -228,10 +228,10 @@ describe('DispatchStore: every statement reaches its rows by key, whatever the p
         ],
         {
           status: 'partially_failed',
-          responseStatus: 201,
-          lastError: null,
-          nextAttemptAt: null,
-          sentAt: now,
+          response_status: 201,
+          last_error: null,
+          next_attempt_at: null,
+          sent_at: now,
           event: dispatchCompleted(
             { ...facts, external_reference: null },
             {

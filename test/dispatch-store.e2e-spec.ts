@@ -110,10 +110,10 @@ describe('DispatchStore', () => {
         // The end of an attempt: settled.
         store.write(b, [sent(0)], {
           status: 'sent',
-          responseStatus: 201,
-          lastError: null,
-          nextAttemptAt: null,
-          sentAt: new Date(),
+          response_status: 201,
+          last_error: null,
+          next_attempt_at: null,
+          sent_at: new Date(),
         }),
         store.write(c, [], null),
         store.write(d, [{ position: 0, status: 'sending', last_error: null }], null),
@@ -151,19 +151,19 @@ describe('DispatchStore', () => {
       [{ position: 0, status: 'failed', last_error: { code: 'order_failed', message: 'no' } }],
       {
         status: 'failed',
-        responseStatus: 422,
-        lastError: { code: 'order_failed', message: 'no' },
-        nextAttemptAt: null,
-        sentAt: null,
+        response_status: 422,
+        last_error: { code: 'order_failed', message: 'no' },
+        next_attempt_at: null,
+        sent_at: null,
       },
     );
     // A late lane's mark and a late end of attempt change nothing.
     const late = await store.write(a, [{ position: 0, status: 'sending', bump: 1, last_error: null }], {
       status: 'sent',
-      responseStatus: 201,
-      lastError: null,
-      nextAttemptAt: null,
-      sentAt: new Date(),
+      response_status: 201,
+      last_error: null,
+      next_attempt_at: null,
+      sent_at: new Date(),
     });
     expect(late.changed).toEqual(new Set());
     expect(await rewardsOf(a)).toEqual([
@@ -253,10 +253,10 @@ describe('DispatchStore', () => {
         })),
         {
           status: 'pending_approval',
-          responseStatus: 202,
-          lastError: null,
-          nextAttemptAt: null,
-          sentAt: null,
+          response_status: 202,
+          last_error: null,
+          next_attempt_at: null,
+          sent_at: null,
         },
       );
       return id;

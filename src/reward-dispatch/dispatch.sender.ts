@@ -289,11 +289,11 @@ export class DispatchSender {
     const error = interruption?.error as unknown as Record<string, unknown> | undefined;
     return {
       status: 'queued',
-      responseStatus: 202,
-      lastError: inline ? (error as Record<string, unknown>) : (error ?? row.last_error),
-      nextAttemptAt: new Date(this.clock.now() + (inline ? Math.max(backoff, a.deferredMs ?? 0) : backoff)),
-      sentAt: null,
-      resetAttempts: progressed || (inline && !interruption),
+      response_status: 202,
+      last_error: inline ? (error as Record<string, unknown>) : (error ?? row.last_error),
+      next_attempt_at: new Date(this.clock.now() + (inline ? Math.max(backoff, a.deferredMs ?? 0) : backoff)),
+      sent_at: null,
+      reset_attempts: progressed || (inline && !interruption),
     };
   }
 
@@ -315,32 +315,32 @@ export class DispatchSender {
     const derived = a.interruption || a.deferredMs !== null ? null : statusOf(countsOf(rewards));
     const now = new Date(this.clock.now());
     const failure = derived === 'failed' || derived === 'cancelled' ? failureBody(row, rewards) : null;
-    const lastError = failure && { code: failure.body.error.code, message: failure.body.error.message };
+    const last_error = failure && { code: failure.body.error.code, message: failure.body.error.message };
     const update: DispatchUpdate = !derived
       ? this.requeue(a)
       : {
           status: derived,
-          responseStatus: failure ? failure.status : httpStatusOf(derived),
-          lastError,
-          nextAttemptAt: null,
-          sentAt: rewards.some((r) => r.status === 'sent') ? now : null,
+          response_status: failure ? failure.status : httpStatusOf(derived),
+          last_error,
+          next_attempt_at: null,
+          sent_at: rewards.some((r) => r.status === 'sent') ? now : null,
           // Every reward of the dispatch is here (inline): the counts are known without a query.
           event: dispatchCompleted(
             { ...row, external_reference: row.request.external_reference },
-            { status: derived, counts: countsOf(rewards), error_code: lastError?.code ?? null },
+            { status: derived, counts: countsOf(rewards), error_code: last_error?.code ?? null },
             now,
           ),
         };
     await span('dispatch.write', () => this.store.write(row.id, a.carry, update), { 'dispatch.id': row.id });
     Object.assign(row, {
       status: update.status,
-      last_error: update.lastError,
-      next_attempt_at: update.nextAttemptAt,
-      sent_at: row.sent_at ?? update.sentAt,
+      last_error: update.last_error,
+      next_attempt_at: update.next_attempt_at,
+      sent_at: row.sent_at ?? update.sent_at,
       lease_until: null,
     });
     // A queued dispatch's answer is the caller's (see RewardDispatchService.accepted).
-    return { status: update.responseStatus, body: failure ? failure.body : this.view(row, rewards) };
+    return { status: update.response_status, body: failure ? failure.body : this.view(row, rewards) };
   }
 
   view(row: DispatchRow, rewards: RewardRow[], stored?: Parameters<typeof toView>[3]) {

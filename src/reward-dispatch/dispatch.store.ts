@@ -52,15 +52,15 @@ export interface RewardUpdate {
   event?: TenantEventOf<'reward.sent'>;
 }
 
-/** The dispatch's end of an attempt: settled (derived status) or queued for a retry. */
+/** The dispatch's end of an attempt, as its columns: settled (derived status) or queued for a retry. */
 export interface DispatchUpdate {
   status: DispatchStatus;
-  responseStatus: number;
-  lastError: Record<string, unknown> | null;
-  nextAttemptAt: Date | null;
-  sentAt: Date | null;
+  response_status: number;
+  last_error: Record<string, unknown> | null;
+  next_attempt_at: Date | null;
+  sent_at: Date | null;
   /** The attempt made progress: the give-up count starts again (a long batch is not failed for old hiccups). */
-  resetAttempts?: boolean;
+  reset_attempts?: boolean;
   /** Queued only if the update applies. */
   event?: TenantEventOf<'dispatch.completed'>;
 }
@@ -493,12 +493,10 @@ interface Summary {
 }
 
 /** How a settling transaction ends a dispatch (see close). */
-interface Outcome {
+type Outcome = Pick<DispatchUpdate, 'sent_at' | 'response_status'> & {
   status: SettledStatus | 'queued';
-  sentAt: Date | null;
-  responseStatus: number;
-  lastError: { code: string; message: string } | null;
-}
+  last_error: { code: string; message: string } | null;
+};
 
 async function summaryOf(sql: Sql, dispatchId: string): Promise<Summary> {
   const { rows } = await sql.query<{
@@ -620,18 +618,7 @@ export class DispatchStore {
       values: [
         this.config.leaseMs,
         this.config.deliveryReconcileAfterMs,
-        JSON.stringify(
-          [...byDispatch].map(([id, d]) => ({
-            dispatch_id: id,
-            status: d?.status,
-            response_status: d?.responseStatus,
-            last_error: d?.lastError,
-            next_attempt_at: d?.nextAttemptAt,
-            sent_at: d?.sentAt,
-            reset_attempts: d?.resetAttempts ?? false,
-            event: d?.event,
-          })),
-        ),
+        JSON.stringify([...byDispatch].map(([id, d]) => ({ ...d, dispatch_id: id }))),
         JSON.stringify(items.flatMap((i) => i.rewards.map((r) => ({ ...r, dispatch_id: i.dispatchId })))),
       ],
     });
@@ -653,15 +640,15 @@ export class DispatchStore {
    */
   async settle(dispatchId: string, giveUp: RewardError | null = null): Promise<void> {
     const first: Statement | null = giveUp && [DISPATCH_SQL.giveUp, [dispatchId, JSON.stringify(giveUp)]];
-    await this.close(dispatchId, first, ({ counts, codes, sentAt }) => {
+    await this.close(dispatchId, first, ({ counts, codes, sentAt: sent_at }) => {
       const status = statusOf(counts) ?? 'queued';
       const failure = status === 'failed' || status === 'cancelled' ? failureOf(status, codes) : null;
       const total = totalOf(counts);
       return {
         status,
-        sentAt,
-        responseStatus: failure?.status ?? httpStatusOf(status),
-        lastError: failure && {
+        sent_at,
+        response_status: failure?.status ?? httpStatusOf(status),
+        last_error: failure && {
           code: failure.code,
           message:
             total === 1
@@ -679,9 +666,9 @@ export class DispatchStore {
   private async cancelDisconnected(dispatchId: string): Promise<void> {
     await this.close(dispatchId, [DISPATCH_SQL.cancelDisconnected, [dispatchId]], ({ counts }) => ({
       status: counts.sent + counts.pending_approval > 0 ? 'partially_failed' : 'cancelled',
-      sentAt: null,
-      responseStatus: 409,
-      lastError: {
+      sent_at: null,
+      response_status: 409,
+      last_error: {
         code: 'dispatch_cancelled',
         message: 'The rewards connection was disconnected; what was not sent was cancelled.',
       },
@@ -703,10 +690,16 @@ export class DispatchStore {
       if (dispatch?.status !== 'sending' && dispatch?.status !== 'queued') return;
       if (first) await tx.query(first[0], first[1]);
       const summary = await summaryOf(tx, dispatchId);
-      const { status, sentAt, responseStatus, lastError } = outcome(summary);
-      await tx.query(DISPATCH_SQL.settle, [dispatchId, status, iso(sentAt), responseStatus, json(lastError)]);
+      const { status, sent_at, response_status, last_error } = outcome(summary);
+      await tx.query(DISPATCH_SQL.settle, [
+        dispatchId,
+        status,
+        iso(sent_at),
+        response_status,
+        json(last_error),
+      ]);
       if (status === 'queued') return;
-      const data = { status, counts: summary.counts, error_code: lastError?.code ?? null };
+      const data = { status, counts: summary.counts, error_code: last_error?.code ?? null };
       await enqueueEvents(tx, [dispatchCompleted(dispatch, data, new Date(this.clock.now()))]);
     });
   }
