@@ -121,10 +121,11 @@ describe('README.md and docs/', () => {
 
   it('docs/configuration.md has every variable the configuration reads', () => {
     const source = read('src/config/app-config.ts');
-    // `read('NAME', …)` / `raw('NAME')`; an environment's own variables are `v('SUFFIX')` (REWARDS_<ENV>_SUFFIX).
-    const variables = new Set([...source.matchAll(/(?:read|raw)\(\s*'([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1]));
-    for (const suffix of source.matchAll(/\bv\('([A-Z_]+)'\)/g))
-      variables.add(`REWARDS_PRODUCTION_${suffix[1]}`);
+    // Every variable is a call's argument (`int('NAME', …)`, `raw('NAME')`, `firstSet('NAME', 'OLD_NAME')`); an
+    // environment's own variables are `n('SUFFIX')` (REWARDS_<ENV>_SUFFIX).
+    const variables = new Set<string>();
+    for (const [, suffix, name] of source.matchAll(/(?:\b(n)\(|[(,])\s*'([A-Z][A-Z0-9_]*)'/g))
+      variables.add(suffix ? `REWARDS_PRODUCTION_${name}` : name);
     expect(variables.size).toBeGreaterThan(45);
     const table = read('docs/configuration.md');
     const documented = ['PRODUCTION', 'SANDBOX'].map((env) => table.replace(/<ENV>/g, env)).join('\n');
