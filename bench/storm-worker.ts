@@ -15,11 +15,10 @@ const api = new RewardsApiClient(systemClock);
 const db = new Database(config.database);
 const provider = new AccessTokenProvider(
   config.rewards,
-  new Vault(config.vaultKeys),
   db,
   api,
   new ConnectionStateStore(),
-  new GrantStore(),
+  new GrantStore(new Vault(config.vaultKeys)),
   systemClock,
 );
 

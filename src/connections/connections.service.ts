@@ -9,7 +9,6 @@ import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
-import { GRANT_ACCESS, GRANT_REFRESH, Vault } from '../token-vault/vault.service';
 import { ConnectionStateStore } from './connection-state.store';
 import { GrantStore } from '../token-vault/grant.store';
 import { NotificationsService } from '../database/notifications.service';
@@ -53,7 +52,6 @@ export class ConnectionsService {
     @InjectConfig('rewards') private readonly environments: RewardsConfig,
     @InjectConfig('defaultEnvironment') private readonly defaultEnvironment: RewardsEnvironment,
     @InjectConfig('publicBaseUrl') private readonly publicBaseUrl: string,
-    private readonly vault: Vault,
     private readonly db: Database,
     private readonly tenants: TenantsService,
     private readonly tokens: AccessTokenProvider,
@@ -165,7 +163,8 @@ export class ConnectionsService {
       { ...result.params, access_token: result.accessToken, refresh_token: result.refreshToken },
       this.clock.now(),
     );
-    if (!tokens.refreshToken) throw new Error('the token response carried no refresh_token');
+    const { refreshToken } = tokens;
+    if (!refreshToken) throw new Error('the token response carried no refresh_token');
     const granted = await this.accounts.grantOrganization(session, tokens.accessToken);
     const scopes = tokens.scope ? tokens.scope.split(' ') : session.scopes;
     const outcome = await this.db.transaction(async (tx): Promise<ConnectOutcome> => {
@@ -182,14 +181,7 @@ export class ConnectionsService {
         granted,
         previous,
       );
-      await this.grants.insert(tx, connectionId, {
-        accessTokenEnc: this.vault.seal(GRANT_ACCESS, connectionId, tokens.accessToken),
-        refreshTokenEnc: this.vault.seal(GRANT_REFRESH, connectionId, tokens.refreshToken as string),
-        tokenType: tokens.tokenType,
-        scope: tokens.scope,
-        issuedAt: tokens.issuedAt,
-        expiresAt: tokens.expiresAt,
-      });
+      await this.grants.insert(tx, connectionId, { ...tokens, refreshToken });
       await this.sessions.markConnected(tx, session.id, connectionId);
       await this.state.event(tx, connectionId, 'connected', {
         scopes: tokens.scope,

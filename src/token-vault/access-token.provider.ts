@@ -10,10 +10,9 @@ import { RewardsApiClient, TOKEN_CALL_TIMEOUT_MS, type TokenSet } from '../rewar
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import type { ConnectionToken, TokenSource } from '../rewards-api/connection-client';
 import { CallRecorder, recorded } from '../rewards-api/call-recorder';
-import { GRANT_ACCESS, GRANT_REFRESH, Vault } from './vault.service';
 import { AppCredentialsStore } from './app-credentials.store';
 import { type Sql, inTransaction } from '../database/sql';
-import { GrantStore } from './grant.store';
+import { type GrantRow, GrantStore } from './grant.store';
 import {
   AppCredentialsInvalidError,
   ConnectionNotActiveError,
@@ -38,24 +37,6 @@ export interface AccessToken extends ConnectionToken {
   refreshAt: number;
   environment: RewardsEnvironment;
 }
-
-interface GrantRow {
-  connection_id: string;
-  environment: RewardsEnvironment;
-  status: string;
-  backoff_until: Date | null;
-  access_token_enc: string;
-  refresh_token_enc: string;
-  generation: number;
-  issued_at: Date;
-  expires_at: Date;
-}
-
-const GRANT_SELECT = `
-  SELECT g.connection_id, c.environment, c.status, c.backoff_until, g.access_token_enc, g.refresh_token_enc,
-         g.generation, g.issued_at, g.expires_at
-    FROM grants g JOIN connections c ON c.id = g.connection_id
-   WHERE g.connection_id = $1`;
 
 /**
  * What the refresh protocol writes on its connection, on the pool or transaction it is given, so that a refresh's
@@ -144,7 +125,6 @@ export class AccessTokenProvider implements TokenSource {
 
   constructor(
     @InjectConfig('rewards') private readonly environments: RewardsConfig,
-    private readonly vault: Vault,
     db: Database,
     private readonly api: RewardsApiClient,
     private readonly connections: ConnectionStatus,
@@ -259,7 +239,7 @@ export class AccessTokenProvider implements TokenSource {
   }
 
   private async readGrant(connectionId: string): Promise<GrantRow> {
-    return live((await this.pool.query<GrantRow>(GRANT_SELECT, [connectionId])).rows[0]);
+    return live(await this.grants.find(this.pool, connectionId));
   }
 
   /** The row's token if it is still usable, cached; otherwise null. Throws during a refresh cooldown. */
@@ -269,7 +249,7 @@ export class AccessTokenProvider implements TokenSource {
     const now = this.clock.now();
     if (until > now) {
       const token: AccessToken = {
-        token: this.vault.open(GRANT_ACCESS, row.connection_id, row.access_token_enc),
+        token: this.grants.accessToken(row),
         generation: row.generation,
         refreshAt: until,
         expiresAt: row.expires_at.getTime(),
@@ -313,7 +293,7 @@ export class AccessTokenProvider implements TokenSource {
       let row: GrantRow;
       const waited = this.metrics?.lockWait.startTimer();
       try {
-        row = live((await client.query<GrantRow>(`${GRANT_SELECT} FOR UPDATE OF g`, [connectionId])).rows[0]);
+        row = live(await this.grants.find(client, connectionId, true));
       } catch (error) {
         if ((error as { code?: string }).code === '55P03') {
           this.metrics?.refreshes.inc({ outcome: 'lock_timeout' }); // lock_not_available
@@ -339,7 +319,7 @@ export class AccessTokenProvider implements TokenSource {
       const now = this.clock.now();
       if (refusedUntil > now)
         throw new AppCredentialsInvalidError(row.environment, (refusedUntil - now) / 1000);
-      const refreshToken = this.vault.open(GRANT_REFRESH, connectionId, row.refresh_token_enc);
+      const refreshToken = this.grants.refreshToken(row);
       let tokens: TokenSet;
       try {
         tokens = await recorded(
@@ -388,23 +368,10 @@ export class AccessTokenProvider implements TokenSource {
   }
 
   private async storeRotated(client: PoolClient, row: GrantRow, tokens: TokenSet): Promise<AccessToken> {
-    const id = row.connection_id;
-    // A response without a new refresh token keeps the old one.
-    const refreshEnc = tokens.refreshToken
-      ? this.vault.seal(GRANT_REFRESH, id, tokens.refreshToken)
-      : row.refresh_token_enc;
-    const values = {
-      accessTokenEnc: this.vault.seal(GRANT_ACCESS, id, tokens.accessToken),
-      refreshTokenEnc: refreshEnc,
-      tokenType: tokens.tokenType,
-      scope: tokens.scope,
-      issuedAt: tokens.issuedAt,
-      expiresAt: tokens.expiresAt,
-    };
     // Under the row lock this always matches; the compare-and-set guards against any writer that skipped the lock.
-    if (!(await this.grants.rotate(client, id, values, row.generation)))
+    if (!(await this.grants.rotate(client, row, tokens)))
       throw new Error('grant generation moved during a locked refresh');
-    await this.connections.markRefreshed(client, id, tokens.expiresAt, {
+    await this.connections.markRefreshed(client, row.connection_id, tokens.expiresAt, {
       generation: row.generation + 1,
       expires_at: tokens.expiresAt.toISOString(),
       recovered: row.status === 'error',

@@ -1,34 +1,57 @@
 import { Injectable } from '@nestjs/common';
+import type { RewardsEnvironment } from '../config/app-config';
 import type { Sql } from '../database/sql';
+import type { TokenSet } from '../rewards-api/rewards-api.client';
+import { GRANT_ACCESS, GRANT_REFRESH, Vault } from './vault.service';
 
-/** The encrypted columns of a grant (ciphertexts only: the vault encrypts before, decrypts after). */
-export interface GrantValues {
-  accessTokenEnc: string;
-  refreshTokenEnc: string;
-  tokenType: string;
-  scope: string;
-  issuedAt: Date;
-  expiresAt: Date;
+/** A grant with its connection's state; the tokens still sealed (`accessToken` and `refreshToken` open them). */
+export interface GrantRow {
+  connection_id: string;
+  environment: RewardsEnvironment;
+  status: string;
+  backoff_until: Date | null;
+  access_token_enc: string;
+  refresh_token_enc: string;
+  generation: number;
+  issued_at: Date;
+  expires_at: Date;
 }
 
-/** The grant's columns in statement order, from $2. */
-const columns = (g: GrantValues) => [
-  g.accessTokenEnc,
-  g.refreshTokenEnc,
-  g.tokenType,
-  g.scope,
-  g.issuedAt,
-  g.expiresAt,
-];
+const SELECT = `
+  SELECT g.connection_id, c.environment, c.status, c.backoff_until, g.access_token_enc, g.refresh_token_enc,
+         g.generation, g.issued_at, g.expires_at
+    FROM grants g JOIN connections c ON c.id = g.connection_id
+   WHERE g.connection_id = $1`;
 
-/** Every statement that writes `grants`. Stateless: each runs on the pool or transaction it is given. */
+/**
+ * Every statement on `grants`, on the pool or transaction it is given. The tokens are sealed here on the way in and
+ * opened here on the way out, so no caller handles a grant's ciphertext.
+ */
 @Injectable()
 export class GrantStore {
-  async insert(q: Sql, connectionId: string, g: GrantValues): Promise<void> {
+  constructor(private readonly vault: Vault) {}
+
+  /** `forUpdate`: the grant row locked (the refresh lock). */
+  async find(q: Sql, connectionId: string, forUpdate = false): Promise<GrantRow | undefined> {
+    const { rows } = await q.query<GrantRow>(forUpdate ? `${SELECT} FOR UPDATE OF g` : SELECT, [
+      connectionId,
+    ]);
+    return rows[0];
+  }
+
+  accessToken(row: GrantRow): string {
+    return this.vault.open(GRANT_ACCESS, row.connection_id, row.access_token_enc);
+  }
+
+  refreshToken(row: GrantRow): string {
+    return this.vault.open(GRANT_REFRESH, row.connection_id, row.refresh_token_enc);
+  }
+
+  async insert(q: Sql, connectionId: string, tokens: TokenSet & { refreshToken: string }): Promise<void> {
     await q.query(
       `INSERT INTO grants (connection_id, access_token_enc, refresh_token_enc, token_type, scope, issued_at, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [connectionId, ...columns(g)],
+      [connectionId, ...this.sealed(connectionId, tokens, null)],
     );
   }
 
@@ -36,14 +59,32 @@ export class GrantStore {
     await q.query(`DELETE FROM grants WHERE connection_id = $1`, [connectionId]);
   }
 
-  /** The rotated pair, generation + 1, compare-and-set on the generation read under the lock. True when it applied. */
-  async rotate(q: Sql, connectionId: string, g: GrantValues, generationSeen: number): Promise<boolean> {
+  /**
+   * The rotated pair, generation + 1, compare-and-set on the generation of `row` (read under the lock); a response
+   * without a new refresh token keeps the old one. True when it applied.
+   */
+  async rotate(q: Sql, row: GrantRow, tokens: TokenSet): Promise<boolean> {
     const { rowCount } = await q.query(
       `UPDATE grants SET access_token_enc = $2, refresh_token_enc = $3, token_type = $4, scope = $5, issued_at = $6,
               expires_at = $7, generation = generation + 1, updated_at = now()
         WHERE connection_id = $1 AND generation = $8`,
-      [connectionId, ...columns(g), generationSeen],
+      [row.connection_id, ...this.sealed(row.connection_id, tokens, row.refresh_token_enc), row.generation],
     );
     return rowCount === 1;
+  }
+
+  /** The grant's columns in statement order, from $2. */
+  private sealed(connectionId: string, t: TokenSet, keptRefreshEnc: string | null) {
+    const refreshEnc = t.refreshToken
+      ? this.vault.seal(GRANT_REFRESH, connectionId, t.refreshToken)
+      : keptRefreshEnc;
+    return [
+      this.vault.seal(GRANT_ACCESS, connectionId, t.accessToken),
+      refreshEnc,
+      t.tokenType,
+      t.scope,
+      t.issuedAt,
+      t.expiresAt,
+    ];
   }
 }

@@ -24,11 +24,10 @@ const config = parseConfig(JSON.parse(process.env.WORKER_ENV as string) as Recor
 const db = new Database(config.database);
 const provider = new AccessTokenProvider(
   config.rewards,
-  new Vault(config.vaultKeys),
   db,
   new RewardsApiClient(systemClock),
   new ConnectionStateStore(),
-  new GrantStore(),
+  new GrantStore(new Vault(config.vaultKeys)),
   systemClock,
 );
 const api = new RewardsApiClient(systemClock);
