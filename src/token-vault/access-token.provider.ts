@@ -150,10 +150,7 @@ export class AccessTokenProvider implements TokenSource {
     this.markUsed(connectionId);
     const cached = this.cache.get(connectionId);
     if (cached && cached.refreshAt > this.clock.now()) return cached;
-    return this.singleFlight(connectionId, async () => {
-      const row = await this.readGrant(connectionId);
-      return this.usable(row) ?? this.refreshUnderLock(connectionId, row.generation, false);
-    });
+    return this.singleFlight(connectionId, false, (row) => this.usable(row));
   }
 
   /**
@@ -164,11 +161,9 @@ export class AccessTokenProvider implements TokenSource {
     const cached = this.cache.get(connectionId);
     if (cached && cached.generation > used.generation && cached.refreshAt > this.clock.now()) return cached;
     this.cache.delete(connectionId);
-    return this.singleFlight(connectionId, async () => {
-      const row = await this.readGrant(connectionId);
-      const rotated = row.generation > used.generation ? this.usable(row) : null;
-      return rotated ?? this.refreshUnderLock(connectionId, row.generation, true);
-    });
+    return this.singleFlight(connectionId, true, (row) =>
+      row.generation > used.generation ? this.usable(row) : null,
+    );
   }
 
   /** The connection's environment (it never changes): remembered, else read with the grant. */
@@ -209,10 +204,7 @@ export class AccessTokenProvider implements TokenSource {
   /** Forces a refresh through the lock (ops). */
   async forceRefresh(connectionId: string): Promise<AccessToken> {
     this.cache.delete(connectionId);
-    return this.singleFlight(connectionId, async () => {
-      const row = await this.readGrant(connectionId);
-      return this.refreshUnderLock(connectionId, row.generation, true);
-    });
+    return this.singleFlight(connectionId, true, () => null);
   }
 
   /** Forgets the cached token (disconnect, reconnect). */
@@ -230,9 +222,18 @@ export class AccessTokenProvider implements TokenSource {
       .catch((error: Error) => this.logger.warn(`could not record connection use: ${error.message}`));
   }
 
-  private async singleFlight(connectionId: string, work: () => Promise<AccessToken>): Promise<AccessToken> {
+  /** One read per connection at a time in this process: the grant's token if `reuse` takes it, else a refresh. */
+  private async singleFlight(
+    connectionId: string,
+    force: boolean,
+    reuse: (row: GrantRow) => AccessToken | null,
+  ): Promise<AccessToken> {
     const running = this.inFlight.get(connectionId);
     if (running) return running;
+    const work = async () => {
+      const row = await this.readGrant(connectionId);
+      return reuse(row) ?? this.refreshUnderLock(connectionId, row.generation, force);
+    };
     const promise = work().finally(() => this.inFlight.delete(connectionId));
     this.inFlight.set(connectionId, promise);
     return promise;
