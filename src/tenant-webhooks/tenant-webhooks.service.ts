@@ -5,7 +5,6 @@ import { AuditLog } from '../audit/audit-log.service';
 import { ValidationFailedError } from '../common/app-error';
 import type { TenantWebhooksConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
-import { Vault, WEBHOOK_SECRET } from '../token-vault/vault.service';
 import { TenantWebhookError } from './tenant-webhooks.errors';
 import type { CreateWebhookDto } from './dto/webhook.dto';
 import { hostOf, isForbiddenTargetError, resolveChecked } from './target-guard';
@@ -61,7 +60,6 @@ function toDeliveryView(row: DeliveryRow) {
 export class TenantWebhooksService {
   constructor(
     @InjectConfig('webhooks') private readonly config: TenantWebhooksConfig,
-    private readonly vault: Vault,
     private readonly store: WebhookStore,
     private readonly worker: WebhookWorker,
     private readonly audit: AuditLog,
@@ -74,9 +72,8 @@ export class TenantWebhooksService {
     const events = dto.events.includes(ALL_EVENTS)
       ? [ALL_EVENTS]
       : WEBHOOK_EVENT_TYPES.filter((e) => dto.events.includes(e));
-    const secret_enc = this.vault.seal(WEBHOOK_SECRET, id, secret);
     const row = await this.store.insertEndpoint(
-      { id, tenant_id: tenantId, url: dto.url, events, secret_enc },
+      { id, tenant_id: tenantId, url: dto.url, events, secret },
       MAX_ENDPOINTS_PER_TENANT,
     );
     if (!row) {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { InFlightCounts } from '../common/claim-loop';
 import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
+import { Vault, WEBHOOK_SECRET } from '../token-vault/vault.service';
 import type { TenantEvent } from './webhook-events';
 
 export interface EndpointRow {
@@ -97,19 +98,23 @@ export async function eraseFromOutbox(sql: Sql, tenantId: string, needle: string
   return rowCount ?? 0;
 }
 
-/** Every statement that writes `webhook_endpoints` and `webhook_outbox` (but the inserts above). */
+/** Every statement that writes `webhook_endpoints` and `webhook_outbox` (but the inserts above); seals the secret. */
 @Injectable()
 export class WebhookStore {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly vault: Vault,
+  ) {}
 
   /**
    * Registers an endpoint unless the tenant has `max` already (under a per-tenant advisory lock, so two concurrent
    * registrations cannot both take the last place). Returns null at the limit.
    */
   async insertEndpoint(
-    row: { id: string; tenant_id: string; url: string; events: string[]; secret_enc: string },
+    row: { id: string; tenant_id: string; url: string; events: string[]; secret: string },
     max: number,
   ): Promise<EndpointRow | null> {
+    const secretEnc = this.vault.seal(WEBHOOK_SECRET, row.id, row.secret);
     return this.db.transaction(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(hashtext('rg_webhook_endpoints'), hashtext($1))`, [
         row.tenant_id,
@@ -119,10 +124,15 @@ export class WebhookStore {
          SELECT $1::uuid, $2::varchar, $3::varchar, $4::text[], $5::text
           WHERE (SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $2::varchar) < $6::int
          RETURNING ${ENDPOINT_COLUMNS}`,
-        [row.id, row.tenant_id, row.url, row.events, row.secret_enc, max],
+        [row.id, row.tenant_id, row.url, row.events, secretEnc, max],
       );
       return rows[0] ?? null;
     });
+  }
+
+  /** The signing secret of a claimed delivery's endpoint (VaultDecryptionError when VAULT_KEYS lost its key). */
+  openSecret(row: Pick<ClaimedDelivery, 'endpoint_id' | 'secret_enc'>): string {
+    return this.vault.open(WEBHOOK_SECRET, row.endpoint_id, row.secret_enc);
   }
 
   async listEndpoints(tenantId: string): Promise<EndpointRow[]> {

@@ -7,7 +7,6 @@ import { Clock } from '../common/clock';
 import { rootSpan } from '../common/tracing';
 import { trace } from '@opentelemetry/api';
 import { MetricsService } from '../metrics/metrics.service';
-import { Vault, WEBHOOK_SECRET } from '../token-vault/vault.service';
 import { retryDelayMs } from './webhook-events';
 import { type AttemptOutcome, bodyOf, WebhookSender } from './webhook.sender';
 import { type ClaimedDelivery, WebhookStore } from './webhook.store';
@@ -37,7 +36,6 @@ export class WebhookWorker extends LoopWorker {
 
   constructor(
     @InjectConfig('webhooks') private readonly config: TenantWebhooksConfig,
-    private readonly vault: Vault,
     private readonly store: WebhookStore,
     private readonly sender: WebhookSender,
     private readonly metrics: MetricsService,
@@ -122,7 +120,7 @@ export class WebhookWorker extends LoopWorker {
     if (cached && cached.enc === row.secret_enc) return cached.secret;
     let secret: string;
     try {
-      secret = this.vault.open(WEBHOOK_SECRET, row.endpoint_id, row.secret_enc);
+      secret = this.store.openSecret(row);
     } catch (error) {
       this.logger.error(`webhook endpoint ${row.endpoint_id}: ${(error as Error).message}`);
       return null;
