@@ -9,7 +9,7 @@ import { RewardsApi } from '../token-vault/rewards-api.service';
 import { accountVerdict } from './account-check';
 import type { ConnectSession } from './connections.service';
 import { ConnectionProbe } from './connection-probe.service';
-import { type ConnectionRow, ConnectionStateStore } from './connection-state.store';
+import { ConnectionStateStore } from './connection-state.store';
 
 type CheckedSession = Pick<ConnectSession, 'id' | 'tenant_id' | 'environment'>;
 
@@ -56,11 +56,7 @@ export class AccountCheck {
     session: CheckedSession,
     accessToken: string,
   ): Promise<UpstreamOrganization | null> {
-    const { rows } = await this.db.main.query<ConnectionRow>(
-      `SELECT * FROM connections WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected'`,
-      [session.tenant_id, session.environment],
-    );
-    const live = rows[0] ?? null;
+    const live = await this.state.findLive(this.db.main, session.tenant_id, session.environment);
     // A connection made before organizations were recorded learns its own now (a needs_reauth grant cannot).
     if (live && live.organization_id === null && live.status !== 'needs_reauth')
       await this.probes.probe(live.id);

@@ -75,9 +75,15 @@ export class ConnectionStateStore implements ConnectionStatus {
       tenantId,
       environment,
     ]);
+    return this.findLive(q, tenantId, environment, true);
+  }
+
+  /** The tenant's live connection in an environment (one at most: `connections_one_live_idx`). */
+  async findLive(q: Sql, tenantId: string, env: string, lock = false): Promise<ConnectionRow | null> {
     const { rows } = await q.query<ConnectionRow>(
-      `SELECT * FROM connections WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected' FOR UPDATE`,
-      [tenantId, environment],
+      `SELECT * FROM connections WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected'
+       ${lock ? 'FOR UPDATE' : ''}`,
+      [tenantId, env],
     );
     return rows[0] ?? null;
   }

@@ -235,11 +235,8 @@ export class ConnectionsService {
     const key = `${tenantId}/${env}`;
     const cached = this.liveCache.get(key);
     if (cached) return cached.value;
-    const { rows } = await this.db.main.query<{ id: string; status: string }>(
-      `SELECT id, status FROM connections WHERE tenant_id = $1 AND environment = $2 AND status <> 'disconnected'`,
-      [tenantId, env],
-    );
-    if (!rows[0]) {
+    const live = await this.state.findLive(this.db.main, tenantId, env);
+    if (!live) {
       // A disconnected connection answers 409 (as needs_reauth); none ever, 404 with where to start.
       const { rows: ended } = await this.db.main.query(
         `SELECT 1 FROM connections WHERE tenant_id = $1 AND environment = $2 AND status = 'disconnected' LIMIT 1`,
@@ -248,9 +245,8 @@ export class ConnectionsService {
       if (ended.length) throw new ConnectionNotActiveError('disconnected');
       throw new ConnectionNotFoundError(env, tenantId);
     }
-    if (rows[0].status !== 'active' && rows[0].status !== 'error')
-      throw new ConnectionNotActiveError(rows[0].status);
-    const value = { id: rows[0].id, environment: env };
+    if (live.status !== 'active' && live.status !== 'error') throw new ConnectionNotActiveError(live.status);
+    const value = { id: live.id, environment: env };
     this.liveCache.set(key, value, LIVE_CACHE_TTL_MS);
     return value;
   }
