@@ -1,7 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
 import { configToken } from '../config/config.module';
-import type { RewardsConfig } from '../config/app-config';
+import { REWARDS_ENVIRONMENTS, type RewardsConfig } from '../config/app-config';
 import { TenantsModule } from '../tenants/tenants.module';
 import { ConnectionStatus } from '../token-vault/access-token.provider';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
@@ -51,7 +51,7 @@ export class ConnectionStateModule {}
       provide: OAUTH_STRATEGIES,
       inject: [configToken('publicBaseUrl'), configToken('rewards'), PgStateStore],
       useFactory: (publicBaseUrl: string, config: RewardsConfig, states: PgStateStore) =>
-        (['sandbox', 'production'] as const).flatMap((name) => {
+        REWARDS_ENVIRONMENTS.flatMap((name) => {
           const env = config[name];
           return env ? [oauthStrategy(name, publicBaseUrl, env, states)] : [];
         }),

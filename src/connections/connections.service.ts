@@ -5,7 +5,7 @@ import { sha256Hex } from '../common/digest';
 import { TtlCache } from '../common/ttl-cache';
 import { ConnectionsError } from './connections.errors';
 import { InjectConfig } from '../config/config.module';
-import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
+import { REWARDS_ENVIRONMENTS, type RewardsConfig, type RewardsEnvironment } from '../config/app-config';
 import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
 import { AccessTokenProvider } from '../token-vault/access-token.provider';
 import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
@@ -282,7 +282,7 @@ export class ConnectionsService {
 
   /** Offboarding, in the transaction that marks the tenant deleted: every live connection ended. */
   async offboard(tx: Sql, tenantId: string): Promise<void> {
-    for (const environment of ['sandbox', 'production'])
+    for (const environment of REWARDS_ENVIRONMENTS)
       for (const ended of await this.endLive(tx, tenantId, environment, 'disconnected'))
         this.forget(ended.id, tenantId, environment);
   }

@@ -1,15 +1,16 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { REWARDS_ENVIRONMENTS, type RewardsEnvironment } from '../../config/app-config';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
 
 export class CreateConnectSessionDto {
   @ApiPropertyOptional({
-    enum: ['sandbox', 'production'],
+    enum: REWARDS_ENVIRONMENTS,
     example: 'sandbox',
     description: 'Default: the gateway’s default environment.',
   })
   @IsOptional()
-  @IsIn(['sandbox', 'production'])
-  environment?: 'sandbox' | 'production';
+  @IsIn(REWARDS_ENVIRONMENTS)
+  environment?: RewardsEnvironment;
 
   @ApiPropertyOptional({
     type: [String],
@@ -41,15 +42,15 @@ export class ConnectSessionResponse {
   @ApiProperty({ description: 'One-time link for the tenant admin’s browser (15 minutes).' })
   connect_url: string;
   @ApiProperty({ format: 'date-time' }) expires_at: string;
-  @ApiProperty({ enum: ['sandbox', 'production'] }) environment: 'sandbox' | 'production';
+  @ApiProperty({ enum: REWARDS_ENVIRONMENTS }) environment: RewardsEnvironment;
   @ApiProperty({ type: [String] }) scopes: string[];
 }
 
 export class ConnectionQueryDto {
-  @ApiPropertyOptional({ enum: ['sandbox', 'production'] })
+  @ApiPropertyOptional({ enum: REWARDS_ENVIRONMENTS })
   @IsOptional()
-  @IsIn(['sandbox', 'production'])
-  environment?: 'sandbox' | 'production';
+  @IsIn(REWARDS_ENVIRONMENTS)
+  environment?: RewardsEnvironment;
 }
 
 export class ConnectionErrorView {
@@ -66,7 +67,7 @@ export class ConnectionOrganizationView {
 export class ConnectionResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty() tenant_id: string;
-  @ApiProperty({ enum: ['sandbox', 'production'] }) environment: 'sandbox' | 'production';
+  @ApiProperty({ enum: REWARDS_ENVIRONMENTS }) environment: RewardsEnvironment;
   @ApiProperty({ enum: ['active', 'needs_reauth', 'error', 'disconnected'] }) status:
     'active' | 'needs_reauth' | 'error' | 'disconnected';
   @ApiProperty({ type: [String] }) scopes: string[];
