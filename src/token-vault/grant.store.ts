@@ -23,10 +23,7 @@ const SELECT = `
     FROM grants g JOIN connections c ON c.id = g.connection_id
    WHERE g.connection_id = $1`;
 
-/**
- * Every statement on `grants`, on the pool or transaction it is given. The tokens are sealed here on the way in and
- * opened here on the way out, so no caller handles a grant's ciphertext.
- */
+/** Every statement on `grants`, on the pool or transaction given; seals the tokens going in, opens them coming out. */
 @Injectable()
 export class GrantStore {
   constructor(private readonly vault: Vault) {}
@@ -59,10 +56,7 @@ export class GrantStore {
     await q.query(`DELETE FROM grants WHERE connection_id = $1`, [connectionId]);
   }
 
-  /**
-   * The rotated pair, generation + 1, compare-and-set on the generation of `row` (read under the lock); a response
-   * without a new refresh token keeps the old one. True when it applied.
-   */
+  /** The rotated pair (or the old refresh token kept), generation + 1, compare-and-set on `row`'s. True if applied. */
   async rotate(q: Sql, row: GrantRow, tokens: TokenSet): Promise<boolean> {
     const { rowCount } = await q.query(
       `UPDATE grants SET access_token_enc = $2, refresh_token_enc = $3, token_type = $4, scope = $5, issued_at = $6,
@@ -74,17 +68,9 @@ export class GrantStore {
   }
 
   /** The grant's columns in statement order, from $2. */
-  private sealed(connectionId: string, t: TokenSet, keptRefreshEnc: string | null) {
-    const refreshEnc = t.refreshToken
-      ? this.vault.seal(GRANT_REFRESH, connectionId, t.refreshToken)
-      : keptRefreshEnc;
-    return [
-      this.vault.seal(GRANT_ACCESS, connectionId, t.accessToken),
-      refreshEnc,
-      t.tokenType,
-      t.scope,
-      t.issuedAt,
-      t.expiresAt,
-    ];
+  private sealed(id: string, t: TokenSet, keptRefreshEnc: string | null): unknown[] {
+    const accessEnc = this.vault.seal(GRANT_ACCESS, id, t.accessToken);
+    const refreshEnc = t.refreshToken ? this.vault.seal(GRANT_REFRESH, id, t.refreshToken) : keptRefreshEnc;
+    return [accessEnc, refreshEnc, t.tokenType, t.scope, t.issuedAt, t.expiresAt];
   }
 }
