@@ -1,20 +1,22 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { INestApplication } from '@nestjs/common';
 import { Logger as NestLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import type { NextFunction, Request, Response } from 'express';
+import express from 'express';
+import type { FastifyRequest } from 'fastify';
 import { Logger, PARAMS_PROVIDER_TOKEN, type Params } from 'nestjs-pino';
 import type { AppConfig } from './config/app-config';
 import type { AppModuleOptions } from './app.module';
 import { AppModule } from './app.module';
 import { nulCharacterError } from './common/app-error';
-import { toErrorResponse } from './common/http-exception.filter';
-import { formBody } from './common/form-body';
-import { jsonBody } from './common/json-body';
+import { readFormBody } from './common/form-body';
+import { NO_BODY, limitsFor, readJsonBody } from './common/json-body';
 import { createValidationPipe } from './common/validation';
-import { REQUEST_ID_HEADER, assignRequestIds } from './common/request-id';
+import { REQUEST_ID_HEADER, requestIdOf } from './common/request-id';
 import { securityHeaders } from './common/security-headers';
 import { continueTrace, traceRequests, tracingEnabled } from './common/tracing';
 import { openRequestContext } from './common/request-context';
@@ -41,54 +43,103 @@ export async function closeApp(app: INestApplication): Promise<void> {
 export async function createApp(
   config: AppConfig,
   options: AppModuleOptions = {},
-): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, options), {
+): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    // Routes as Express routed them: any letter case, an optional trailing slash, parameters of any length.
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
+    trustProxy: 'loopback',
+    // The caller's X-Request-Id when sane, else a UUID (request-id.ts); kept on the Node request too.
+    genReqId: (req: IncomingMessage) => ((req as { id?: string }).id = requestIdOf(req)),
+    clientErrorHandler: answerProtocolErrorInJson,
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, options), adapter, {
     bodyParser: false,
     bufferLogs: true,
     abortOnError: false,
   });
   app.useLogger(app.get(Logger));
-  app.disable('x-powered-by');
-  app.set('etag', false); // answers are Cache-Control: no-store; hashing each body for an ETag buys nothing
-  app.set('trust proxy', 'loopback');
   configureHttp(app, config);
   return app;
 }
 
-function configureHttp(app: NestExpressApplication, config: AppConfig): void {
-  const errorLogger = new NestLogger('Http');
-  // First, before anything can answer: X-Request-Id, then the security headers and Cache-Control: no-store.
-  const security = securityHeaders(config.publicBaseUrl);
-  // With tracing on, the request's server span comes first, so everything after runs inside it.
-  if (tracingEnabled()) app.use(traceRequests);
+/** Whether `path` is `prefix` or below it, in any letter case (as Express's `app.use(prefix)` matched). */
+const under = (path: string, prefix: string) =>
+  path.length >= prefix.length &&
+  path.slice(0, prefix.length).toLowerCase() === prefix &&
+  (path.length === prefix.length || path[prefix.length] === '/');
+const pathOf = (url: string) => {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+};
+const BODY = Symbol('body');
+type WithBody = FastifyRequest & { [BODY]?: unknown };
+
+/**
+ * One request pipeline for every route, as Fastify hooks: request id and arrival, security headers, the mounted
+ * sandbox, the access line and the server span (onRequest); the body readers, each within its limits (preParsing);
+ * then NUL checks and the request's context, right before the route (preValidation).
+ */
+function configureHttp(app: NestFastifyApplication, config: AppConfig): void {
+  const fastify = app.getHttpAdapter().getInstance();
   const clock = app.get(Clock);
-  app.use(assignRequestIds(clock));
-  app.use(security);
-  if (config.mountSandbox) mountSandbox(app, config);
-  // JSON bodies only on the gateway's own API; the sandbox (mounted later under /sandbox) parses its own.
-  // A body is read only after the key in the headers is known good, and parsed within limits (common/json-body.ts).
-  app.use('/v1', app.get(ApiKeyGuard).earlyAuth(), jsonBody);
-  // The rewards service's webhooks: no API key; the raw body (≤ 64 KiB) is kept for the signature check.
-  app.use('/webhooks/rewards', app.get(DeliveryWebhookIntake).bodyReader());
-  app.use('/ops/connections', formBody); // the dashboard's buttons
-  // With tracing on, what follows the body readers runs inside the request's span again.
-  if (tracingEnabled()) app.use(continueTrace);
-  app.use(['/v1', '/ops', '/connect', '/oauth'], rejectNulCharacters);
-  // Last before the routes (after the body readers): each request's context (request id, address, caller) and its
-  // access line.
+  const security = securityHeaders(config.publicBaseUrl);
+  const sandbox = config.mountSandbox ? mountSandbox(app, config) : undefined;
   const logAnswer = logAnswers(appLogger(app.get<Params>(PARAMS_PROVIDER_TOKEN)), clock);
-  app.use((req: Request, res: Response, next: NextFunction) => {
+  const tracing = tracingEnabled();
+  const guard = app.get(ApiKeyGuard);
+  const webhookBody = app.get(DeliveryWebhookIntake).bodyReader();
+
+  // First, before anything can answer: X-Request-Id, then the security headers and Cache-Control: no-store.
+  fastify.addHook('onRequest', (request, reply, done) => {
+    const req = request.raw;
+    const res = reply.raw;
+    (req as { arrivedAt?: number }).arrivedAt = clock.now();
+    res.setHeader(REQUEST_ID_HEADER, request.id);
+    security(req, res);
+    // The built-in sandbox (an Express app of its own) answers its paths itself, its body unread by the gateway.
+    if (sandbox && under(pathOf(req.url ?? '/'), '/sandbox')) {
+      reply.hijack();
+      sandbox(req, res);
+      return;
+    }
     logAnswer(req, res);
-    openRequestContext(req, res, next);
+    // With tracing on, the request's server span: everything after runs inside it.
+    if (tracing) traceRequests(req, res, done, () => request.routeOptions.url);
+    else done();
   });
-  app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
-    if (res.headersSent) return next(error);
-    const { status, body, headers } = toErrorResponse(error, req, errorLogger);
-    for (const name in headers) res.setHeader(name, headers[name]); // WWW-Authenticate, Retry-After
-    res.status(status).json(body);
+  // The body readers, each on its paths only: the gateway's API (JSON, read only after the key in the headers is
+  // known good, within limits: common/json-body.ts), the rewards service's webhooks (the raw body, ≤ 64 KiB, kept for
+  // the signature check; no API key), the dashboard's buttons (forms).
+  fastify.addHook('preParsing', async (request: WithBody, reply, payload) => {
+    const path = pathOf(request.url);
+    const [req, res] = [request.raw, reply.raw];
+    if (under(path, '/v1')) {
+      await guard.earlyAuth(request, res);
+      const body = await readJsonBody(req, res, limitsFor(req));
+      if (body !== NO_BODY) request[BODY] = body;
+    } else if (under(path, '/webhooks/rewards')) request[BODY] = await webhookBody(req, res);
+    else if (under(path, '/ops/connections')) request[BODY] = await readFormBody(req, res);
+    return payload;
+  });
+  // What the readers above read is the body; nothing else is parsed (Fastify's own parsers are off).
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', (request: WithBody, _payload, done) => done(null, request[BODY]));
+  // Last before the route: NUL characters in the query string or the path, then the request's context (request id,
+  // address, caller) — after the body readers, whose callbacks run outside it (and outside the server span).
+  const checked = ['/v1', '/ops', '/connect', '/oauth'];
+  fastify.addHook('preValidation', (request, _reply, done) => {
+    const path = pathOf(request.url);
+    if (checked.some((prefix) => under(path, prefix))) {
+      const found =
+        (request.url.includes('?') ? findNul(request.query, 'query') : undefined) ??
+        (path.includes('\u0000') ? 'path' : undefined);
+      if (found) return done(nulCharacterError(found));
+    }
+    const open = () => openRequestContext(request, done);
+    if (tracing) continueTrace(request.raw, open);
+    else open();
   });
   app.useGlobalPipes(createValidationPipe());
-  answerProtocolErrorsInJson(app);
   setupOpenApi(app, config);
 }
 
@@ -97,9 +148,12 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
  * in Postgres (`sandbox_state`), so a restart keeps every grant: loaded before the sandbox answers its first request
  * (earlier requests wait), saved at most once a second after changes and once more when the app closes.
  */
-function mountSandbox(app: NestExpressApplication, config: AppConfig): void {
+function mountSandbox(
+  app: NestFastifyApplication,
+  config: AppConfig,
+): ((req: IncomingMessage, res: ServerResponse) => void) | undefined {
   const env = config.rewards.sandbox;
-  if (!env) return;
+  if (!env) return undefined;
   const logger = new NestLogger('Sandbox');
   const sandbox = createSandbox({
     clients: [
@@ -115,7 +169,12 @@ function mountSandbox(app: NestExpressApplication, config: AppConfig): void {
     persistence: SandboxStore.forApp(app),
     logger: { log: (m) => logger.log(m), error: (m) => logger.error(m) },
   });
-  app.use('/sandbox', sandbox.app);
+  // Mounted as before, under /sandbox of an Express app with the gateway's former settings (its paths, `req.baseUrl`).
+  const mount = express();
+  mount.disable('x-powered-by');
+  mount.set('etag', false);
+  mount.set('trust proxy', 'loopback');
+  mount.use('/sandbox', sandbox.app);
   // The last changes are written before Nest closes the database: closeApp() runs this first (main.ts on
   // SIGINT/SIGTERM, the tests). Not a wrapper around app.close: Nest's application proxy ignores assignments.
   beforeClose.set(app, () =>
@@ -123,48 +182,34 @@ function mountSandbox(app: NestExpressApplication, config: AppConfig): void {
       .close()
       .catch((error: unknown) => logger.error(`Sandbox state not saved on close: ${String(error)}`)),
   );
+  return mount;
 }
 
 /**
  * Requests Node's HTTP parser rejects before any route runs (headers over 16 KiB, malformed request lines) get the
  * same JSON error shape instead of an empty response.
  */
-function answerProtocolErrorsInJson(app: NestExpressApplication): void {
-  const server = app.getHttpServer() as import('node:http').Server;
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: import('node:stream').Duplex) => {
-    if (!socket.writable) return socket.destroy();
-    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-    const status = tooLarge ? 431 : 400;
-    const body = JSON.stringify({
-      error: {
-        code: tooLarge ? 'headers_too_large' : 'bad_request',
-        message: tooLarge
-          ? 'The request headers are larger than 16 KiB.'
-          : 'The request could not be parsed as HTTP.',
-        details: [],
-      },
-    });
-    socket.end(
-      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\n` +
-        `${REQUEST_ID_HEADER}: ${randomUUID()}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+function answerProtocolErrorInJson(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable) return void socket.destroy();
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? 431 : 400;
+  const body = JSON.stringify({
+    error: {
+      code: tooLarge ? 'headers_too_large' : 'bad_request',
+      message: tooLarge
+        ? 'The request headers are larger than 16 KiB.'
+        : 'The request could not be parsed as HTTP.',
+      details: [],
+    },
   });
+  socket.end(
+    `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\n` +
+      `${REQUEST_ID_HEADER}: ${randomUUID()}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** NUL characters cannot be stored in Postgres text and have no business in any input: refuse them by name. */
-function rejectNulCharacters(req: Request, _res: Response, next: NextFunction): void {
-  // Bodies were checked while parsed (jsonBody, formBody); left are the query string and the path.
-  const found =
-    (req.url.includes('?') ? findNul(req.query, 'query') : undefined) ??
-    (req.path.includes('\u0000') ? 'path' : undefined);
-  if (found) {
-    next(nulCharacterError(found));
-    return;
-  }
-  next();
-}
-
 function findNul(value: unknown, at: string, depth = 0): string | undefined {
   if (typeof value === 'string') return value.includes('\u0000') ? at : undefined;
   if (!value || typeof value !== 'object' || depth > 50) return undefined;

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Runtime } from './bootstrap';
 import { loadSettingsOrFail, lockDataDir, prepareRuntime } from './bootstrap';
 import type { AppConfig } from './config/app-config';
@@ -29,7 +29,7 @@ const started: {
   unlock?: () => void;
   runtime?: Runtime;
   factory?: AppFactory;
-  app?: NestExpressApplication;
+  app?: NestFastifyApplication;
 } = {};
 let stopping = false;
 
@@ -68,7 +68,7 @@ async function start(): Promise<void> {
 type QuickStartProgress = 'no-tenant' | 'not-connected' | 'connected';
 
 /** How far the README's first hour has got on this database, so a restart shows the next step, not the first. */
-async function quickStartProgress(app: NestExpressApplication): Promise<QuickStartProgress> {
+async function quickStartProgress(app: NestFastifyApplication): Promise<QuickStartProgress> {
   const { ConnectionsService } = await import('./connections/connections.service');
   try {
     const connection = await app.get(ConnectionsService).getConnection(FIRST_HOUR_TENANT);
@@ -78,7 +78,7 @@ async function quickStartProgress(app: NestExpressApplication): Promise<QuickSta
   }
 }
 
-async function listen(app: NestExpressApplication, port: number): Promise<void> {
+async function listen(app: NestFastifyApplication, port: number): Promise<void> {
   try {
     await app.listen(port, LISTEN_HOST);
   } catch (error) {

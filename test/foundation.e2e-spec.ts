@@ -121,7 +121,7 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
       expect(empty.body.error.code).toBe('missing_api_key');
       expect(empty.body.error.message).toMatch(/^The API key is empty/);
     }
-    // The send route (served ahead of Express) authenticates through the same guard.
+    // The send route authenticates through the same guard.
     const emptySend = await request(t.baseUrl)
       .post('/v1/tenants/limited/rewards')
       .set('Authorization', 'Bearer ')

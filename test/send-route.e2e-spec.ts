@@ -7,7 +7,7 @@ import type {
   NestInterceptor,
   PipeTransform,
 } from '@nestjs/common';
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tap } from 'rxjs';
 import request from 'supertest';
 import { ApiKeyGuard } from '../src/tenants/auth/api-key.guard';
@@ -67,7 +67,7 @@ describe('the send route runs the one request pipeline', () => {
       {},
       {
         configure: (app) => {
-          app.use((req: Request, _res: Response, next: NextFunction) => {
+          app.use((req: IncomingMessage, _res: ServerResponse, next: () => void) => {
             mark(req as { id?: unknown }, 'middleware');
             next();
           });
@@ -89,12 +89,12 @@ describe('the send route runs the one request pipeline', () => {
   });
   beforeEach(() => nestGuard.mockClear());
 
-  it('has no request listener ahead of the framework: the HTTP server hands every request to Express', () => {
+  it('has no request listener ahead of the framework: the HTTP server hands every request to Fastify', () => {
     const server = t.app.getHttpServer() as Server;
-    expect(server.listeners('request')).toEqual([t.app.getHttpAdapter().getInstance()]);
+    expect(server.listeners('request')).toEqual([t.app.getHttpAdapter().getInstance().routing]);
   });
 
-  // Every spelling Express routes to the send handler: letter case, a trailing slash, a query string.
+  // Every spelling the router routes to the send handler: letter case, a trailing slash, a query string.
   const spellings = [
     '/v1/tenants/pl/rewards',
     '/v1/tenants/pl/rewards/',

@@ -1,4 +1,4 @@
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import typeis from 'type-is';
 import { CommonError, nulCharacterError } from './app-error';
 import { closeAfterAnswer } from './close-after-answer';
@@ -12,12 +12,14 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
  * The body reader of the dashboard's form posts (`application/x-www-form-urlencoded`), with the rules of the JSON
  * reader: nothing decompressed (415), a declared length over MAX_FORM_BYTES refused before a byte is read and reading
  * stopped there otherwise (413, the rest drained briefly: closeAfterAnswer), UTF-8 only (400), no NUL character
- * (400 invalid_characters). A field sent twice
- * becomes an array, as body-parser's `urlencoded({ extended: false })` has it. Other content types are left alone
- * (no body), as body-parser leaves them.
+ * (400 invalid_characters). A field sent twice becomes an array, as body-parser's `urlencoded({ extended: false })`
+ * has it. Other content types are left alone (undefined: no body), as body-parser leaves them.
  */
-export function formBody(req: Request, res: Response, next: NextFunction): void {
-  if (!typeis(req, ['application/x-www-form-urlencoded'])) return next();
+export function readFormBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<Record<string, string | string[]> | undefined> {
+  if (!typeis(req, ['application/x-www-form-urlencoded'])) return Promise.resolve(undefined);
   const tooLarge = () => {
     closeAfterAnswer(req, res);
     return new CommonError(
@@ -29,35 +31,36 @@ export function formBody(req: Request, res: Response, next: NextFunction): void 
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') {
     closeAfterAnswer(req, res);
-    return next(
+    return Promise.reject(
       new CommonError(415, 'unsupported_media_type', 'Compressed request bodies are not accepted.', [
         { field: 'Content-Encoding', reason: `${encoding} is not accepted` },
       ]),
     );
   }
   const length = req.headers['content-length'];
-  if (length !== undefined && Number(length) > MAX_FORM_BYTES) return next(tooLarge());
-  readCapped(req, MAX_FORM_BYTES, tooLarge, (error, bytes) => {
-    if (error) return next(error);
-    let text: string;
-    try {
-      text = decoder.decode(bytes);
-    } catch {
-      return next(
-        new CommonError(400, 'bad_request', 'The form body is not valid UTF-8.', [
-          { field: 'body', reason: 'invalid UTF-8 byte sequence' },
-        ]),
-      );
-    }
-    const body = Object.create(null) as Record<string, string | string[]>;
-    for (const [name, value] of new URLSearchParams(text)) {
-      // NUL characters cannot be stored in Postgres text: refused by name, as in JSON bodies.
-      if (name.includes('\u0000') || value.includes('\u0000'))
-        return next(nulCharacterError(`body.${name.split('\u0000').join('\\u0000')}`));
-      const seen = Object.hasOwn(body, name) ? body[name] : undefined;
-      body[name] = seen === undefined ? value : ([] as string[]).concat(seen, value);
-    }
-    req.body = body;
-    next();
-  });
+  if (length !== undefined && Number(length) > MAX_FORM_BYTES) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) =>
+    readCapped(req, MAX_FORM_BYTES, tooLarge, (error, bytes) => {
+      if (error) return reject(error);
+      let text: string;
+      try {
+        text = decoder.decode(bytes);
+      } catch {
+        return reject(
+          new CommonError(400, 'bad_request', 'The form body is not valid UTF-8.', [
+            { field: 'body', reason: 'invalid UTF-8 byte sequence' },
+          ]),
+        );
+      }
+      const body = Object.create(null) as Record<string, string | string[]>;
+      for (const [name, value] of new URLSearchParams(text)) {
+        // NUL characters cannot be stored in Postgres text: refused by name, as in JSON bodies.
+        if (name.includes('\u0000') || value.includes('\u0000'))
+          return reject(nulCharacterError(`body.${name.split('\u0000').join('\\u0000')}`));
+        const seen = Object.hasOwn(body, name) ? body[name] : undefined;
+        body[name] = seen === undefined ? value : ([] as string[]).concat(seen, value);
+      }
+      resolve(body);
+    }),
+  );
 }

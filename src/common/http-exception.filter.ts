@@ -1,6 +1,6 @@
 import type { ArgumentsHost, ExceptionFilter } from '@nestjs/common';
 import { Catch, HttpException, HttpStatus, Logger } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CommonErrorCode, ErrorDetail } from './app-error';
 import { AppError } from './app-error';
 
@@ -25,7 +25,7 @@ const STATUS_CODES: Record<number, CommonErrorCode> = {
 /** Maps anything thrown to the one JSON error shape. Unknown errors are logged and answered with a generic 500. */
 export function toErrorResponse(
   exception: unknown,
-  req: Request,
+  req: Pick<FastifyRequest, 'id' | 'method' | 'url'>,
   logger: Logger,
 ): { status: number; body: ErrorBody; headers: Record<string, string> } {
   const requestId = String((req as { id?: unknown }).id ?? '');
@@ -35,30 +35,6 @@ export function toErrorResponse(
       body: { error: { code: exception.code, message: exception.message, details: exception.details } },
       headers: exception.headers,
     };
-  }
-  const bodyParserError = exception as { type?: string; status?: number; expose?: boolean };
-  if (
-    bodyParserError &&
-    typeof bodyParserError.type === 'string' &&
-    typeof bodyParserError.status === 'number'
-  ) {
-    switch (bodyParserError.type) {
-      case 'entity.parse.failed':
-        return simple(400, 'invalid_json', 'The request body is not valid JSON.');
-      case 'entity.too.large':
-        return simple(413, 'payload_too_large', 'The request body is larger than 1 MiB.');
-      case 'encoding.unsupported':
-      case 'charset.unsupported':
-        return simple(
-          415,
-          'unsupported_media_type',
-          'The request body encoding or charset is not supported.',
-        );
-      default:
-        if (bodyParserError.status >= 400 && bodyParserError.status < 500) {
-          return simple(bodyParserError.status, 'bad_request', 'The request body could not be read.');
-        }
-    }
   }
   const pgCode = String(
     (exception as { driverError?: { code?: unknown } })?.driverError?.code ??
@@ -105,7 +81,7 @@ export function toErrorResponse(
     if (status < 500) {
       const message =
         status === 404
-          ? `No route ${req.method} ${req.path}.`
+          ? `No route ${req.method} ${req.url.split('?')[0]}.`
           : exception.message || 'The request was rejected.';
       return simple(status, STATUS_CODES[status] ?? 'bad_request', message);
     }
@@ -187,15 +163,14 @@ export class HttpExceptionFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
-    const req = ctx.getRequest<Request>();
-    const res = ctx.getResponse<Response>();
+    const req = ctx.getRequest<FastifyRequest>();
+    const res = ctx.getResponse<FastifyReply>();
     const { status, body, headers } = toErrorResponse(exception, req, this.logger);
-    if (res.headersSent) {
-      res.end();
+    if (res.sent || res.raw.headersSent) {
+      res.raw.end();
       return;
     }
-    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-    res.status(status).json(body);
+    res.code(status).headers(headers).send(body);
   }
 }
 

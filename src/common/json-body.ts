@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { NextFunction, Request, Response } from 'express';
 import typeis from 'type-is';
 import { CommonError, type ErrorDetail, ValidationFailedError } from './app-error';
 import { closeAfterAnswer } from './close-after-answer';
@@ -29,27 +28,20 @@ export interface BodyLimits {
 export const DEFAULT_LIMITS: BodyLimits = { maxBytes: MAX_BODY_BYTES, maxArrayLength: MAX_ARRAY_LENGTH };
 /** `POST /v1/tenants/{tenant}/rewards` takes batches of up to 10,000 rewards. */
 export const SEND_LIMITS: BodyLimits = { maxBytes: 8 * 1024 * 1024, maxArrayLength: 10_000 };
-/** The send route as Express routes it: any letter case, an optional trailing slash, any query string. */
+/** The send route as the router matches it: any letter case, an optional trailing slash, any query string. */
 const SEND_ROUTE = /^\/v1\/tenants\/[^/?]+\/rewards\/?(\?|$)/i;
 
 /** The limits of the route this request is for. */
-export function limitsFor(req: Pick<Request, 'method' | 'originalUrl'>): BodyLimits {
-  return req.method === 'POST' && SEND_ROUTE.test(req.originalUrl) ? SEND_LIMITS : DEFAULT_LIMITS;
+export function limitsFor(req: Pick<IncomingMessage, 'method' | 'url'>): BodyLimits {
+  return req.method === 'POST' && SEND_ROUTE.test(req.url ?? '') ? SEND_LIMITS : DEFAULT_LIMITS;
 }
 const decoder = new TextDecoder('utf-8', { fatal: true });
-
-export function jsonBody(req: Request, res: Response, next: NextFunction): void {
-  readJsonBody(req, res, limitsFor(req)).then((body) => {
-    if (body !== NO_BODY) req.body = body;
-    next();
-  }, next);
-}
 
 /** What readJsonBody returns for a request without a body. */
 export const NO_BODY = Symbol('no body');
 
 /**
- * The checks and the read of `jsonBody`: resolves to the checked JSON value, or NO_BODY when the request has none;
+ * The JSON body reader of the gateway's API (`/v1`, app.factory.ts): resolves to the checked JSON value, or NO_BODY when the request has none;
  * rejects with our 413 / 415 / 400 errors. A refused size is answered without reading what will be refused (the rest
  * is drained briefly before the connection closes: closeAfterAnswer).
  */

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { AuditActor } from '../audit/audit-actions';
 import { requestIdOf } from './request-id';
 
@@ -38,13 +38,12 @@ export function runInRequestContext<T>(context: RequestContext, work: () => T): 
 }
 
 /**
- * The app's middleware that opens each request's context, placed after the body readers (whose callbacks may run
- * outside it) and right before the routes: the guard fills in the caller, services read it when they record a change
- * or write a log line. `req.ip` honours the app's `trust proxy` setting.
+ * Opens each request's context, after the body readers (whose callbacks may run outside it) and right before the
+ * route (app.factory.ts): the guard fills in the caller, services read it when they record a change or write a log
+ * line. `req.ip` honours the app's `trustProxy` setting.
  */
 export function openRequestContext(
-  req: IncomingMessage & { ip?: string },
-  _res: ServerResponse,
+  req: Pick<IncomingMessage, 'headers' | 'socket'> & { ip?: string },
   next: () => void,
 ): void {
   storage.run(

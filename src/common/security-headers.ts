@@ -114,13 +114,13 @@ const OPS_CONNECTION_PAGE = /^\/ops\/connections\/[0-9a-f-]{36}$/i;
  * answer except Swagger UI's static files: API answers carry API keys, connect links and tenant data, the pages
  * carry one-time links and CSRF tokens — none of it belongs in a browser or proxy cache.
  */
-export function securityHeaders(publicBaseUrl: string): Middleware {
+export function securityHeaders(publicBaseUrl: string): (req: IncomingMessage, res: ServerResponse) => void {
   const https = publicBaseUrl.startsWith('https:');
   const page = recordedHeaders(helmetWith(PAGE_CSP, https));
   const ops = recordedHeaders(helmetWith(OPS_CSP, https));
   const sandbox = recordedHeaders(helmetWith(SANDBOX_CSP, https));
   const docs = recordedHeaders(helmetWith(docsCsp(publicBaseUrl), https));
-  return (req, res, next) => {
+  return (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (!DOCS_ASSET.test(path)) res.setHeader('Cache-Control', 'no-store');
     const chosen =
@@ -132,6 +132,5 @@ export function securityHeaders(publicBaseUrl: string): Middleware {
             ? ops
             : page;
     chosen(res);
-    next();
   };
 }

@@ -174,7 +174,12 @@ const REQUEST_CONTEXT = Symbol('trace context');
  * `METHOD /route/:param` once the route is known; attributes: method, path (a connect link's token masked, never the
  * query string), route, status code, request id.
  */
-export function traceRequests(req: IncomingMessage, res: ServerResponse, next: () => void): void {
+export function traceRequests(
+  req: IncomingMessage,
+  res: ServerResponse,
+  next: () => void,
+  routeOf: () => string | undefined,
+): void {
   const url = req.url ?? '/';
   if (tracer === null || UNTRACED.test(url)) return next();
   const method = req.method ?? 'GET';
@@ -198,11 +203,10 @@ export function traceRequests(req: IncomingMessage, res: ServerResponse, next: (
   const end = () => {
     if (ended) return;
     ended = true;
-    const route = (req as { route?: { path?: unknown } }).route?.path;
-    const base = (req as { baseUrl?: string }).baseUrl ?? '';
+    const route = routeOf();
     if (typeof route === 'string') {
-      s.setAttribute('http.route', base + route);
-      s.updateName(`${method} ${base}${route}`);
+      s.setAttribute('http.route', route);
+      s.updateName(`${method} ${route}`);
     }
     s.setAttribute('http.response.status_code', res.statusCode);
     if (res.statusCode >= 500) s.setStatus({ code: SpanStatusCode.ERROR });
@@ -219,7 +223,7 @@ export function traceRequests(req: IncomingMessage, res: ServerResponse, next: (
  * of the request (the framework's pipeline, the route) back inside it. Cheaper than binding the request's and the
  * response's emitters, which wraps every listener of both.
  */
-export function continueTrace(req: IncomingMessage, _res: ServerResponse, next: () => void): void {
+export function continueTrace(req: IncomingMessage, next: () => void): void {
   const active = (req as { [REQUEST_CONTEXT]?: Context })[REQUEST_CONTEXT];
   if (active) context.with(active, next);
   else next();

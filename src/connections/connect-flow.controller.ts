@@ -1,11 +1,11 @@
 import { Controller, Get, Logger, Param, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import passport from 'passport';
 import { InjectConfig } from '../config/config.module';
 import { Public } from '../tenants/auth/auth.decorators';
-import { escapeHtml } from '../common/html';
+import { escapeHtml, sendHtml } from '../common/html';
 import { connectLandingPage, connectPage } from './connect-pages';
 import type { ConnectSession } from './connections.service';
 import { ConnectionsService } from './connections.service';
@@ -17,6 +17,8 @@ import type { UpstreamOrganization } from '../rewards-api/rewards-api.types';
 import { strategyName } from './rewards-oauth.strategies';
 
 const TOKEN_EXCHANGE_TIMEOUT_MS = 15_000;
+/** The browser-binding cookie goes back only to the OAuth callback. */
+const CALLBACK_PATH = '/oauth/callback';
 
 const MESSAGES: Record<string, string> = {
   access_denied:
@@ -65,20 +67,19 @@ export class ConnectFlowController {
 
   @Get('connect/:token')
   @Public()
-  async page(@Param('token') token: string, @Res() res: Response): Promise<void> {
+  async page(@Param('token') token: string, @Res() res: FastifyReply): Promise<void> {
     const session = await this.connections.sessionByToken(token);
     if (typeof session === 'string') return this.linkProblem(res, session);
-    res
-      .type('html')
-      .send(
-        connectLandingPage(
-          session.tenant_name,
-          session.environment,
-          session.scopes,
-          `${token}/authorize`,
-          session.return_url && isBrowserUrl(session.return_url) ? session.return_url : null,
-        ),
-      );
+    sendHtml(
+      res,
+      connectLandingPage(
+        session.tenant_name,
+        session.environment,
+        session.scopes,
+        `${token}/authorize`,
+        session.return_url && isBrowserUrl(session.return_url) ? session.return_url : null,
+      ),
+    );
   }
 
   @Get('connect/:token/authorize')
@@ -86,34 +87,48 @@ export class ConnectFlowController {
   async authorize(
     @Param('token') token: string,
     @Req() req: ConnectRequest,
-    @Res() res: Response,
+    @Res() res: FastifyReply,
   ): Promise<void> {
     const session = await this.connections.sessionByToken(token);
     if (typeof session === 'string') return this.linkProblem(res, session);
     const binding = randomBytes(32).toString('base64url');
-    res.cookie(BROWSER_COOKIE, binding, {
-      httpOnly: true,
-      sameSite: 'lax',
-      secure: this.publicBaseUrl.startsWith('https:'),
-      path: '/oauth/callback',
-      maxAge: STATE_TTL_MS,
-    });
+    const secure = this.publicBaseUrl.startsWith('https:') ? '; Secure' : '';
+    const expires = new Date(Date.now() + STATE_TTL_MS).toUTCString();
+    res.header(
+      'Set-Cookie',
+      `${BROWSER_COOKIE}=${binding}; Max-Age=${STATE_TTL_MS / 1000}; Path=${CALLBACK_PATH}; Expires=${expires}; HttpOnly${secure}; SameSite=Lax`,
+    );
     req.connectSessionId = session.id;
     req.browserBinding = binding;
-    passport.authenticate(strategyName(session.environment), { session: false, scope: session.scopes })(
-      req,
-      res,
-      (error: unknown) => {
-        this.logger.error({ err: String(error) }, 'could not start the authorization');
-        this.result(res, null, 'provider_error');
-      },
-    );
+    // passport answers with its redirect (`redirect(url)`: status, Location, end), here through the reply.
+    await new Promise<void>((resolve) => {
+      let status = 302;
+      const redirect = {
+        set statusCode(code: number) {
+          status = code;
+        },
+        setHeader: (name: string, value: string) => void res.header(name, value),
+        end: () => {
+          void res.code(status).send();
+          resolve();
+        },
+      };
+      passport.authenticate(strategyName(session.environment), { session: false, scope: session.scopes })(
+        req,
+        redirect,
+        (error: unknown) => {
+          this.logger.error({ err: String(error) }, 'could not start the authorization');
+          this.result(res, null, 'provider_error');
+          resolve();
+        },
+      );
+    });
   }
 
   @Get('oauth/callback')
   @Public()
-  async callback(@Req() req: ConnectRequest, @Res() res: Response): Promise<void> {
-    res.clearCookie(BROWSER_COOKIE, { path: '/oauth/callback' });
+  async callback(@Req() req: ConnectRequest, @Res() res: FastifyReply): Promise<void> {
+    res.header('Set-Cookie', `${BROWSER_COOKIE}=; Path=${CALLBACK_PATH}; Expires=${new Date(0).toUTCString()}`);
     const sessionId = await this.states.peekSession(req.query.state);
     const session = sessionId ? await this.connections.sessionById(sessionId) : null;
     if (!session) return this.result(res, null, 'state_invalid');
@@ -152,8 +167,8 @@ export class ConnectFlowController {
 
   /** Runs passport-oauth2 on the callback: state check (consumes it), code exchange with the PKCE verifier. */
   private exchange(
-    req: Request,
-    res: Response,
+    req: ConnectRequest,
+    res: FastifyReply,
     session: ConnectSession,
   ): Promise<{ user: OAuthResult | false; info?: { message?: string } }> {
     return new Promise((resolve, reject) => {
@@ -166,7 +181,7 @@ export class ConnectFlowController {
           if (error) reject(error instanceof Error ? error : new Error('token_exchange_failed'));
           else resolve({ user, info });
         },
-      )(req, res, (error: unknown) => {
+      )(req, res.raw, (error: unknown) => {
         clearTimeout(timer);
         reject(error instanceof Error ? error : new Error('token_exchange_failed'));
       });
@@ -175,7 +190,7 @@ export class ConnectFlowController {
 
   /** `organization`: on account_mismatch, the one the connection keeps (named on the gateway's own page only). */
   private async finish(
-    res: Response,
+    res: FastifyReply,
     session: ConnectSession,
     outcome: string,
     organization: UpstreamOrganization | null = null,
@@ -186,28 +201,27 @@ export class ConnectFlowController {
       const url = new URL(session.return_url);
       url.searchParams.set('status', outcome === 'connected' ? 'connected' : 'error');
       if (outcome !== 'connected') url.searchParams.set('error', outcome);
-      res.redirect(302, url.toString());
+      void res.redirect(url.toString(), 302);
       return;
     }
     this.result(res, session, outcome, organization);
   }
 
   private result(
-    res: Response,
+    res: FastifyReply,
     session: ConnectSession | null,
     outcome: string,
     organization: UpstreamOrganization | null = null,
   ): void {
     if (outcome === 'connected' && session) {
-      res
-        .type('html')
-        .send(
-          connectPage(
-            'Rewards account connected',
-            `%TITLE%<p><strong>${escapeHtml(session.tenant_name)}</strong> can now send rewards through your rewards account (${escapeHtml(session.environment)}).</p><p class="muted">You can close this window.</p>`,
-            'ok',
-          ),
-        );
+      sendHtml(
+        res,
+        connectPage(
+          'Rewards account connected',
+          `%TITLE%<p><strong>${escapeHtml(session.tenant_name)}</strong> can now send rewards through your rewards account (${escapeHtml(session.environment)}).</p><p class="muted">You can close this window.</p>`,
+          'ok',
+        ),
+      );
       return;
     }
     const status = STATUSES[outcome] ?? 400;
@@ -218,33 +232,31 @@ export class ConnectFlowController {
       outcome === 'account_mismatch' && organization
         ? `<p id="organization">The platform is connected to <strong>${escapeHtml(organization.name ?? organization.id)}</strong>.</p>`
         : '';
-    res
-      .status(status)
-      .type('html')
-      .send(
-        connectPage(
-          title,
-          `%TITLE%<p id="reason" data-reason="${escapeHtml(outcome)}">${escapeHtml(MESSAGES[outcome] ?? MESSAGES.provider_error)}</p>${keeps}`,
-          'error',
-        ),
-      );
+    sendHtml(
+      res,
+      connectPage(
+        title,
+        `%TITLE%<p id="reason" data-reason="${escapeHtml(outcome)}">${escapeHtml(MESSAGES[outcome] ?? MESSAGES.provider_error)}</p>${keeps}`,
+        'error',
+      ),
+      status,
+    );
   }
 
-  private linkProblem(res: Response, problem: 'unknown' | 'expired' | 'used'): void {
+  private linkProblem(res: FastifyReply, problem: 'unknown' | 'expired' | 'used'): void {
     const text = {
       unknown: 'This connect link is not valid. Ask the platform for a new one.',
       expired: 'This connect link has expired. Ask the platform for a new one.',
       used: 'This connect link was already used. Ask the platform for a new one.',
     }[problem];
-    res
-      .status(problem === 'unknown' ? 404 : 410)
-      .type('html')
-      .send(
-        connectPage(
-          'Connect link unavailable',
-          `%TITLE%<p id="reason" data-reason="link_${problem}">${text}</p>`,
-          'error',
-        ),
-      );
+    sendHtml(
+      res,
+      connectPage(
+        'Connect link unavailable',
+        `%TITLE%<p id="reason" data-reason="link_${problem}">${text}</p>`,
+        'error',
+      ),
+      problem === 'unknown' ? 404 : 410,
+    );
   }
 }

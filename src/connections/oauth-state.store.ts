@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../common/digest';
-import type { Request } from 'express';
+import type { FastifyRequest } from 'fastify';
 import { Database } from '../database/database';
 import { OAUTH_VERIFIER, Vault } from '../token-vault/vault.service';
 
 export const STATE_TTL_MS = 10 * 60_000;
 export const BROWSER_COOKIE = 'rg_connect';
 
-export type ConnectRequest = Request & {
+export type ConnectRequest = FastifyRequest<{ Querystring: Record<string, string | undefined> }> & {
   connectSessionId?: string;
   browserBinding?: string;
   oauthSessionId?: string;
@@ -131,7 +131,7 @@ export class PgStateStore {
   }
 }
 
-export function readCookie(req: Request, name: string): string | undefined {
+export function readCookie(req: Pick<FastifyRequest, 'headers'>, name: string): string | undefined {
   const header = req.headers.cookie;
   if (!header) return undefined;
   for (const part of header.split(';')) {

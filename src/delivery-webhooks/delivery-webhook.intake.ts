@@ -1,5 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { RequestHandler } from 'express';
 import { CommonError } from '../common/app-error';
 import { Clock } from '../common/clock';
 import { TtlCache } from '../common/ttl-cache';
@@ -67,7 +66,7 @@ export class DeliveryWebhookIntake {
   }
 
   /** The route's body reader (app.factory mounts it on `/webhooks/rewards` only). */
-  bodyReader(): RequestHandler {
+  bodyReader(): ReturnType<typeof deliveryWebhookBody> {
     return deliveryWebhookBody(this.environments, () =>
       this.metrics.deliveryWebhooks.inc({ outcome: 'bad_signature' }),
     );

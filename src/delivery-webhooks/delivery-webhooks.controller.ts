@@ -105,7 +105,7 @@ export class DeliveryWebhooksController {
       environment,
       typeof account === 'string' ? account : undefined,
       signature,
-      req.deliveryWebhookBody,
+      req.body,
     );
   }
 }

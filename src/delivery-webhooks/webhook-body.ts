@@ -1,4 +1,6 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyRequest } from 'fastify';
+import typeis from 'type-is';
 import { CommonError } from '../common/app-error';
 import { closeAfterAnswer } from '../common/close-after-answer';
 import { readCapped } from '../common/json-body';
@@ -11,9 +13,7 @@ import { SIGNATURE_HEADER, parseSignature } from './webhook-signature';
 export const MAX_WEBHOOK_BODY_BYTES = 64 * 1024;
 
 /** The request as the controller sees it: the raw body (the bytes the signature is over). */
-export interface WebhookRequest extends Request {
-  deliveryWebhookBody?: Buffer;
-}
+export type WebhookRequest = FastifyRequest & { body?: Buffer };
 
 /**
  * The body reader of `POST /webhooks/rewards/{environment}` (mounted for that path only; nothing else there parses
@@ -23,14 +23,17 @@ export interface WebhookRequest extends Request {
  * `application/json` → 415; a declared length over 64 KiB → 413 (each with `Connection: close`). Then the body is
  * read as raw bytes, and reading stops at 64 KiB (413). The signature itself is checked by the controller.
  */
-export function deliveryWebhookBody(environments: RewardsConfig, onBadSignature: () => void): RequestHandler {
-  return (req: Request, res: Response, next: NextFunction): void => {
-    if (req.method !== 'POST') return next();
+export function deliveryWebhookBody(
+  environments: RewardsConfig,
+  onBadSignature: () => void,
+): (req: IncomingMessage, res: ServerResponse) => Promise<Buffer | undefined> {
+  return (req, res) => {
+    if (req.method !== 'POST') return Promise.resolve(undefined);
     const refuse = (error: Error) => {
       closeAfterAnswer(req, res); // do not read what will be refused
-      next(error);
+      return Promise.reject(error);
     };
-    const environment = /^\/([a-z]+)\/?$/.exec(req.path)?.[1];
+    const environment = /^\/webhooks\/rewards\/([a-z]+)\/?(?:\?|$)/i.exec(req.url ?? '')?.[1];
     if (
       !environment ||
       !REWARDS_ENVIRONMENTS.includes(environment as RewardsEnvironment) ||
@@ -61,7 +64,7 @@ export function deliveryWebhookBody(environments: RewardsConfig, onBadSignature:
         ]),
       );
     }
-    if (!req.is('application/json')) {
+    if (!typeis(req, ['application/json'])) {
       return refuse(
         new CommonError(
           415,
@@ -84,10 +87,11 @@ export function deliveryWebhookBody(environments: RewardsConfig, onBadSignature:
       );
     if (length !== undefined && !(Number(length) <= MAX_WEBHOOK_BODY_BYTES)) return refuse(tooLarge());
 
-    readCapped(req, MAX_WEBHOOK_BODY_BYTES, tooLarge, (error, body) => {
-      if (error) return refuse(error);
-      (req as WebhookRequest).deliveryWebhookBody = body as Buffer;
-      next();
-    });
+    return new Promise((resolve, reject) =>
+      readCapped(req, MAX_WEBHOOK_BODY_BYTES, tooLarge, (error, body) => {
+        if (error) refuse(error).catch(reject);
+        else resolve(body);
+      }),
+    );
   };
 }

@@ -11,7 +11,8 @@ import {
   Res,
 } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { sendHtml } from '../common/html';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Clock } from '../common/clock';
 import { Database } from '../database/database';
@@ -88,7 +89,7 @@ export class DashboardController {
 
   @Get()
   @OperatorPage()
-  async page(@Query() query: DashboardQueryDto, @Res() res: Response): Promise<void> {
+  async page(@Query() query: DashboardQueryDto, @Res() res: FastifyReply): Promise<void> {
     // Each part is one bounded read-only statement, run side by side (dashboard.data.ts, running-batches.ts).
     const [{ connections, next_offset }, batches, summary, activity, failingEndpoints] = await Promise.all([
       this.ops.list({ ...query, limit: PAGE, offset: query.offset ?? 0 }),
@@ -109,7 +110,8 @@ export class DashboardController {
     const { done: _done, connection: _connection, offset, ...filters } = query;
     const done =
       query.done && query.connection ? await this.outcome(query.done, query.connection) : undefined;
-    res.type('html').send(
+    sendHtml(
+      res,
       dashboardPage(
         connections,
         events,
@@ -135,14 +137,14 @@ export class DashboardController {
   @OperatorPage()
   async connection(
     @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string,
-    @Res() res: Response,
+    @Res() res: FastifyReply,
   ): Promise<void> {
     const c = (await this.ops.detail(id)) as unknown as ConnectionHeader;
     const [summary, rows] = await Promise.all([
       this.activity.summary(c.tenant_id, id, new Date(this.clock.now() - 3600_000), SUMMARY_CAP),
       this.activity.list({ tenantId: c.tenant_id, connectionId: id, limit: LATEST_CALLS_SHOWN }),
     ]);
-    res.type('html').send(connectionPage(c, summary, rows));
+    sendHtml(res, connectionPage(c, summary, rows));
   }
 
   /** What the last button did, from the connection's stored state (never from the query string). */
@@ -163,19 +165,19 @@ export class DashboardController {
   async act(
     @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string,
     @Param('action') action: string,
-    @Req() req: Request,
+    @Req() req: FastifyRequest,
     @Body() body: Record<string, unknown>,
-    @Res() res: Response,
+    @Res() res: FastifyReply,
   ): Promise<void> {
     this.verifyCsrf(req, body);
     if (action !== 'check' && action !== 'refresh')
       throw new CommonError(HttpStatus.NOT_FOUND, 'not_found', 'Unknown action.');
     if (action === 'check') await this.ops.check(id);
     else await this.ops.refresh(id);
-    res.redirect(303, `/ops?done=${action}&connection=${id}`);
+    void res.redirect(`/ops?done=${action}&connection=${id}`, 303);
   }
 
-  private verifyCsrf(req: Request, body: Record<string, unknown>): void {
+  private verifyCsrf(req: FastifyRequest, body: Record<string, unknown>): void {
     const origin = req.headers.origin;
     // `Origin: null` (a sandboxed frame, a data: URL, some redirects) is no origin of ours: refused like any other.
     if (
@@ -195,7 +197,7 @@ export class DashboardController {
   }
 }
 
-function sameHost(origin: string, req: Request): boolean {
+function sameHost(origin: string, req: FastifyRequest): boolean {
   try {
     return new URL(origin).host === req.headers.host;
   } catch {

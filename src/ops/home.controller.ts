@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { sendHtml } from '../common/html';
 import type { RewardsConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { Public } from '../tenants/auth/auth.decorators';
@@ -31,14 +32,40 @@ export class HomeController {
 
   @Get()
   @Public()
-  home(@Req() req: Request, @Res() res: Response): void {
-    res.vary('Accept');
-    if (req.accepts(['html', 'json']) === 'json') {
-      res.json(homeLinks(this.publicBaseUrl));
+  home(@Req() req: FastifyRequest, @Res() res: FastifyReply): void {
+    res.header('Vary', 'Accept');
+    if (prefersJson(req.headers.accept)) {
+      void res.send(homeLinks(this.publicBaseUrl));
       return;
     }
-    res.type('html').send(this.page);
+    sendHtml(res, this.page);
   }
+}
+
+/**
+ * Whether an Accept header prefers JSON to HTML (HTML when they tie or neither is named, as Express's
+ * `req.accepts(['html', 'json'])`): the highest q of the most specific range matching each.
+ */
+function prefersJson(accept: string | undefined): boolean {
+  if (!accept) return false;
+  const q = { html: -1, json: -1 };
+  const rank = { html: -1, json: -1 };
+  for (const part of accept.split(',')) {
+    const [range, ...params] = part.trim().toLowerCase().split(';');
+    const quality = Number(/^\s*q=([\d.]+)\s*$/.exec(params.find((p) => /^\s*q=/.test(p)) ?? '')?.[1] ?? 1);
+    for (const [kind, type] of [
+      ['html', 'text/html'],
+      ['json', 'application/json'],
+    ] as const) {
+      const specificity =
+        range === type ? 2 : range === `${type.split('/')[0]}/*` ? 1 : range === '*/*' ? 0 : -1;
+      if (specificity > rank[kind]) {
+        rank[kind] = specificity;
+        q[kind] = Number.isFinite(quality) ? quality : 0;
+      }
+    }
+  }
+  return q.json > 0 && q.json > q.html;
 }
 
 /** Where the operator key is kept, as the start-up banner shows it, when it was generated into DATA_DIR. */

@@ -14,7 +14,7 @@ import {
 } from './dto/connection-health.response';
 import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
 import { PageQueryDto } from '../common/page-query.dto';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { OperatorOnly, Public } from '../tenants/auth/auth.decorators';
 import { MetricsService } from '../metrics/metrics.service';
 import { OpsService } from './ops.service';
@@ -144,8 +144,8 @@ export class OpsController {
       example: '# TYPE rg_connections gauge\nrg_connections{status="active",health="healthy"} 1\n',
     },
   })
-  async scrape(@Res() res: Response): Promise<void> {
-    res.setHeader('Content-Type', this.metrics.registry.contentType);
-    res.send(await this.metrics.registry.metrics());
+  async scrape(@Res() res: FastifyReply): Promise<void> {
+    const metrics = await this.metrics.registry.metrics();
+    void res.type(this.metrics.registry.contentType).send(metrics);
   }
 }

@@ -21,7 +21,7 @@ import {
   ApiQuery,
   ApiTags,
 } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DispatchListResponse, DispatchResponse, RewardListResponse } from './dto/dispatch.response';
 import { ListDispatchesDto } from './dto/list-dispatches.dto';
 import { SendBodyPipe } from './dto/send-body.pipe';
@@ -239,16 +239,16 @@ export class RewardDispatchController {
     @Headers('idempotency-key') key: string | undefined,
     @Headers('prefer') prefer: string | undefined,
     @Body(SendBodyPipe) dto: SendRewardsDto,
-    @Req() req: Request,
-    @Res({ passthrough: true }) res: Response,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) res: FastifyReply,
   ): Promise<unknown> {
     const outcome = await this.dispatches.send(tenant, key, dto, req.body, {
       respondAsync: prefersRespondAsync(prefer),
-      arrivedAt: arrivedAtOf(req),
+      arrivedAt: arrivedAtOf(req.raw),
     });
-    res.status(outcome.status);
-    if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
-    for (const name in outcome.headers) res.setHeader(name, outcome.headers[name]);
+    res.code(outcome.status);
+    if (outcome.replayed) res.header('Idempotent-Replayed', 'true');
+    for (const name in outcome.headers) res.header(name, outcome.headers[name]);
     return outcome.body;
   }
 

@@ -1,4 +1,4 @@
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -15,7 +15,7 @@ import { createTestDatabase } from './database';
 export const OPERATOR_KEY = `rgo_test_${'x'.repeat(40)}`;
 
 export interface TestApp {
-  app: NestExpressApplication;
+  app: NestFastifyApplication;
   config: AppConfig;
   baseUrl: string;
   databaseUrl: string;
@@ -56,7 +56,7 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
 
 export interface TestAppOptions {
   /** Runs on the app after it is built, before it listens (e.g. to add a global step, as test/pipeline does). */
-  configure?: (app: NestExpressApplication) => void;
+  configure?: (app: NestFastifyApplication) => void;
   /** The clock the app reads time from (test/support/clock.ts), to move time instead of waiting. */
   clock?: Clock;
 }

@@ -1,8 +1,8 @@
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { IncomingMessage } from 'node:http';
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyRequest } from 'fastify';
 import type { AuditActor, AuditVia } from '../../audit/audit-actions';
 import { currentRequestContext } from '../../common/request-context';
 import { closeAfterAnswer } from '../../common/close-after-answer';
@@ -39,13 +39,13 @@ export class ApiKeyGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const rules = this.rulesOf(context);
     if (rules.public) return true;
-    const req = context.switchToHttp().getRequest<Request & { principal?: Principal }>();
+    const req = context.switchToHttp().getRequest<FastifyRequest & { principal?: Principal }>();
     // A body-carrying request was already authenticated from its headers, before its body was read (earlyAuth).
     const principal = req.principal ?? (await this.authenticate(req, rules.basicAllowed));
     req.principal = principal;
     await this.authorize(
       principal,
-      req.params?.tenant as string | undefined,
+      (req.params as { tenant?: string } | undefined)?.tenant,
       rules.operatorOnly,
       rules.scopes,
     );
@@ -144,27 +144,21 @@ export class ApiKeyGuard implements CanActivate {
   }
 
   /**
-   * Express middleware for routes that take a body: authenticates from the headers before a byte of the body is
-   * read, so a wrong key never costs a parse (and a throttled client not even a lookup). Routes without a body are
+   * For routes that take a body (app.factory.ts): authenticates from the headers before a byte of the body is read,
+   * so a wrong key never costs a parse (and a throttled client not even a lookup). Routes without a body are
    * authenticated by the guard as usual.
    */
-  earlyAuth() {
-    return (req: Request & { principal?: Principal }, res: Response, next: NextFunction): void => {
-      const hasBody =
-        (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') ||
-        req.headers['transfer-encoding'] !== undefined;
-      if (!hasBody) return next();
-      this.authenticate(req).then(
-        (principal) => {
-          req.principal = principal;
-          next();
-        },
-        (error: unknown) => {
-          closeAfterAnswer(req, res); // the unread body is not worth reading
-          next(error);
-        },
-      );
-    };
+  async earlyAuth(req: FastifyRequest & { principal?: Principal }, res: ServerResponse): Promise<void> {
+    const hasBody =
+      (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') ||
+      req.headers['transfer-encoding'] !== undefined;
+    if (!hasBody) return;
+    try {
+      req.principal = await this.authenticate(req);
+    } catch (error) {
+      closeAfterAnswer(req.raw, res); // the unread body is not worth reading
+      throw error;
+    }
   }
 }
 
@@ -185,7 +179,7 @@ export function actorOf(principal: Principal, via: AuditVia): AuditActor {
     : { type: 'operator_key', id: principal.keyId, name: principal.name, via };
 }
 
-/** What authentication reads of a request: its headers and the client address (Express's `req.ip` when there). */
+/** What authentication reads of a request: its headers and the client address (Fastify's `req.ip` when there). */
 type AuthRequest = Pick<IncomingMessage, 'headers' | 'socket'> & { ip?: string };
 
 function unauthorized(code: TenantErrorCode, message: string, challenge: string): TenantsError {
