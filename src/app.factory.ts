@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { INestApplication } from '@nestjs/common';
@@ -7,7 +8,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import express from 'express';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Logger, PARAMS_PROVIDER_TOKEN, type Params } from 'nestjs-pino';
 import type { AppConfig } from './config/app-config';
 import type { AppModuleOptions } from './app.module';
@@ -44,7 +45,7 @@ export async function createApp(
   config: AppConfig,
   options: AppModuleOptions = {},
 ): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({
+  const adapter = new GatewayAdapter({
     // Routes as Express routed them: any letter case, an optional trailing slash, parameters of any length.
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
     trustProxy: 'loopback',
@@ -60,6 +61,38 @@ export async function createApp(
   app.useLogger(app.get(Logger));
   configureHttp(app, config);
   return app;
+}
+
+const STATIC_TYPES: Record<string, string> = {
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  png: 'image/png',
+  map: 'application/json; charset=utf-8',
+};
+
+/** Fastify's adapter, serving Swagger UI's files itself (a handful, for /docs: no static-files plugin needed). */
+class GatewayAdapter extends FastifyAdapter {
+  /** SwaggerModule's call: the files of Swagger UI's directory under `/docs/`, each read once, by name only. */
+  override useStaticAssets(options: { root: string; prefix: string }): this {
+    const files = new Map<string, Buffer | null>();
+    this.getInstance().get(`${options.prefix}/:file`, (request, reply: FastifyReply) => {
+      const name = (request.params as { file: string }).file;
+      const type = STATIC_TYPES[/^[\w.-]+\.(\w+)$/.exec(name)?.[1] ?? ''];
+      if (type && !files.has(name)) files.set(name, readIfThere(`${options.root}/${name}`));
+      const file = type && files.get(name);
+      if (!file) return reply.callNotFound();
+      return reply.header('Cache-Control', 'public, max-age=0').type(type).send(file);
+    });
+    return this;
+  }
+}
+
+function readIfThere(file: string): Buffer | null {
+  try {
+    return readFileSync(file);
+  } catch {
+    return null;
+  }
 }
 
 /** Whether `path` is `prefix` or below it, in any letter case (as Express's `app.use(prefix)` matched). */

@@ -128,7 +128,10 @@ export class ConnectFlowController {
   @Get('oauth/callback')
   @Public()
   async callback(@Req() req: ConnectRequest, @Res() res: FastifyReply): Promise<void> {
-    res.header('Set-Cookie', `${BROWSER_COOKIE}=; Path=${CALLBACK_PATH}; Expires=${new Date(0).toUTCString()}`);
+    res.header(
+      'Set-Cookie',
+      `${BROWSER_COOKIE}=; Path=${CALLBACK_PATH}; Expires=${new Date(0).toUTCString()}`,
+    );
     const sessionId = await this.states.peekSession(req.query.state);
     const session = sessionId ? await this.connections.sessionById(sessionId) : null;
     if (!session) return this.result(res, null, 'state_invalid');
