@@ -45,13 +45,27 @@ export async function createApp(
   config: AppConfig,
   options: AppModuleOptions = {},
 ): Promise<NestFastifyApplication> {
+  // A URL the router cannot decode (a malformed percent-encoding) is answered before any hook: with the headers and
+  // the access line of every answer all the same, in the one error shape.
+  let begin: Begin | undefined;
   const adapter = new GatewayAdapter({
+    frameworkErrors: (_error: Error, request: FastifyRequest, reply: FastifyReply) => {
+      begin?.(request.raw, reply.raw, request.id);
+      const details = [{ field: 'path', reason: 'a malformed percent-encoding' }];
+      void reply.code(400).send({
+        error: { code: 'bad_request', message: 'The request URL cannot be decoded.', details },
+      });
+    },
     // Routes as Express routed them: any letter case, an optional trailing slash, parameters of any length.
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
     trustProxy: 'loopback',
     // The caller's X-Request-Id when sane, else a UUID (request-id.ts); kept on the Node request too.
     genReqId: (req: IncomingMessage) => ((req as { id?: string }).id = requestIdOf(req)),
     clientErrorHandler: answerProtocolErrorInJson,
+    // Node's own timeouts, as before (Fastify's defaults: no request timeout, 72-s keep-alive, 503s while closing).
+    requestTimeout: 300_000,
+    keepAliveTimeout: 5_000,
+    return503OnClosing: false,
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, options), adapter, {
     bodyParser: false,
@@ -59,7 +73,7 @@ export async function createApp(
     abortOnError: false,
   });
   app.useLogger(app.get(Logger));
-  configureHttp(app, config);
+  begin = configureHttp(app, config);
   return app;
 }
 
@@ -104,6 +118,8 @@ const pathOf = (url: string) => {
   const q = url.indexOf('?');
   return q === -1 ? url : url.slice(0, q);
 };
+/** What every answer gets before anything else runs: X-Request-Id, the arrival time, the security headers. */
+type Begin = (req: IncomingMessage, res: ServerResponse, id: string) => void;
 const BODY = Symbol('body');
 type WithBody = FastifyRequest & { [BODY]?: unknown };
 
@@ -112,7 +128,7 @@ type WithBody = FastifyRequest & { [BODY]?: unknown };
  * sandbox, the access line and the server span (onRequest); the body readers, each within its limits (preParsing);
  * then NUL checks and the request's context, right before the route (preValidation).
  */
-function configureHttp(app: NestFastifyApplication, config: AppConfig): void {
+function configureHttp(app: NestFastifyApplication, config: AppConfig): Begin {
   const fastify = app.getHttpAdapter().getInstance();
   const clock = app.get(Clock);
   const security = securityHeaders(config.publicBaseUrl);
@@ -123,12 +139,15 @@ function configureHttp(app: NestFastifyApplication, config: AppConfig): void {
   const webhookBody = app.get(DeliveryWebhookIntake).bodyReader();
 
   // First, before anything can answer: X-Request-Id, then the security headers and Cache-Control: no-store.
+  const begin: Begin = (req, res, id) => {
+    (req as { arrivedAt?: number }).arrivedAt = clock.now();
+    res.setHeader(REQUEST_ID_HEADER, id);
+    security(req, res);
+  };
   fastify.addHook('onRequest', (request, reply, done) => {
     const req = request.raw;
     const res = reply.raw;
-    (req as { arrivedAt?: number }).arrivedAt = clock.now();
-    res.setHeader(REQUEST_ID_HEADER, request.id);
-    security(req, res);
+    begin(req, res, request.id);
     // The built-in sandbox (an Express app of its own) answers its paths itself, its body unread by the gateway.
     if (sandbox && under(pathOf(req.url ?? '/'), '/sandbox')) {
       reply.hijack();
@@ -174,6 +193,10 @@ function configureHttp(app: NestFastifyApplication, config: AppConfig): void {
   });
   app.useGlobalPipes(createValidationPipe());
   setupOpenApi(app, config);
+  return (req, res, id) => {
+    begin(req, res, id);
+    logAnswer(req, res);
+  };
 }
 
 /**
