@@ -47,10 +47,10 @@ export async function createApp(
 ): Promise<NestFastifyApplication> {
   // A URL the router cannot decode (a malformed percent-encoding) is answered before any hook: with the headers and
   // the access line of every answer all the same, in the one error shape.
-  let begin: Begin | undefined;
+  const first: { begin?: Begin } = {};
   const adapter = new GatewayAdapter({
     frameworkErrors: (_error: Error, request: FastifyRequest, reply: FastifyReply) => {
-      begin?.(request.raw, reply.raw, request.id);
+      first.begin?.(request.raw, reply.raw, request.id);
       const details = [{ field: 'path', reason: 'a malformed percent-encoding' }];
       void reply.code(400).send({
         error: { code: 'bad_request', message: 'The request URL cannot be decoded.', details },
@@ -73,7 +73,7 @@ export async function createApp(
     abortOnError: false,
   });
   app.useLogger(app.get(Logger));
-  begin = configureHttp(app, config);
+  first.begin = configureHttp(app, config);
   return app;
 }
 
