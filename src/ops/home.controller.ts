@@ -43,29 +43,21 @@ export class HomeController {
 }
 
 /**
- * Whether an Accept header prefers JSON to HTML (HTML when they tie or neither is named, as Express's
- * `req.accepts(['html', 'json'])`): the highest q of the most specific range matching each.
+ * JSON when the Accept header ranks application/json above text/html — HTML on a tie or without the header, as
+ * Express's `req.accepts(['html', 'json'])` had it: each type takes the q of the most specific range naming it.
  */
-function prefersJson(accept: string | undefined): boolean {
-  if (!accept) return false;
-  const q = { html: -1, json: -1 };
-  const rank = { html: -1, json: -1 };
-  for (const part of accept.split(',')) {
-    const [range, ...params] = part.trim().toLowerCase().split(';');
-    const quality = Number(/^\s*q=([\d.]+)\s*$/.exec(params.find((p) => /^\s*q=/.test(p)) ?? '')?.[1] ?? 1);
-    for (const [kind, type] of [
-      ['html', 'text/html'],
-      ['json', 'application/json'],
-    ] as const) {
-      const specificity =
-        range === type ? 2 : range === `${type.split('/')[0]}/*` ? 1 : range === '*/*' ? 0 : -1;
-      if (specificity > rank[kind]) {
-        rank[kind] = specificity;
-        q[kind] = Number.isFinite(quality) ? quality : 0;
-      }
+function prefersJson(accept = ''): boolean {
+  const quality = (type: string) => {
+    let best = { specificity: -1, q: 0 };
+    for (const part of accept.toLowerCase().split(',')) {
+      const [range, ...params] = part.split(';').map((p) => p.trim());
+      const specificity = ['*/*', `${type.split('/')[0]}/*`, type].indexOf(range);
+      const q = Number(params.find((p) => p.startsWith('q='))?.slice(2) ?? 1);
+      if (specificity > best.specificity) best = { specificity, q: Number.isFinite(q) ? q : 0 };
     }
-  }
-  return q.json > 0 && q.json > q.html;
+    return best.q;
+  };
+  return quality('application/json') > quality('text/html');
 }
 
 /** Where the operator key is kept, as the start-up banner shows it, when it was generated into DATA_DIR. */
