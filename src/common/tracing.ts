@@ -169,7 +169,7 @@ const UNTRACED = /^\/(?:sandbox(?:\/|$)|health\/|metrics(?:$|\?))/;
 const REQUEST_CONTEXT = Symbol('trace context');
 
 /**
- * The app's first middleware when tracing is on: one SERVER span per request, continuing the caller's W3C
+ * The app's first step when tracing is on (app.factory.ts): one SERVER span per request, continuing the caller's W3C
  * `traceparent`, active for the request (and again after its body is read: `continueTrace`). Named
  * `METHOD /route/:param` once the route is known; attributes: method, path (a connect link's token masked, never the
  * query string), route, status code, request id.
