@@ -132,10 +132,18 @@ describe('dispatch under upstream faults', () => {
       expect(perRecipient.size).toBe(250);
       expect(recipients.every((r) => perRecipient.get(r) === 1)).toBe(true);
       expect(new Set(orders.map((o) => o.external_id)).size).toBe(250);
-      const dispatches = (
-        await db.query(`SELECT status FROM reward_dispatches WHERE idempotency_key LIKE 'multi-%'`)
-      ).rows;
-      expect(dispatches.every((r) => r.status === 'sent')).toBe(true);
+      // A dispatch is settled after its last reward is written (its own transaction): it ends `sent`, each of them.
+      const dispatches = await waitFor(
+        async () =>
+          (
+            await db.query(
+              `SELECT status, count(*)::int AS n FROM reward_dispatches WHERE idempotency_key LIKE 'multi-%' GROUP BY status`,
+            )
+          ).rows,
+        (rows) => rows.length === 1 && rows[0].status === 'sent',
+        30_000,
+      );
+      expect(dispatches).toEqual([{ status: 'sent', n: 50 }]);
     } finally {
       await db.end();
     }
