@@ -13,7 +13,8 @@ import { Logger, PARAMS_PROVIDER_TOKEN, type Params } from 'nestjs-pino';
 import type { AppConfig } from './config/app-config';
 import type { AppModuleOptions } from './app.module';
 import { AppModule } from './app.module';
-import { nulCharacterError } from './common/app-error';
+import { nulCharacterError, undecodableUrlError } from './common/app-error';
+import { toErrorResponse } from './common/http-exception.filter';
 import { readFormBody } from './common/form-body';
 import { NO_BODY, limitsFor, readJsonBody } from './common/json-body';
 import { createValidationPipe } from './common/validation';
@@ -48,13 +49,12 @@ export async function createApp(
   // A URL the router cannot decode (a malformed percent-encoding) is answered before any hook: with the headers and
   // the access line of every answer all the same, in the one error shape.
   const first: { begin?: Begin } = {};
+  const frameworkLogger = new NestLogger('Http');
   const adapter = new GatewayAdapter({
     frameworkErrors: (_error: Error, request: FastifyRequest, reply: FastifyReply) => {
       first.begin?.(request.raw, reply.raw, request.id);
-      const details = [{ field: 'path', reason: 'a malformed percent-encoding' }];
-      void reply.code(400).send({
-        error: { code: 'bad_request', message: 'The request URL cannot be decoded.', details },
-      });
+      const { status, body } = toErrorResponse(undecodableUrlError(), request, frameworkLogger);
+      void reply.code(status).send(body);
     },
     // Routes as Express routed them: any letter case, an optional trailing slash, parameters of any length.
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },

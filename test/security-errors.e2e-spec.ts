@@ -85,6 +85,21 @@ describe('security: error answers', () => {
       for (const res of answers) expect(res.headers['x-request-id']).toMatch(UUID);
     });
 
+    it('on a URL the router cannot decode: 400 bad_request naming the path, with the usual headers', async () => {
+      for (const url of ['/v1/tenants/%E0%A4%A', '/ops/connections/%zz', '/no/such/%']) {
+        const res = await request(t.baseUrl).get(url).set(op).expect(400);
+        expect(res.body).toEqual({
+          error: {
+            code: 'bad_request',
+            message: 'The request URL cannot be decoded.',
+            details: [{ field: 'path', reason: 'a malformed percent-encoding' }],
+          },
+        });
+        expect(res.headers['x-request-id']).toMatch(UUID);
+        expect(res.headers['cache-control']).toBe('no-store');
+      }
+    });
+
     it("on Node's own protocol errors: a malformed request line (400) and oversized headers (431)", async () => {
       const malformed = await raw(t.baseUrl, 'GET / HTTP/1.1 nonsense\r\n\r\n');
       expect(malformed).toMatch(/^HTTP\/1\.1 400 /);

@@ -68,6 +68,13 @@ export class ValidationFailedError extends CommonError {
   }
 }
 
+/** A URL the router cannot decode (a malformed percent-encoding, anywhere in its path). */
+export function undecodableUrlError(): CommonError {
+  return new CommonError(400, 'bad_request', 'The request URL cannot be decoded.', [
+    { field: 'path', reason: 'a malformed percent-encoding' },
+  ]);
+}
+
 /** A NUL character where one cannot be stored (Postgres text), named by where it was found (`query.q`, `body.csrf`). */
 export function nulCharacterError(field: string): CommonError {
   return new CommonError(400, 'invalid_characters', 'The request contains a NUL character.', [
