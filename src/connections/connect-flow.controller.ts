@@ -93,10 +93,9 @@ export class ConnectFlowController {
     if (typeof session === 'string') return this.linkProblem(res, session);
     const binding = randomBytes(32).toString('base64url');
     const secure = this.publicBaseUrl.startsWith('https:') ? '; Secure' : '';
-    const expires = new Date(Date.now() + STATE_TTL_MS).toUTCString();
     res.header(
       'Set-Cookie',
-      `${BROWSER_COOKIE}=${binding}; Max-Age=${STATE_TTL_MS / 1000}; Path=${CALLBACK_PATH}; Expires=${expires}; HttpOnly${secure}; SameSite=Lax`,
+      `${BROWSER_COOKIE}=${binding}; Max-Age=${STATE_TTL_MS / 1000}; Path=${CALLBACK_PATH}; HttpOnly${secure}; SameSite=Lax`,
     );
     req.connectSessionId = session.id;
     req.browserBinding = binding;

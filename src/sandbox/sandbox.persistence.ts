@@ -125,10 +125,12 @@ export class SandboxPersister {
     if (!this.dirty || this.disabled) return;
     this.dirty = false;
     const started = Date.now();
-    this.lastStart = started;
+    const snapshot = serializeSnapshot(this.state);
+    // Writes start (the store is called) at least the interval apart: counted from here, after the snapshot is taken.
+    this.lastStart = Date.now();
     this.saving = (async () => {
       try {
-        await this.persistence.save(serializeSnapshot(this.state));
+        await this.persistence.save(snapshot);
         this.saves++;
         if (this.failing) this.logger.log('Sandbox state saved again');
         this.failing = false;
