@@ -7,9 +7,9 @@ import { ConnectionsError } from './connections.errors';
 import { InjectConfig } from '../config/config.module';
 import { REWARDS_ENVIRONMENTS, type RewardsConfig, type RewardsEnvironment } from '../config/app-config';
 import { normaliseTokenResponse } from '../rewards-api/rewards-api.client';
-import { AccessTokenProvider } from '../token-vault/access-token.provider';
-import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
-import { ConnectionStateStore } from './connection-state.store';
+import { AccessTokenProvider, live } from '../token-vault/access-token.provider';
+import { ConnectionNotFoundError } from '../token-vault/token-vault.errors';
+import { type ConnectionRow, ConnectionStateStore } from './connection-state.store';
 import { GrantStore } from '../token-vault/grant.store';
 import { NotificationsService } from '../database/notifications.service';
 import { AuditLog } from '../audit/audit-log.service';
@@ -235,18 +235,10 @@ export class ConnectionsService {
     const key = `${tenantId}/${env}`;
     const cached = this.liveCache.get(key);
     if (cached) return cached.value;
-    const live = await this.state.findLive(this.db.main, tenantId, env);
-    if (!live) {
-      // A disconnected connection answers 409 (as needs_reauth); none ever, 404 with where to start.
-      const { rows: ended } = await this.db.main.query(
-        `SELECT 1 FROM connections WHERE tenant_id = $1 AND environment = $2 AND status = 'disconnected' LIMIT 1`,
-        [tenantId, env],
-      );
-      if (ended.length) throw new ConnectionNotActiveError('disconnected');
-      throw new ConnectionNotFoundError(env, tenantId);
-    }
-    if (live.status !== 'active' && live.status !== 'error') throw new ConnectionNotActiveError(live.status);
-    const value = { id: live.id, environment: env };
+    // With none live, the last one ended: a disconnected connection answers 409 (as needs_reauth); none ever, 404.
+    const row =
+      (await this.state.findLive(this.db.main, tenantId, env)) ?? (await this.latest(tenantId, env));
+    const value = { id: live(row, env, tenantId).id, environment: env };
     this.liveCache.set(key, value, LIVE_CACHE_TTL_MS);
     return value;
   }
@@ -254,12 +246,18 @@ export class ConnectionsService {
   async getConnection(tenantId: string, environment?: string): Promise<ConnectionResponse> {
     await this.tenants.require(tenantId);
     const env = this.resolveEnvironment(environment);
-    const { rows } = await this.db.main.query<Record<string, unknown>>(
+    const row = await this.latest(tenantId, env);
+    if (!row) throw new ConnectionNotFoundError(env, tenantId);
+    return toConnectionResponse(row);
+  }
+
+  /** The tenant's live connection in the environment, else the last one ended. */
+  private async latest(tenantId: string, env: string): Promise<ConnectionRow | undefined> {
+    const { rows } = await this.db.main.query<ConnectionRow>(
       `SELECT * FROM connections WHERE tenant_id = $1 AND environment = $2 ORDER BY (status <> 'disconnected') DESC, connected_at DESC LIMIT 1`,
       [tenantId, env],
     );
-    if (!rows[0]) throw new ConnectionNotFoundError(env, tenantId);
-    return toConnectionResponse(rows[0]);
+    return rows[0];
   }
 
   async disconnect(tenantId: string, environment?: string): Promise<ConnectionResponse> {

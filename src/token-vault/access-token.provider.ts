@@ -65,9 +65,13 @@ export abstract class ConnectionStatus {
 }
 type Detail = Record<string, unknown>;
 
-/** The grant row of a connection that may use tokens; throws otherwise. */
-function live(row: GrantRow | undefined): GrantRow {
-  if (!row) throw new ConnectionNotFoundError();
+/** The row of a connection that may use tokens; throws otherwise (the 404 names `environment` and `tenantId`). */
+export function live<T extends { status: string }>(
+  row: T | null | undefined,
+  environment?: string,
+  tenantId?: string,
+): T {
+  if (!row) throw new ConnectionNotFoundError(environment, tenantId);
   if (row.status !== 'active' && row.status !== 'error') throw new ConnectionNotActiveError(row.status);
   return row;
 }

@@ -20,8 +20,7 @@ export interface GrantRow {
 const SELECT = `
   SELECT g.connection_id, c.environment, c.status, c.backoff_until, g.access_token_enc, g.refresh_token_enc,
          g.generation, g.issued_at, g.expires_at
-    FROM grants g JOIN connections c ON c.id = g.connection_id
-   WHERE g.connection_id = $1`;
+    FROM grants g JOIN connections c ON c.id = g.connection_id`;
 
 /** Every statement on `grants`, on the pool or transaction given; seals the tokens going in, opens them coming out. */
 @Injectable()
@@ -30,9 +29,14 @@ export class GrantStore {
 
   /** `forUpdate`: the grant row locked (the refresh lock). */
   async find(q: Sql, connectionId: string, forUpdate = false): Promise<GrantRow | undefined> {
-    const { rows } = await q.query<GrantRow>(forUpdate ? `${SELECT} FOR UPDATE OF g` : SELECT, [
-      connectionId,
-    ]);
+    const lock = forUpdate ? 'FOR UPDATE OF g' : '';
+    const { rows } = await q.query<GrantRow>(`${SELECT} WHERE g.connection_id = $1 ${lock}`, [connectionId]);
+    return rows[0];
+  }
+
+  /** The grant written last, if any (the vault canary checks the keys against it). */
+  async newest(q: Sql): Promise<GrantRow | undefined> {
+    const { rows } = await q.query<GrantRow>(`${SELECT} ORDER BY g.updated_at DESC LIMIT 1`);
     return rows[0];
   }
 

@@ -3,14 +3,13 @@ import { MetricsModule } from '../metrics/metrics.module';
 import { RewardsApiModule } from '../rewards-api/rewards-api.module';
 import { AccessTokenProvider } from './access-token.provider';
 import { AppCredentialsStore } from './app-credentials.store';
-import { GrantStore } from './grant.store';
 import { RewardsApi } from './rewards-api.service';
 import { VaultModule } from './vault.module';
 
 /** Grant storage, the access tokens with the cross-process refresh lock, and the connection-scoped `RewardsApi`. */
 @Module({
   imports: [MetricsModule, RewardsApiModule, VaultModule],
-  providers: [AccessTokenProvider, RewardsApi, GrantStore, AppCredentialsStore],
-  exports: [AccessTokenProvider, RewardsApi, GrantStore, AppCredentialsStore, VaultModule],
+  providers: [AccessTokenProvider, RewardsApi, AppCredentialsStore],
+  exports: [AccessTokenProvider, RewardsApi, AppCredentialsStore, VaultModule],
 })
 export class TokenVaultModule {}

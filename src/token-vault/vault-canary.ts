@@ -3,8 +3,9 @@ import type { Pool } from 'pg';
 import { withTimeout } from '../common/schedule';
 import { Database } from '../database/database';
 import { inTransaction, type Sql } from '../database/sql';
+import { GrantStore } from './grant.store';
 import { VaultCipher, VaultDecryptionError } from './vault-cipher';
-import { GRANT_ACCESS, VAULT_CANARY, Vault } from './vault.service';
+import { VAULT_CANARY, Vault } from './vault.service';
 
 /** The known value. Knowing it does not help an attacker: AES-GCM resists known plaintext. */
 export const CANARY_PLAINTEXT = 'rewards-gateway vault canary v1';
@@ -20,8 +21,6 @@ export type CanaryState =
   | { state: 'missing' }
   | { state: 'undecryptable'; keyId: string; message: string };
 
-export type ReadableCanary = Extract<CanaryState, { state: 'current' | 'rotation_pending' }>;
-
 /** The configured key ids (never key material): `"k2", "k1"`. */
 const describeKeyIds = (vault: Vault): string => vault.keyIds.map((id) => `"${id}"`).join(', ');
 
@@ -33,8 +32,13 @@ export class VaultKeyMismatchError extends Error {
   }
 }
 
-/** Judges a stored canary against the configured keys (no database access). */
-export function judgeCanary(ciphertext: string, vault: Vault): CanaryState {
+/** Reads the canary (`lock`: under its row lock) and judges it against the configured keys; writes nothing. */
+async function readCanary(q: Sql, vault: Vault, lock = false): Promise<CanaryState> {
+  const { rows } = await q.query<{ ciphertext: string }>(
+    `SELECT ciphertext FROM vault_canary WHERE id = 1 ${lock ? 'FOR UPDATE' : ''}`,
+  );
+  if (!rows[0]) return { state: 'missing' };
+  const ciphertext = rows[0].ciphertext;
   const keyId = VaultCipher.keyIdOf(ciphertext) ?? '?';
   const configured = describeKeyIds(vault);
   let plaintext: string | undefined;
@@ -58,33 +62,6 @@ export function judgeCanary(ciphertext: string, vault: Vault): CanaryState {
   return { state: 'undecryptable', keyId, message };
 }
 
-/** Reads and judges the canary; writes nothing (readiness). */
-export async function readVaultCanary(q: Sql, vault: Vault): Promise<CanaryState> {
-  const { rows } = await q.query<{ ciphertext: string }>(`SELECT ciphertext FROM vault_canary WHERE id = 1`);
-  return rows[0] ? judgeCanary(rows[0].ciphertext, vault) : { state: 'missing' };
-}
-
-/**
- * Start-up: writes the canary with the first key when there is none (on a database that already holds grants, only
- * once one of them decrypts, lest the wrong keys be blessed), then checks it: VaultKeyMismatchError when the keys
- * cannot decrypt it. Instances starting together: one insert wins, every instance checks the row that won.
- */
-export async function ensureVaultCanary(
-  pool: Pool,
-  vault: Vault,
-): Promise<ReadableCanary & { written: boolean }> {
-  let state = await readVaultCanary(pool, vault);
-  let written = false;
-  if (state.state === 'missing') {
-    await checkExistingGrant(pool, vault);
-    written = await insertCanary(pool, vault);
-    state = await readVaultCanary(pool, vault);
-  }
-  if (state.state === 'undecryptable') throw new VaultKeyMismatchError(state.message);
-  if (state.state === 'missing') throw new VaultKeyMismatchError('the vault canary could not be written');
-  return { ...state, written };
-}
-
 /** Writes the canary with the first key unless another instance did; true when this one did. */
 async function insertCanary(q: Sql, vault: Vault): Promise<boolean> {
   const { rowCount } = await q.query(
@@ -94,34 +71,14 @@ async function insertCanary(q: Sql, vault: Vault): Promise<boolean> {
   return rowCount === 1;
 }
 
-async function checkExistingGrant(q: Sql, vault: Vault): Promise<void> {
-  const { rows } = await q.query<{ connection_id: string; access_token_enc: string }>(
-    `SELECT connection_id, access_token_enc FROM grants ORDER BY updated_at DESC LIMIT 1`,
-  );
-  const grant = rows[0];
-  if (!grant) return;
-  try {
-    vault.open(GRANT_ACCESS, grant.connection_id, grant.access_token_enc);
-  } catch (error) {
-    if (!(error instanceof VaultDecryptionError)) throw error;
-    throw new VaultKeyMismatchError(
-      `VAULT_KEYS cannot decrypt the existing grants (the newest is encrypted with key id "${VaultCipher.keyIdOf(grant.access_token_enc)}"; ` +
-        `configured key ids: ${describeKeyIds(vault)}), so no vault canary is written. Configure the key that wrote this database's data.`,
-    );
-  }
-}
-
 /** `vault:rotate`, after everything else: the canary re-encrypted with the first key under its row lock. */
 export async function reencryptVaultCanary(
   pool: Pool,
   vault: Vault,
 ): Promise<'rewritten' | 'current' | 'written'> {
   return inTransaction(pool, async (tx) => {
-    const { rows } = await tx.query<{ ciphertext: string }>(
-      `SELECT ciphertext FROM vault_canary WHERE id = 1 FOR UPDATE`,
-    );
-    if (!rows[0]) return (await insertCanary(tx, vault)) ? 'written' : 'current';
-    const state = judgeCanary(rows[0].ciphertext, vault);
+    const state = await readCanary(tx, vault, true);
+    if (state.state === 'missing') return (await insertCanary(tx, vault)) ? 'written' : 'current';
     if (state.state === 'undecryptable') throw new VaultKeyMismatchError(state.message);
     if (state.state === 'current') return 'current';
     await tx.query(`UPDATE vault_canary SET key_id = $1, ciphertext = $2, rotated_at = now() WHERE id = 1`, [
@@ -140,12 +97,25 @@ export class VaultCanary implements OnModuleInit {
   constructor(
     private readonly vault: Vault,
     private readonly db: Database,
+    private readonly grants: GrantStore,
   ) {}
 
+  /**
+   * Writes the canary with the first key when there is none (on a database that already holds grants, only once one
+   * of them decrypts, lest the wrong keys be blessed), then checks it: VaultKeyMismatchError when the keys cannot
+   * decrypt it. Instances starting together: one insert wins, every instance checks the row that won.
+   */
   async onModuleInit(): Promise<void> {
-    const state = await ensureVaultCanary(this.db.main, this.vault);
-    if (state.written)
-      this.logger.log({ keyId: state.keyId }, `vault canary written with key "${state.keyId}"`);
+    let state = await readCanary(this.db.main, this.vault);
+    let written = false;
+    if (state.state === 'missing') {
+      await this.checkExistingGrant();
+      written = await insertCanary(this.db.main, this.vault);
+      state = await readCanary(this.db.main, this.vault);
+    }
+    if (state.state === 'undecryptable') throw new VaultKeyMismatchError(state.message);
+    if (state.state === 'missing') throw new VaultKeyMismatchError('the vault canary could not be written');
+    if (written) this.logger.log({ keyId: state.keyId }, `vault canary written with key "${state.keyId}"`);
     if (state.state === 'rotation_pending') {
       this.logger.warn(
         { keyId: state.keyId, firstKeyId: state.firstKeyId },
@@ -157,9 +127,23 @@ export class VaultCanary implements OnModuleInit {
 
   async check(timeoutMs = 1_500): Promise<CanaryState> {
     return withTimeout(
-      readVaultCanary(this.db.main, this.vault),
+      readCanary(this.db.main, this.vault),
       timeoutMs,
       `the vault canary was not read within ${timeoutMs} ms`,
     );
+  }
+
+  private async checkExistingGrant(): Promise<void> {
+    const grant = await this.grants.newest(this.db.main);
+    if (!grant) return;
+    try {
+      this.grants.accessToken(grant);
+    } catch (error) {
+      if (!(error instanceof VaultDecryptionError)) throw error;
+      throw new VaultKeyMismatchError(
+        `VAULT_KEYS cannot decrypt the existing grants (the newest is encrypted with key id "${VaultCipher.keyIdOf(grant.access_token_enc)}"; ` +
+          `configured key ids: ${describeKeyIds(this.vault)}), so no vault canary is written. Configure the key that wrote this database's data.`,
+      );
+    }
   }
 }
