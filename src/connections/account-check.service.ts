@@ -6,7 +6,6 @@ import type { Sql } from '../database/sql';
 import { AlertsService } from '../ops/alerts.service';
 import type { UpstreamOrganization } from '../rewards-api/rewards-api.types';
 import { RewardsApi } from '../token-vault/rewards-api.service';
-import { accountVerdict } from './account-check';
 import type { ConnectSession } from './connections.service';
 import { ConnectionProbe } from './connection-probe.service';
 import { ConnectionStateStore } from './connection-state.store';
@@ -31,6 +30,22 @@ export function organizationOf(row: Record<string, unknown>): UpstreamOrganizati
   return typeof row.organization_id === 'string'
     ? { id: row.organization_id, name: (row.organization_name as string | null) ?? null }
     : null;
+}
+
+/**
+ * What a connect callback does with a new grant: a live connection (active, error or needs_reauth) is replaced only
+ * by a grant of its own organization (its orders and history are that account's); with none, any is accepted.
+ * `unverifiable` (refused for now, the admin can retry): the grant's organization is unknown, or the live one's is
+ * while its grant still works; a needs_reauth connection of unknown organization can never tell, so it is accepted.
+ */
+export function accountVerdict(
+  live: { status: string; organization_id?: unknown } | null,
+  granted: UpstreamOrganization | null,
+): 'accept' | 'mismatch' | 'unverifiable' {
+  if (!live) return 'accept';
+  if (!granted) return 'unverifiable';
+  if (live.organization_id == null) return live.status === 'needs_reauth' ? 'accept' : 'unverifiable';
+  return live.organization_id === granted.id ? 'accept' : 'mismatch';
 }
 
 /**
@@ -82,13 +97,7 @@ export class AccountCheck {
   ): Promise<AccountRefusal | null> {
     // Locked until the transaction ends: the connection compared is the one replaced, or kept.
     const current = await this.state.lockLive(tx, session.tenant_id, session.environment);
-    const verdict = accountVerdict(
-      current && {
-        status: current.status,
-        organization_id: (current.organization_id as string | null) ?? null,
-      },
-      granted,
-    );
+    const verdict = accountVerdict(current, granted);
     if (verdict === 'accept' || !current) return null;
     if (verdict === 'unverifiable' || !granted)
       return { outcome: 'account_check_failed', connectionId: current.id };

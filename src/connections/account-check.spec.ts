@@ -1,4 +1,4 @@
-import { accountVerdict } from './account-check';
+import { accountVerdict } from './account-check.service';
 
 const demo = { id: 'ORGDEMO00001', name: 'Demo Rewards Co' };
 const other = { id: 'ORGOTHER0001', name: 'Other Test Account' };

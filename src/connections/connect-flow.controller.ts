@@ -35,6 +35,9 @@ const MESSAGES: Record<string, string> = {
   token_exchange_timeout: 'The rewards service did not answer in time. Start again in a moment.',
   provider_error: 'The rewards service reported an error. Start again; if it keeps failing, contact support.',
   session_used: 'This connect link was already used. Ask the platform for a new one.',
+  link_unknown: 'This connect link is not valid. Ask the platform for a new one.',
+  link_expired: 'This connect link has expired. Ask the platform for a new one.',
+  link_used: 'This connect link was already used. Ask the platform for a new one.',
   account_mismatch:
     'You approved a different rewards account than the one this platform is connected to, so nothing was changed: ' +
     'the platform keeps its current account. Start again and approve with the same account; to switch to another ' +
@@ -48,10 +51,17 @@ const STATUSES: Record<string, number> = {
   access_denied: 200,
   account_mismatch: 409,
   account_check_failed: 503,
+  link_unknown: 404,
+  link_expired: 410,
+  link_used: 410,
 };
+const LINK_UNAVAILABLE = 'Connect link unavailable';
 const TITLES: Record<string, string> = {
   access_denied: 'Connection not approved',
   account_mismatch: 'A different rewards account',
+  link_unknown: LINK_UNAVAILABLE,
+  link_expired: LINK_UNAVAILABLE,
+  link_used: LINK_UNAVAILABLE,
 };
 
 /** The browser side of connecting: the hosted page, the redirect to the rewards service, and the callback. */
@@ -69,7 +79,7 @@ export class ConnectFlowController {
   @Public()
   async page(@Param('token') token: string, @Res() res: FastifyReply): Promise<void> {
     const session = await this.connections.sessionByToken(token);
-    if (typeof session === 'string') return this.linkProblem(res, session);
+    if (typeof session === 'string') return this.result(res, null, `link_${session}`);
     sendHtml(
       res,
       connectLandingPage(
@@ -90,7 +100,7 @@ export class ConnectFlowController {
     @Res() res: FastifyReply,
   ): Promise<void> {
     const session = await this.connections.sessionByToken(token);
-    if (typeof session === 'string') return this.linkProblem(res, session);
+    if (typeof session === 'string') return this.result(res, null, `link_${session}`);
     const binding = randomBytes(32).toString('base64url');
     const secure = this.publicBaseUrl.startsWith('https:') ? '; Secure' : '';
     res.header(
@@ -242,23 +252,6 @@ export class ConnectFlowController {
         'error',
       ),
       status,
-    );
-  }
-
-  private linkProblem(res: FastifyReply, problem: 'unknown' | 'expired' | 'used'): void {
-    const text = {
-      unknown: 'This connect link is not valid. Ask the platform for a new one.',
-      expired: 'This connect link has expired. Ask the platform for a new one.',
-      used: 'This connect link was already used. Ask the platform for a new one.',
-    }[problem];
-    sendHtml(
-      res,
-      connectPage(
-        'Connect link unavailable',
-        `%TITLE%<p id="reason" data-reason="link_${problem}">${text}</p>`,
-        'error',
-      ),
-      problem === 'unknown' ? 404 : 410,
     );
   }
 }

@@ -22,15 +22,7 @@ import {
 import { ConnectionsService } from '../connections/connections.service';
 import { ConnectionQueryDto } from '../connections/dto/connection.dto';
 import { OperatorOnly, RequiresScope } from '../tenants/auth/auth.decorators';
-import { FieldsCacheService } from './fields-cache.service';
-
-class FieldView {
-  @ApiProperty() id: string;
-  @ApiProperty() label: string;
-  @ApiProperty({ example: 'Dropdown' }) data_type: string;
-  @ApiProperty({ type: [String], nullable: true }) options: string[] | null;
-  @ApiProperty() required: boolean;
-}
+import { FieldView, FieldsCacheService } from './fields-cache.service';
 
 class FieldsResponse {
   @ApiProperty({ enum: ['sandbox', 'production'] }) environment: string;

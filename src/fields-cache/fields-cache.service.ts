@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { ApiProperty } from '@nestjs/swagger';
 import { Clock } from '../common/clock';
 import { TtlCache } from '../common/ttl-cache';
 import { NotificationsService } from '../database/notifications.service';
@@ -9,13 +10,15 @@ import type { UpstreamField } from '../rewards-api/connection-client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { RewardsApi } from '../token-vault/rewards-api.service';
 
-export interface Field {
-  id: string;
-  label: string;
-  data_type: string;
-  options: string[] | null;
-  required: boolean;
+/** A custom field of the rewards account, as cached and as the fields route lists it. */
+export class FieldView {
+  @ApiProperty() id: string;
+  @ApiProperty() label: string;
+  @ApiProperty({ example: 'Dropdown' }) data_type: string;
+  @ApiProperty({ type: [String], nullable: true }) options: string[] | null;
+  @ApiProperty() required: boolean;
 }
+export type Field = FieldView;
 
 export interface FieldsSnapshot {
   fields: Field[];
