@@ -6,8 +6,8 @@ import type { Field } from './fields-cache.service';
 /** A string for every type; also a boolean (Checkbox), a number (Number, Currency), a list of options (List). */
 export type CustomFieldValue = string | number | boolean | string[];
 
-export type CustomFieldsInput =
-  Record<string, CustomFieldValue> | { id?: string; label?: string; value: CustomFieldValue }[];
+type CustomFieldEntry = { id?: string; label?: string; value: CustomFieldValue };
+export type CustomFieldsInput = Record<string, CustomFieldValue> | CustomFieldEntry[];
 
 export interface ResolvedCustomField {
   id: string;
@@ -114,43 +114,32 @@ export function resolveCustomFields(
   const resolved = rewards.map((reward, i) => {
     const base = `rewards[${i}].custom_fields`;
     const input = reward.custom_fields ?? [];
-    const entries = Array.isArray(input)
-      ? input.map((e, j) => ({
-          key: e.id ?? e.label ?? '',
-          byId: e.id !== undefined,
-          value: e.value,
-          path: `${base}[${j}]`,
-        }))
-      : Object.entries(input).map(([label, value]) => ({
-          key: label,
-          byId: false,
-          value,
-          path: `${base}.${label}`,
-        }));
+    // The object form (label → value) as the list form, each entry with its path.
+    const entries: [CustomFieldEntry, string][] = Array.isArray(input)
+      ? input.map((entry, j) => [entry, `${base}[${j}]`])
+      : Object.entries(input).map(([label, value]) => [{ label, value }, `${base}.${label}`]);
     const out: ResolvedCustomField[] = [];
     const seen = new Set<string>();
-    for (const entry of entries) {
-      const field = entry.byId ? byId.get(entry.key) : byLabel.get(entry.key);
+    for (const [entry, path] of entries) {
+      const key = entry.id ?? entry.label ?? '';
+      const field = entry.id !== undefined ? byId.get(key) : byLabel.get(key);
       if (!field) {
-        unknown.push({
-          field: entry.path,
-          reason: `unknown custom field ${entry.byId ? 'id' : 'label'} "${entry.key}"`,
-          known_labels: known,
-        });
+        const reason = `unknown custom field ${entry.id !== undefined ? 'id' : 'label'} "${key}"`;
+        unknown.push({ field: path, reason, known_labels: known });
         continue;
       }
       if (seen.has(field.id)) {
-        problem('duplicate', { field: entry.path, reason: `custom field "${field.label}" is given twice` });
+        problem('duplicate', { field: path, reason: `custom field "${field.label}" is given twice` });
         continue;
       }
       seen.add(field.id);
       const checked = fieldValue(field, entry.value);
       if ('reason' in checked) {
-        problem('value', { field: entry.path, ...checked });
+        problem('value', { field: path, ...checked });
         continue;
       }
       if (field.required && checked.value === '') {
-        problem('required', { field: entry.path, reason: `custom field "${field.label}" is required` });
+        problem('required', { field: path, reason: `custom field "${field.label}" is required` });
         continue;
       }
       out.push({ id: field.id, label: field.label, value: checked.value });
