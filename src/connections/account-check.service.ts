@@ -6,7 +6,7 @@ import type { Sql } from '../database/sql';
 import { AlertsService } from '../ops/alerts.service';
 import type { UpstreamOrganization } from '../rewards-api/rewards-api.types';
 import { RewardsApi } from '../token-vault/rewards-api.service';
-import type { ConnectSession } from './connections.service';
+import type { ConnectSession } from './connect-session.store';
 import { ConnectionProbe } from './connection-probe.service';
 import { ConnectionStateStore } from './connection-state.store';
 

@@ -7,7 +7,8 @@ import { InjectConfig } from '../config/config.module';
 import { Public } from '../tenants/auth/auth.decorators';
 import { escapeHtml, sendHtml } from '../common/html';
 import { connectLandingPage, connectPage } from './connect-pages';
-import type { ConnectSession } from './connections.service';
+import { type ConnectSession, ConnectSessionStore } from './connect-session.store';
+import { Database } from '../database/database';
 import { ConnectionsService } from './connections.service';
 import type { ConnectRequest } from './oauth-state.store';
 import { isBrowserUrl } from '../common/url';
@@ -73,6 +74,8 @@ export class ConnectFlowController {
     private readonly connections: ConnectionsService,
     @InjectConfig('publicBaseUrl') private readonly publicBaseUrl: string,
     private readonly states: PgStateStore,
+    private readonly sessions: ConnectSessionStore,
+    private readonly db: Database,
   ) {}
 
   @Get('connect/:token')
@@ -142,7 +145,7 @@ export class ConnectFlowController {
       `${BROWSER_COOKIE}=; Path=${CALLBACK_PATH}; Expires=${new Date(0).toUTCString()}`,
     );
     const sessionId = await this.states.peekSession(req.query.state);
-    const session = sessionId ? await this.connections.sessionById(sessionId) : null;
+    const session = sessionId ? await this.sessions.find(this.db.main, 'id', sessionId) : null;
     if (!session) return this.result(res, null, 'state_invalid');
     if (req.query.error !== undefined || req.query.code === undefined) {
       const consumed = await this.states.consume(req, req.query.state);
@@ -207,7 +210,7 @@ export class ConnectFlowController {
     outcome: string,
     organization: UpstreamOrganization | null = null,
   ): Promise<void> {
-    if (outcome !== 'connected') await this.connections.recordOutcome(session.id, outcome);
+    if (outcome !== 'connected') await this.sessions.recordOutcome(this.db.main, session.id, outcome);
     // A stored return_url that no longer parses (stored before it was checked at the door) shows the page instead.
     if (session.return_url && isBrowserUrl(session.return_url)) {
       const url = new URL(session.return_url);

@@ -1,5 +1,17 @@
 import { Injectable } from '@nestjs/common';
+import type { RewardsEnvironment } from '../config/app-config';
 import type { Sql } from '../database/sql';
+
+export interface ConnectSession {
+  id: string;
+  tenant_id: string;
+  tenant_name: string;
+  environment: RewardsEnvironment;
+  scopes: string[];
+  return_url: string | null;
+  expires_at: Date;
+  consumed_at: Date | null;
+}
 
 /** Every statement that writes `connect_sessions`: one-time connect links and what became of them. */
 @Injectable()
@@ -21,6 +33,15 @@ export class ConnectSessionStore {
       [s.tenantId, s.environment, s.tokenHash, s.scopes, s.returnUrl, s.ttlMs],
     );
     return rows[0];
+  }
+
+  /** The session (of a tenant not deleted) by its id or its token's hash. */
+  async find(q: Sql, by: 'id' | 'token_hash', value: string): Promise<ConnectSession | null> {
+    const { rows } = await q.query<ConnectSession>(
+      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id AND t.deleted_at IS NULL WHERE s.${by} = $1`,
+      [value],
+    );
+    return rows[0] ?? null;
   }
 
   async recordOutcome(q: Sql, sessionId: string, outcome: string): Promise<void> {

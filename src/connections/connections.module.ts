@@ -69,21 +69,16 @@ export class ConnectionsModule {
     db: Database,
   ) {
     retention.onOffboard((tx, tenantId) => connections.offboard(tx, tenantId));
-    // Kept after expiry: a late browser still sees "this link has expired", not "unknown".
-    retention.register({
-      name: 'connect_sessions',
-      days: 1,
-      purge: (at, limit) => sessions.purgeExpired(db.main, at, limit),
-    });
-    retention.register({
-      name: 'oauth_states',
-      days: 1 / 24,
-      purge: (at, limit) => states.purgeExpired(at, limit),
-    });
-    retention.register({
-      name: 'connection_events',
-      days: CONNECTION_EVENTS_KEPT_DAYS,
-      purge: (at, limit) => state.purgeOldEvents(db.main, at, limit),
-    });
+    const purges: [name: string, days: number, purge: (at: Date, limit: number) => Promise<number>][] = [
+      // Kept after expiry: a late browser still sees "this link has expired", not "unknown".
+      ['connect_sessions', 1, (at, limit) => sessions.purgeExpired(db.main, at, limit)],
+      ['oauth_states', 1 / 24, (at, limit) => states.purgeExpired(at, limit)],
+      [
+        'connection_events',
+        CONNECTION_EVENTS_KEPT_DAYS,
+        (at, limit) => state.purgeOldEvents(db.main, at, limit),
+      ],
+    ];
+    for (const [name, days, purge] of purges) retention.register({ name, days, purge });
   }
 }

@@ -15,7 +15,7 @@ import { NotificationsService } from '../database/notifications.service';
 import { AuditLog } from '../audit/audit-log.service';
 import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
-import { ConnectSessionStore } from './connect-session.store';
+import { type ConnectSession, ConnectSessionStore } from './connect-session.store';
 import { ConnectionActivationHooks } from './connection-activation';
 import { TenantsService } from '../tenants/tenants.service';
 import type {
@@ -31,17 +31,6 @@ const LIVE_CACHE_TTL_MS = 5_000;
 
 export type ConnectOutcome =
   { outcome: 'connected'; connectionId: string } | { outcome: 'session_used' } | AccountRefusal;
-
-export interface ConnectSession {
-  id: string;
-  tenant_id: string;
-  tenant_name: string;
-  environment: RewardsEnvironment;
-  scopes: string[];
-  return_url: string | null;
-  expires_at: Date;
-  consumed_at: Date | null;
-}
 
 @Injectable()
 export class ConnectionsService {
@@ -129,27 +118,11 @@ export class ConnectionsService {
   /** The session behind a connect link, or why it cannot be used. */
   async sessionByToken(token: string): Promise<ConnectSession | 'unknown' | 'expired' | 'used'> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return 'unknown';
-    const session = await this.session('token_hash', sha256Hex(token));
+    const session = await this.sessions.find(this.db.main, 'token_hash', sha256Hex(token));
     if (!session) return 'unknown';
     if (session.consumed_at) return 'used';
     if (session.expires_at.getTime() < this.clock.now()) return 'expired';
     return session;
-  }
-
-  sessionById(id: string): Promise<ConnectSession | null> {
-    return this.session('id', id);
-  }
-
-  private async session(by: 'id' | 'token_hash', value: string): Promise<ConnectSession | null> {
-    const { rows } = await this.db.main.query<ConnectSession>(
-      `SELECT s.*, t.name AS tenant_name FROM connect_sessions s JOIN tenants t ON t.id = s.tenant_id AND t.deleted_at IS NULL WHERE s.${by} = $1`,
-      [value],
-    );
-    return rows[0] ?? null;
-  }
-
-  async recordOutcome(sessionId: string, outcome: string): Promise<void> {
-    await this.sessions.recordOutcome(this.db.main, sessionId, outcome);
   }
 
   /**
