@@ -11,7 +11,6 @@ export const BROWSER_COOKIE = 'rg_connect';
 export type ConnectRequest = FastifyRequest<{ Querystring: Record<string, string | undefined> }> & {
   connectSessionId?: string;
   browserBinding?: string;
-  oauthSessionId?: string;
 };
 
 export type StateFailure =
@@ -87,37 +86,28 @@ export class PgStateStore {
   async consume(
     req: ConnectRequest,
     providedState: unknown,
-  ): Promise<{ sessionId: string; verifier?: string } | { failure: StateFailure; sessionId?: string }> {
+  ): Promise<{ verifier?: string } | { failure: StateFailure }> {
     if (typeof providedState !== 'string' || providedState.length < 20 || providedState.length > 200)
       return { failure: 'state_missing' };
     const stateHash = sha256Hex(providedState);
     const { rows } = await this.db.main.query<{
-      session_id: string;
       browser_hash: string;
       code_verifier_enc: string | null;
       expired: boolean;
     }>(
       `UPDATE oauth_states SET consumed_at = now()
         WHERE state_hash = $1 AND consumed_at IS NULL
-        RETURNING session_id, browser_hash, code_verifier_enc, expires_at < now() AS expired`,
+        RETURNING browser_hash, code_verifier_enc, expires_at < now() AS expired`,
       [stateHash],
     );
     const row = rows[0];
-    if (!row) {
-      const seen = await this.peekSession(providedState);
-      return seen ? { failure: 'state_replayed', sessionId: seen } : { failure: 'state_invalid' };
-    }
-    if (row.expired) return { failure: 'state_expired', sessionId: row.session_id };
+    if (!row)
+      return { failure: (await this.peekSession(providedState)) ? 'state_replayed' : 'state_invalid' };
+    if (row.expired) return { failure: 'state_expired' };
     const cookie = readCookie(req, BROWSER_COOKIE);
-    if (!cookie || sha256Hex(cookie) !== row.browser_hash)
-      return { failure: 'browser_mismatch', sessionId: row.session_id };
-    req.oauthSessionId = row.session_id;
-    return {
-      sessionId: row.session_id,
-      verifier: row.code_verifier_enc
-        ? this.vault.open(OAUTH_VERIFIER, stateHash, row.code_verifier_enc)
-        : undefined,
-    };
+    if (!cookie || sha256Hex(cookie) !== row.browser_hash) return { failure: 'browser_mismatch' };
+    const sealed = row.code_verifier_enc;
+    return { verifier: sealed ? this.vault.open(OAUTH_VERIFIER, stateHash, sealed) : undefined };
   }
 
   /** The session a state belongs to, without consuming it (to pick the environment's strategy). */
@@ -131,7 +121,7 @@ export class PgStateStore {
   }
 }
 
-export function readCookie(req: Pick<FastifyRequest, 'headers'>, name: string): string | undefined {
+function readCookie(req: Pick<FastifyRequest, 'headers'>, name: string): string | undefined {
   const header = req.headers.cookie;
   if (!header) return undefined;
   for (const part of header.split(';')) {
