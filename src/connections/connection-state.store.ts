@@ -15,12 +15,7 @@ export interface ConnectionRow {
 }
 
 /** A connection after a status change, and its status before (read under the row's lock). */
-interface StatusChange {
-  id: string;
-  tenant_id: string;
-  environment: RewardsEnvironment;
-  previous_status: string;
-}
+type StatusChange = Pick<ConnectionRow, 'id' | 'tenant_id' | 'environment'> & { previous_status: string };
 
 export interface AlertTransition {
   id: string;

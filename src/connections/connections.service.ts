@@ -156,23 +156,15 @@ export class ConnectionsService {
       );
       await this.grants.insert(tx, connectionId, { ...tokens, refreshToken });
       await this.sessions.markConnected(tx, session.id, connectionId);
-      await this.state.event(tx, connectionId, 'connected', {
-        scopes: tokens.scope,
-        replaced: previous.map((p) => p.id),
-        organization_id: granted?.id ?? null,
-      });
+      const lineage = { replaced: previous.map((p) => p.id), organization_id: granted?.id ?? null };
+      await this.state.event(tx, connectionId, 'connected', { scopes: tokens.scope, ...lineage });
       // A live connection replaced makes this a re-consent; the actor is the admin behind the connect link.
       await this.audit.record(
         previous.length ? 'connection.reconsented' : 'connection.connected',
         {
           tenantId: session.tenant_id,
           target: { type: 'connection', id: connectionId },
-          details: {
-            environment: session.environment,
-            scopes,
-            replaced: previous.map((p) => p.id),
-            organization_id: granted?.id ?? null,
-          },
+          details: { environment: session.environment, scopes, ...lineage },
           actor: connectLinkActor(session),
         },
         tx,
