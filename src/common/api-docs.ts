@@ -112,7 +112,7 @@ export interface ErrorExample {
 }
 
 /** The example of an error as a module throws it. */
-const example = (error: AppError, when: string): ErrorExample => ({
+export const example = (error: AppError, when: string): ErrorExample => ({
   status: error.status,
   code: error.code as ErrorCode,
   message: error.message,

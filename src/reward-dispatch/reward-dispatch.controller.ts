@@ -1,6 +1,7 @@
 import {
   Body,
   Controller,
+  HttpStatus,
   Get,
   Headers,
   HttpCode,
@@ -44,11 +45,21 @@ import {
   type ErrorExample,
   TENANT_ROUTE,
   VAULT_UNAVAILABLE,
+  example,
   jsonBodyErrors,
   notAUuid,
   validationFailed,
 } from '../common/api-docs';
 import { RewardDispatchService } from './reward-dispatch.service';
+import { keyInProgress, keyInvalid, keyMissing, keyReused, notCancellable } from './reward-dispatch.errors';
+import {
+  type DispatchRow,
+  type RewardError,
+  type RewardRow,
+  cancelledError,
+  failureBody,
+} from './dispatch.view';
+import { RewardsApiError, mapUpstreamError, upstreamAppError } from '../rewards-api/rewards-api.errors';
 import { RewardListingService } from './reward-listing.service';
 import { RequiresScope } from '../tenants/auth/auth.decorators';
 import { arrivedAtOf } from '../common/request-id';
@@ -60,31 +71,23 @@ export function prefersRespondAsync(prefer: string | undefined): boolean {
   return /(^|[,;\s])respond-async([,;\s]|$)/i.test(prefer ?? '');
 }
 
-/** A send whose every reward failed (one reward here): the rewards' common code, one detail per reward. */
-function allFailed(
-  status: number,
-  code: ErrorExample['code'],
-  message: string,
-  upstreamStatus: number | null,
-): ErrorExample {
-  return {
-    status,
-    code,
-    message,
-    details: [
-      {
-        field: 'rewards[0]',
-        reason: message,
-        code,
-        dispatch_id: DISPATCH_ID,
-        external_id: `${DISPATCH_ID}-r0`,
-        upstream_status: upstreamStatus,
-        upstream_payload: null,
-      },
-    ],
-    when: `every reward failed: ${code}`,
-  };
+/** A send whose every reward failed (one reward here, refused as `error`), as the dispatch answers it. */
+function allFailed(error: RewardError): ErrorExample {
+  const row = { id: DISPATCH_ID, status: 'failed', reward_count: 1 } as DispatchRow;
+  const reward = { position: 0, external_id: `${DISPATCH_ID}-r0`, status: 'failed', last_error: error };
+  const { status, body } = failureBody(row, [reward as RewardRow]);
+  return { status, ...body.error, when: `every reward failed: ${error.code}` } as ErrorExample;
 }
+
+/** A call to the rewards service that failed with `error`, as a reward's error (what the sender records). */
+function refused(error: RewardsApiError): RewardError {
+  const { code, message, upstreamStatus } = mapUpstreamError(error, 'the order');
+  return { code, message, upstream_status: upstreamStatus };
+}
+
+/** A listing the rewards service refused (`error`), as the route answers it. */
+const listingFailed = (error: RewardsApiError, when: string) =>
+  example(upstreamAppError(error, 'the listing', HttpStatus.BAD_GATEWAY), when);
 
 @ApiTags('rewards')
 @ApiBearerAuth()
@@ -174,64 +177,21 @@ export class RewardDispatchController {
     TENANT_ROUTE,
     jsonBodyErrors(8),
     validationFailed('rewards[0].recipient.email', 'required for EMAIL delivery'),
-    {
-      status: 400,
-      code: 'idempotency_key_missing',
-      message: 'Send an Idempotency-Key header (a unique string per reward request, at most 255 characters).',
-      details: [{ field: 'Idempotency-Key', reason: 'required' }],
-      when: 'no Idempotency-Key header',
-    },
-    {
-      status: 400,
-      code: 'idempotency_key_invalid',
-      message: 'The Idempotency-Key must be 1–255 visible ASCII characters.',
-      details: [{ field: 'Idempotency-Key', reason: 'contains spaces or non-ASCII characters' }],
-      when: 'an Idempotency-Key that is not 1–255 visible ASCII characters',
-    },
+    example(keyMissing(), 'no Idempotency-Key header'),
+    example(
+      keyInvalid('contains spaces or non-ASCII characters'),
+      'an Idempotency-Key that is not 1–255 visible ASCII characters',
+    ),
     CONNECTION_NOT_FOUND,
     CONNECTION_NOT_ACTIVE,
-    {
-      status: 409,
-      code: 'idempotency_request_in_progress',
-      message: 'A request with this Idempotency-Key is still being processed; retry shortly.',
-      details: [{ field: 'Idempotency-Key', reason: 'in progress', dispatch_id: DISPATCH_ID }],
-      when: 'the first request with this key is still running',
-    },
-    allFailed(
-      409,
-      'dispatch_cancelled',
-      'The dispatch was cancelled before this reward was sent; it was not sent.',
-      null,
-    ),
+    example(keyInProgress(DISPATCH_ID), 'the first request with this key is still running'),
+    allFailed(cancelledError('requested')),
     ENVIRONMENT_NOT_CONFIGURED,
     CUSTOM_FIELD_ERRORS,
-    {
-      status: 422,
-      code: 'idempotency_key_reused',
-      message: 'This Idempotency-Key was used with a different request body.',
-      details: [
-        { field: 'Idempotency-Key', reason: 'already used with another body', dispatch_id: DISPATCH_ID },
-      ],
-      when: 'the key was used with another body',
-    },
-    allFailed(
-      422,
-      'insufficient_funds',
-      'The funding source does not hold enough funds for this order.',
-      402,
-    ),
-    allFailed(
-      422,
-      'upstream_rejected',
-      'The rewards service rejected the order: Product PRODAMAZONUS is not available in EUR',
-      400,
-    ),
-    allFailed(
-      503,
-      'upstream_unavailable',
-      'The rewards service did not complete the order: rewards service answered 503',
-      503,
-    ),
+    example(keyReused(DISPATCH_ID), 'the key was used with another body'),
+    allFailed(refused(new RewardsApiError('rejected', 'Payment Required', 402))),
+    allFailed(refused(new RewardsApiError('rejected', 'Product PRODAMAZONUS is not available in EUR', 400))),
+    allFailed(refused(new RewardsApiError('transient', 'rewards service answered 503', 503))),
     VAULT_UNAVAILABLE.filter((e) => e.code === 'upstream_app_credentials_invalid'),
   )
   async send(
@@ -280,34 +240,14 @@ export class RewardDispatchController {
       ],
       when: 'a filter by a label the account does not have',
     },
-    {
-      status: 502,
-      code: 'upstream_rejected',
-      message: 'The rewards service rejected the listing: Query parameter Department must be a string',
-      details: [
-        {
-          field: 'upstream',
-          reason: 'The rewards service rejected the listing: Query parameter Department must be a string',
-          upstream_status: 400,
-          upstream_payload: null,
-        },
-      ],
-      when: 'the rewards service refused the listing',
-    },
-    {
-      status: 503,
-      code: 'upstream_unavailable',
-      message: 'The rewards service did not complete the listing: rewards service answered 503',
-      details: [
-        {
-          field: 'upstream',
-          reason: 'The rewards service did not complete the listing: rewards service answered 503',
-          upstream_status: 503,
-          upstream_payload: null,
-        },
-      ],
-      when: 'the rewards service did not answer, or answered 5xx or 429',
-    },
+    listingFailed(
+      new RewardsApiError('rejected', 'Query parameter Department must be a string', 400),
+      'the rewards service refused the listing',
+    ),
+    listingFailed(
+      new RewardsApiError('transient', 'rewards service answered 503', 503),
+      'the rewards service did not answer, or answered 5xx or 429',
+    ),
     FIELDS_UNAVAILABLE,
     VAULT_UNAVAILABLE,
   )
@@ -358,13 +298,12 @@ export class RewardDispatchController {
     description: '409 dispatch_not_cancellable when every reward is settled already.',
   })
   @ApiOkResponse({ type: DispatchResponse })
-  @ApiErrors(TENANT_ROUTE, DISPATCH_NOT_FOUND, notAUuid('POST', '/v1/tenants/acme/dispatches/123/cancel'), {
-    status: 409,
-    code: 'dispatch_not_cancellable',
-    message: `Dispatch ${DISPATCH_ID} is sent: every reward is settled, nothing is left to cancel.`,
-    details: [{ field: 'id', reason: 'already sent' }],
-    when: 'every reward is settled already',
-  })
+  @ApiErrors(
+    TENANT_ROUTE,
+    DISPATCH_NOT_FOUND,
+    notAUuid('POST', '/v1/tenants/acme/dispatches/123/cancel'),
+    example(notCancellable(DISPATCH_ID, 'sent'), 'every reward is settled already'),
+  )
   cancel(
     @Param('tenant') tenant: string,
     @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string,

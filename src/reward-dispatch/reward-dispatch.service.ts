@@ -34,7 +34,14 @@ import {
 import { DispatchWorker } from './dispatch.worker';
 import { AccountPacer, spacingMs } from '../rewards-api/account-pacer';
 import type { RewardSpecDto, SendRewardsDto } from './dto/send-rewards.dto';
-import { DispatchError } from './reward-dispatch.errors';
+import {
+  DispatchError,
+  keyInProgress,
+  keyInvalid,
+  keyMissing,
+  keyReused,
+  notCancellable,
+} from './reward-dispatch.errors';
 import type { EraseRecipientDto } from './dto/erase-recipient.dto';
 import { Database } from '../database/database';
 import { eraseFromOutbox } from '../tenant-webhooks/webhook.store';
@@ -305,23 +312,8 @@ export class RewardDispatchService {
   }
 
   private async replay(existing: DispatchRow, requestHash: string): Promise<HttpOutcome> {
-    if (existing.request_hash !== requestHash) {
-      throw new DispatchError(
-        HttpStatus.UNPROCESSABLE_ENTITY,
-        'idempotency_key_reused',
-        'This Idempotency-Key was used with a different request body.',
-        [{ field: 'Idempotency-Key', reason: 'already used with another body', dispatch_id: existing.id }],
-      );
-    }
-    if (existing.response_status === null) {
-      throw new DispatchError(
-        HttpStatus.CONFLICT,
-        'idempotency_request_in_progress',
-        'A request with this Idempotency-Key is still being processed; retry shortly.',
-        [{ field: 'Idempotency-Key', reason: 'in progress', dispatch_id: existing.id }],
-        { 'Retry-After': '1' },
-      );
-    }
+    if (existing.request_hash !== requestHash) throw keyReused(existing.id);
+    if (existing.response_status === null) throw keyInProgress(existing.id);
     return { ...(await this.outcomeOf(existing)), replayed: true };
   }
 
@@ -367,14 +359,7 @@ export class RewardDispatchService {
   /** Cancels what of a dispatch is not sent yet (see DispatchStore.cancel); 409 when it is settled already. */
   async cancel(tenantId: string, id: string): Promise<unknown> {
     const row = await this.require(tenantId, id);
-    if (!(await this.store.cancel(tenantId, id))) {
-      throw new DispatchError(
-        HttpStatus.CONFLICT,
-        'dispatch_not_cancellable',
-        `Dispatch ${id} is ${row.status}: every reward is settled, nothing is left to cancel.`,
-        [{ field: 'id', reason: `already ${row.status}` }],
-      );
-    }
+    if (!(await this.store.cancel(tenantId, id))) throw notCancellable(id, row.status);
     await this.audit.recordCommitted('dispatch.cancelled', { tenantId, target: { type: 'dispatch', id } });
     return this.get(tenantId, id);
   }
@@ -449,26 +434,10 @@ function checkRecipients(rewards: RewardSpecDto[]): void {
 }
 
 function validateKey(key: string | undefined): string {
-  if (key === undefined || key.trim() === '') {
-    throw new DispatchError(
-      HttpStatus.BAD_REQUEST,
-      'idempotency_key_missing',
-      'Send an Idempotency-Key header (a unique string per reward request, at most 255 characters).',
-      [{ field: 'Idempotency-Key', reason: 'required' }],
+  if (key === undefined || key.trim() === '') throw keyMissing();
+  if (key.length > 255 || !/^[\x21-\x7e]+$/.test(key))
+    throw keyInvalid(
+      key.length > 255 ? 'longer than 255 characters' : 'contains spaces or non-ASCII characters',
     );
-  }
-  if (key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
-    throw new DispatchError(
-      HttpStatus.BAD_REQUEST,
-      'idempotency_key_invalid',
-      'The Idempotency-Key must be 1–255 visible ASCII characters.',
-      [
-        {
-          field: 'Idempotency-Key',
-          reason: key.length > 255 ? 'longer than 255 characters' : 'contains spaces or non-ASCII characters',
-        },
-      ],
-    );
-  }
   return key;
 }
