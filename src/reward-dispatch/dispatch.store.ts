@@ -253,15 +253,14 @@ export const DISPATCH_SQL = {
   lock: `SELECT id, tenant_id, environment, idempotency_key, request->>'external_reference' AS external_reference, created_at,
                 status FROM reward_dispatches WHERE id = $1 FOR NO KEY UPDATE`,
 
-  /** The connection is gone (see claimDue): every reward of the dispatch still open ends `cancelled`, unsent. */
-  cancelDisconnected: `UPDATE dispatch_rewards SET status = 'cancelled', updated_at = now(),
-                              last_error = ${cancelled('disconnected')}
-                        WHERE dispatch_id = $1 AND status IN ('pending', 'sending')`,
-
-  /** A give-up: every reward of the dispatch still open fails with `$2` (an unknown outcome is said so). */
-  giveUp: `UPDATE dispatch_rewards SET status = 'failed', updated_at = now(),
-                  last_error = $2::jsonb || jsonb_build_object('outcome_unknown', status = 'sending')
-            WHERE dispatch_id = $1 AND status IN ('pending', 'sending')`,
+  /**
+   * Every reward of the dispatch still open ends `$2` with the error `$3`: `failed` on a give-up (an unknown outcome is
+   * said so), `cancelled` when the connection is gone (see claimDue).
+   */
+  closeOpen: `UPDATE dispatch_rewards SET status = $2::text, updated_at = now(),
+                     last_error = $3::jsonb || CASE WHEN $2::text = 'failed'
+                                                    THEN jsonb_build_object('outcome_unknown', status = 'sending') ELSE '{}' END
+               WHERE dispatch_id = $1 AND status IN ('pending', 'sending')`,
 
   /** What a dispatch's status is derived from: its rewards per status, their failure codes, the last send. */
   summary: `SELECT status, count(*)::int AS n, max(sent_at) AS sent_at,
@@ -505,18 +504,15 @@ async function summaryOf(sql: Sql, dispatchId: string): Promise<Summary> {
     sent_at: Date | null;
     codes: (string | null)[] | null;
   }>(DISPATCH_SQL.summary, [dispatchId]);
-  const counts = countsOf([]);
-  const codes = new Set<string>();
-  let sentAt: Date | null = null;
-  for (const r of rows) {
-    counts[r.status] = r.n;
-    for (const code of r.codes ?? []) codes.add(code ?? 'upstream_rejected');
-    if (r.sent_at && (!sentAt || r.sent_at > sentAt)) sentAt = r.sent_at;
-  }
-  return { counts, codes: [...codes], sentAt };
+  return {
+    counts: countsOf(rows),
+    codes: rows.flatMap((r) => r.codes ?? []).map((code) => code ?? 'upstream_rejected'),
+    sentAt: rows.reduce<Date | null>(
+      (last, r) => (r.sent_at && (!last || r.sent_at > last) ? r.sent_at : last),
+      null,
+    ),
+  };
 }
-
-type Statement = [text: string, values: unknown[]];
 
 type DeliveryCheck = {
   dispatch_id: string;
@@ -639,8 +635,8 @@ export class DispatchStore {
    * with open rewards left (none should) is queued again, due now.
    */
   async settle(dispatchId: string, giveUp: RewardError | null = null): Promise<void> {
-    const first: Statement | null = giveUp && [DISPATCH_SQL.giveUp, [dispatchId, JSON.stringify(giveUp)]];
-    await this.close(dispatchId, first, ({ counts, codes, sentAt: sent_at }) => {
+    const open = giveUp && { status: 'failed' as const, error: giveUp };
+    await this.close(dispatchId, open, ({ counts, codes, sentAt: sent_at }) => {
       const status = statusOf(counts) ?? 'queued';
       const failure = status === 'failed' || status === 'cancelled' ? failureOf(status, codes) : null;
       const total = totalOf(counts);
@@ -664,7 +660,8 @@ export class DispatchStore {
    * dispatch ends `cancelled`, or `partially_failed` when some of it went out before.
    */
   private async cancelDisconnected(dispatchId: string): Promise<void> {
-    await this.close(dispatchId, [DISPATCH_SQL.cancelDisconnected, [dispatchId]], ({ counts }) => ({
+    const error = cancelledError('disconnected');
+    await this.close(dispatchId, { status: 'cancelled', error }, ({ counts }) => ({
       status: counts.sent + counts.pending_approval > 0 ? 'partially_failed' : 'cancelled',
       sent_at: null,
       response_status: 409,
@@ -677,18 +674,18 @@ export class DispatchStore {
 
   /**
    * A settling transaction, holding the dispatch while it is open (a reward settled meanwhile by the approval checks
-   * is counted, not missed): runs `first`, then writes the outcome derived from the stored rewards and, when settled,
-   * queues its `dispatch.completed` event with these counts.
+   * is counted, not missed): ends the rewards still open as `open` says, then writes the outcome derived from the stored
+   * rewards and, when settled, queues its `dispatch.completed` event with these counts.
    */
   private async close(
     dispatchId: string,
-    first: Statement | null,
+    open: { status: 'failed' | 'cancelled'; error: RewardError } | null,
     outcome: (summary: Summary) => Outcome,
   ): Promise<void> {
     await this.db.transaction(async (tx) => {
       const [dispatch] = (await tx.query<LockedDispatch>(DISPATCH_SQL.lock, [dispatchId])).rows;
       if (dispatch?.status !== 'sending' && dispatch?.status !== 'queued') return;
-      if (first) await tx.query(first[0], first[1]);
+      if (open) await tx.query(DISPATCH_SQL.closeOpen, [dispatchId, open.status, JSON.stringify(open.error)]);
       const summary = await summaryOf(tx, dispatchId);
       const { status, sent_at, response_status, last_error } = outcome(summary);
       await tx.query(DISPATCH_SQL.settle, [
@@ -729,12 +726,7 @@ export class DispatchStore {
       DISPATCH_SQL.countsOf,
       [dispatchIds],
     );
-    const counts = new Map(dispatchIds.map((id) => [id, countsOf([])]));
-    for (const r of rows) {
-      const c = counts.get(r.dispatch_id);
-      if (c) c[r.status] = r.n;
-    }
-    return counts;
+    return new Map(dispatchIds.map((id) => [id, countsOf(rows.filter((r) => r.dispatch_id === id))]));
   }
 
   /**

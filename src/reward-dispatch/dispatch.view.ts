@@ -164,10 +164,10 @@ const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOStrin
 export const totalOf = (counts: Record<RewardStatus, number>) =>
   Object.values(counts).reduce((a, b) => a + b, 0);
 
-/** Counts per reward status (all 0 for no rewards). */
-export function countsOf(rewards: { status: RewardStatus }[]): Record<RewardStatus, number> {
+/** Counts per reward status (all 0 for no rewards) of rewards, or of rows that count `n` rewards each. */
+export function countsOf(rewards: { status: RewardStatus; n?: number }[]): Record<RewardStatus, number> {
   const counts = Object.fromEntries(REWARD_STATUSES.map((s) => [s, 0])) as Record<RewardStatus, number>;
-  for (const r of rewards) counts[r.status] += 1;
+  for (const r of rewards) counts[r.status] += r.n ?? 1;
   return counts;
 }
 
