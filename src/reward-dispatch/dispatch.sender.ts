@@ -108,15 +108,13 @@ export class DispatchSender {
   ): Promise<HttpOutcome> {
     const inline = opts.inline ?? false;
     const open = rewards.filter((r) => !isSettled(r.status));
-    const bound = (opts.arrivedAt ?? this.clock.now()) + this.config.interactiveMaxWaitMs;
+    const bound = inline ? (opts.arrivedAt ?? this.clock.now()) + this.config.interactiveMaxWaitMs : null;
     const a: Attempt = {
       row,
       rewards,
       units: row.order_shape === 'array' ? (open.length ? [open] : []) : open.map((r) => [r]),
       client: row.connection_id
-        ? inline
-          ? this.rewardsApi.forConnection(row.connection_id, 'interactive', bound)
-          : this.rewardsApi.forConnection(row.connection_id, 'bulk')
+        ? this.rewardsApi.forConnection(row.connection_id, inline ? 'interactive' : 'bulk', bound)
         : null,
       marked: opts.marked ?? new Set<number>(),
       inline,

@@ -30,6 +30,7 @@ import {
   countsOf,
   failureOf,
   httpStatusOf,
+  iso,
   statusOf,
   totalOf,
 } from './dispatch.view';
@@ -470,9 +471,6 @@ export const DISPATCH_SQL = {
          (SELECT p.created_at::text AS at FROM page p ORDER BY p.created_at, p.id LIMIT 1) AS last_at,
          (SELECT id FROM page ORDER BY created_at, id LIMIT 1) AS last_id`,
 } as const;
-
-/** A time as a parameter: ISO 8601 (cheaper than pg's own local-time formatting of a Date). */
-const iso = (value: Date | null | undefined) => (value ? value.toISOString() : null);
 
 /** A JSON value as a parameter (null stays SQL NULL). */
 const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
