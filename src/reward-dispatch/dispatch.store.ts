@@ -97,7 +97,8 @@ export interface NewReward {
   attempts: number;
 }
 
-type Stamp = { created_at: Date; lease_until: Date | null } | null;
+/** The dispatch as inserted, or null when its key was taken. */
+type Inserted = DispatchRow | null;
 
 interface InsertItem {
   row: NewDispatch;
@@ -535,7 +536,7 @@ export class DispatchStore {
     this.writeAll(this.db.main, items),
   );
   /** Interactive inserts of concurrent requests share one statement and one commit. */
-  private readonly inserts = new GroupCommit<InsertItem, Stamp>((items) => this.insertAll(items));
+  private readonly inserts = new GroupCommit<InsertItem, Inserted>((items) => this.insertAll(items));
 
   constructor(
     @InjectConfig('dispatch') private readonly config: DispatchConfig,
@@ -545,18 +546,18 @@ export class DispatchStore {
   ) {}
 
   /**
-   * The dispatch and its rewards in one statement, keyed by tenant + Idempotency-Key: null when the key is taken
-   * (nothing written). `queued`: due now (or at its `next_attempt_at`), for the workers, answered 202; `sending`: held
-   * by the request for its lease. A batch's large insert goes alone, never holding up shared commits.
+   * The dispatch and its rewards in one statement, keyed by tenant + Idempotency-Key: the dispatch as written, or null
+   * when the key is taken (nothing written). `queued`: due now (or at its `next_attempt_at`), for the workers, answered
+   * 202; `sending`: held by the request for its lease. A batch's large insert goes alone, never holding up shared commits.
    */
-  async insert(row: NewDispatch, rewards: NewReward[]): Promise<Stamp> {
+  async insert(row: NewDispatch, rewards: NewReward[]): Promise<Inserted> {
     const item = { row, rewards };
     return rewards.length <= GROUP_COMMIT_MAX_REWARDS
       ? this.inserts.submit(item)
       : (await this.insertAll([item]))[0];
   }
 
-  private async insertAll(items: InsertItem[]): Promise<Stamp[]> {
+  private async insertAll(items: InsertItem[]): Promise<Inserted[]> {
     const dispatches = items.map(({ row, rewards }) => ({
       ...row,
       queued: row.status === 'queued',
@@ -575,12 +576,15 @@ export class DispatchStore {
     const byId = new Map(rows.map((r) => [r.id, r]));
     return items.map(({ row }) => {
       const r = byId.get(row.id);
-      return r
-        ? {
-            created_at: new Date(r.created_ms),
-            lease_until: r.lease_ms === null ? null : new Date(r.lease_ms),
-          }
-        : null;
+      if (!r) return null;
+      return {
+        ...row,
+        created_at: new Date(r.created_ms),
+        updated_at: new Date(r.created_ms),
+        lease_until: r.lease_ms === null ? null : new Date(r.lease_ms),
+        cancel_requested_at: null,
+        response_status: row.status === 'queued' ? 202 : null,
+      };
     });
   }
 

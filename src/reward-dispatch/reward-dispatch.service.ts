@@ -155,11 +155,11 @@ export class RewardDispatchService {
       reward_count: newRewards.length,
       priority: batch ? 1 : 0,
     };
-    const stamp = await span('dispatch.insert', () => this.store.insert(row, newRewards), {
+    const stored = await span('dispatch.insert', () => this.store.insert(row, newRewards), {
       'tenant.id': tenantId,
       'dispatch.id': id,
     });
-    if (!stamp) {
+    if (!stored) {
       const existing = await this.store.findByKey(tenantId, key);
       if (!existing)
         throw new DispatchError(
@@ -188,14 +188,6 @@ export class RewardDispatchService {
       last_error: null,
       sent_at: null,
     }));
-    const stored: DispatchRow = {
-      ...row,
-      created_at: stamp.created_at,
-      updated_at: stamp.created_at,
-      lease_until: stamp.lease_until,
-      cancel_requested_at: null,
-      response_status: answerNow ? 202 : null,
-    };
     if (answerNow) {
       this.worker.nudge();
       return this.accepted(stored, rewards, countsOf(newRewards));
