@@ -722,7 +722,6 @@ export class DispatchStore {
       .rows;
   }
 
-  /** Counts per reward status of the given dispatches. */
   async countsOf(dispatchIds: string[]): Promise<Map<string, Record<RewardStatus, number>>> {
     const { rows } = await this.db.main.query<{ dispatch_id: string; status: RewardStatus; n: number }>(
       DISPATCH_SQL.countsOf,

@@ -25,13 +25,12 @@ import {
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DispatchListResponse, DispatchResponse, RewardListResponse } from './dto/dispatch.response';
 import { ListDispatchesDto } from './dto/list-dispatches.dto';
-import { SendBodyPipe } from './dto/send-body.pipe';
 import {
   ERASE_RECIPIENT_BODY_SCHEMA,
   EraseBodyPipe,
   type EraseRecipientDto,
 } from './dto/erase-recipient.dto';
-import { SEND_REWARDS_BODY_SCHEMA, type SendRewardsDto } from './dto/send-rewards.dto';
+import { SEND_REWARDS_BODY_SCHEMA, SendBodyPipe, type SendRewardsDto } from './dto/send-rewards.dto';
 import { PageQueryDto } from '../common/page-query.dto';
 import {
   ApiErrors,

@@ -1,7 +1,10 @@
+import { Injectable, type PipeTransform } from '@nestjs/common';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FromSchema } from 'json-schema-to-ts';
-import type { ErrorDetail } from '../../common/app-error';
+import { type ErrorDetail, ValidationFailedError } from '../../common/app-error';
+import type { DispatchConfig } from '../../config/app-config';
+import { InjectConfig } from '../../config/config.module';
 import { DELIVERY_METHODS } from '../../rewards-api/rewards-api.types';
 
 /**
@@ -331,4 +334,19 @@ export function validateSendBody(body: unknown, maxRewards: number): ErrorDetail
   // The walk reads only what the schema's objects and lists say; should a rule elsewhere refuse the body, name it.
   const error = validateBody.errors?.at(-1);
   return details.list.length || !error ? details.list : [detailOf(error, '')];
+}
+
+/**
+ * The send route's body check (validateSendBody). `SendRewardsDto` is a type, not a class, so the global ValidationPipe
+ * leaves the parameter alone.
+ */
+@Injectable()
+export class SendBodyPipe implements PipeTransform<unknown, SendRewardsDto> {
+  constructor(@InjectConfig('dispatch') private readonly config: DispatchConfig) {}
+
+  transform(body: unknown): SendRewardsDto {
+    const details = validateSendBody(body, this.config.maxRewards);
+    if (details.length) throw new ValidationFailedError(details);
+    return (body ?? {}) as SendRewardsDto;
+  }
 }
