@@ -1,11 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import typeis from 'type-is';
 import { CommonError, nulCharacterError } from './app-error';
-import { closeAfterAnswer } from './close-after-answer';
-import { readCapped } from './json-body';
+import { readCapped, refuseCompressed } from './json-body';
 
 /** The dashboard's forms carry a CSRF token and nothing else: a few hundred bytes. */
-export const MAX_FORM_BYTES = 8 * 1024;
+const MAX_FORM_BYTES = 8 * 1024;
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /**
@@ -15,52 +14,34 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
  * (400 invalid_characters). A field sent twice becomes an array, as body-parser's `urlencoded({ extended: false })`
  * has it. Other content types are left alone (undefined: no body), as body-parser leaves them.
  */
-export function readFormBody(
+export async function readFormBody(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<Record<string, string | string[]> | undefined> {
-  if (!typeis(req, ['application/x-www-form-urlencoded'])) return Promise.resolve(undefined);
-  const tooLarge = () => {
-    closeAfterAnswer(req, res);
-    return new CommonError(
-      413,
-      'payload_too_large',
-      `The form body is larger than ${MAX_FORM_BYTES / 1024} KiB.`,
-    );
-  };
-  const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
-  if (encoding !== 'identity') {
-    closeAfterAnswer(req, res);
-    return Promise.reject(
-      new CommonError(415, 'unsupported_media_type', 'Compressed request bodies are not accepted.', [
-        { field: 'Content-Encoding', reason: `${encoding} is not accepted` },
-      ]),
-    );
-  }
-  const length = req.headers['content-length'];
-  if (length !== undefined && Number(length) > MAX_FORM_BYTES) return Promise.reject(tooLarge());
-  return new Promise((resolve, reject) =>
-    readCapped(req, MAX_FORM_BYTES, tooLarge, (error, bytes) => {
-      if (error) return reject(error);
-      let text: string;
-      try {
-        text = decoder.decode(bytes);
-      } catch {
-        return reject(
-          new CommonError(400, 'bad_request', 'The form body is not valid UTF-8.', [
-            { field: 'body', reason: 'invalid UTF-8 byte sequence' },
-          ]),
-        );
-      }
-      const body = Object.create(null) as Record<string, string | string[]>;
-      for (const [name, value] of new URLSearchParams(text)) {
-        // NUL characters cannot be stored in Postgres text: refused by name, as in JSON bodies.
-        if (name.includes('\u0000') || value.includes('\u0000'))
-          return reject(nulCharacterError(`body.${name.split('\u0000').join('\\u0000')}`));
-        const seen = Object.hasOwn(body, name) ? body[name] : undefined;
-        body[name] = seen === undefined ? value : ([] as string[]).concat(seen, value);
-      }
-      resolve(body);
-    }),
+  if (!typeis(req, ['application/x-www-form-urlencoded'])) return undefined;
+  refuseCompressed(req, 'Compressed request bodies are not accepted.', res);
+  const tooLarge = `The form body is larger than ${MAX_FORM_BYTES / 1024} KiB.`;
+  const bytes = await readCapped(
+    req,
+    res,
+    MAX_FORM_BYTES,
+    () => new CommonError(413, 'payload_too_large', tooLarge),
   );
+  let text: string;
+  try {
+    text = decoder.decode(bytes);
+  } catch {
+    throw new CommonError(400, 'bad_request', 'The form body is not valid UTF-8.', [
+      { field: 'body', reason: 'invalid UTF-8 byte sequence' },
+    ]);
+  }
+  const body = Object.create(null) as Record<string, string | string[]>;
+  for (const [name, value] of new URLSearchParams(text)) {
+    // NUL characters cannot be stored in Postgres text: refused by name, as in JSON bodies.
+    if (name.includes('\u0000') || value.includes('\u0000'))
+      throw nulCharacterError(`body.${name.split('\u0000').join('\\u0000')}`);
+    const seen = Object.hasOwn(body, name) ? body[name] : undefined;
+    body[name] = seen === undefined ? value : ([] as string[]).concat(seen, value);
+  }
+  return body;
 }

@@ -1,40 +1,40 @@
 import type { ArgumentsHost, ExceptionFilter } from '@nestjs/common';
 import { Catch, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CommonErrorCode, ErrorDetail } from './app-error';
-import { AppError } from './app-error';
+import { AppError, COMMON_ERROR_CODES, type CommonErrorCode, type ErrorDetail } from './app-error';
 
-interface ErrorBody {
-  error: { code: string; message: string; details: ErrorDetail[]; request_id?: string };
+interface ErrorAnswer {
+  status: number;
+  body: { error: { code: string; message: string; details: ErrorDetail[]; request_id?: string } };
+  headers: Record<string, string>;
 }
 
-const STATUS_CODES: Record<number, CommonErrorCode> = {
-  400: 'bad_request',
-  401: 'unauthorized',
-  403: 'forbidden',
-  404: 'not_found',
-  405: 'method_not_allowed',
-  406: 'not_acceptable',
-  409: 'conflict',
-  413: 'payload_too_large',
-  415: 'unsupported_media_type',
-  422: 'unprocessable_entity',
-  429: 'too_many_requests',
-};
+const answer = (
+  status: number,
+  code: string,
+  message: string,
+  details: ErrorDetail[] = [],
+  headers: Record<string, string> = {},
+): ErrorAnswer => ({ status, body: { error: { code, message, details } }, headers });
+
+const RETRY_SOON = { 'Retry-After': '2' };
+
+/** A 4xx's code: its status's name (`HttpStatus.NOT_FOUND`: `not_found`) when that is one of ours. */
+function codeOf(status: number): CommonErrorCode {
+  const name = (HttpStatus[status] ?? '').toLowerCase() as CommonErrorCode;
+  return COMMON_ERROR_CODES.includes(name) ? name : 'bad_request';
+}
 
 /** Maps anything thrown to the one JSON error shape. Unknown errors are logged and answered with a generic 500. */
 export function toErrorResponse(
   exception: unknown,
   req: Pick<FastifyRequest, 'id' | 'method' | 'url'>,
   logger: Logger,
-): { status: number; body: ErrorBody; headers: Record<string, string> } {
+): ErrorAnswer {
   const requestId = String((req as { id?: unknown }).id ?? '');
   if (exception instanceof AppError) {
-    return {
-      status: exception.status,
-      body: { error: { code: exception.code, message: exception.message, details: exception.details } },
-      headers: exception.headers,
-    };
+    const { status, code, message, details, headers } = exception;
+    return answer(status, code, message, details, headers);
   }
   const pgCode = String(
     (exception as { driverError?: { code?: unknown } })?.driverError?.code ??
@@ -44,7 +44,7 @@ export function toErrorResponse(
   if (INPUT_ERROR_CODES.has(pgCode)) {
     // A backstop: validation should have caught it; the database refusing a value is the caller's input, not a crash.
     logger.warn({ requestId, pgCode }, 'the database refused a value from the request');
-    return simple(
+    return answer(
       400,
       'invalid_input',
       'A value in the request cannot be stored (invalid characters, format or size).',
@@ -52,8 +52,8 @@ export function toErrorResponse(
   }
   if (isDatabaseUnavailable(exception)) {
     logger.warn({ requestId, err: (exception as Error).message }, 'database unavailable');
-    const r = simple(503, 'database_unavailable', 'The database cannot be reached right now; retry shortly.');
-    return { ...r, headers: { 'Retry-After': '2' } };
+    const message = 'The database cannot be reached right now; retry shortly.';
+    return answer(503, 'database_unavailable', message, [], RETRY_SOON);
   }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
@@ -66,24 +66,14 @@ export function toErrorResponse(
         field: check,
         reason: r?.message ?? r?.status ?? 'down',
       }));
-      return {
-        status,
-        body: {
-          error: {
-            code: 'not_ready' satisfies CommonErrorCode,
-            message: 'A dependency is not available.',
-            details,
-          },
-        },
-        headers: { 'Retry-After': '2' },
-      };
+      return answer(status, 'not_ready', 'A dependency is not available.', details, RETRY_SOON);
     }
     if (status < 500) {
       const message =
         status === 404
           ? `No route ${req.method} ${req.url.split('?')[0]}.`
           : exception.message || 'The request was rejected.';
-      return simple(status, STATUS_CODES[status] ?? 'bad_request', message);
+      return answer(status, codeOf(status), message);
     }
   }
   logger.error(
@@ -96,13 +86,13 @@ export function toErrorResponse(
     },
     'unhandled error',
   );
-  const body = simple(
+  const internal = answer(
     500,
     'internal_error',
     'An unexpected error occurred; the request id identifies it in the logs.',
   );
-  body.body.error.request_id = requestId;
-  return body;
+  internal.body.error.request_id = requestId;
+  return internal;
 }
 
 /** Postgres data exceptions caused by input: NUL or unencodable characters, bad text representation, out of range. */
@@ -149,14 +139,6 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return UNAVAILABLE_CODES.has(code) || UNAVAILABLE_MESSAGES.test(message);
 }
 
-function simple(status: number, code: CommonErrorCode, message: string) {
-  return {
-    status,
-    body: { error: { code, message, details: [] as ErrorDetail[] } } as ErrorBody,
-    headers: {},
-  };
-}
-
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('HttpExceptionFilter');
@@ -173,5 +155,3 @@ export class HttpExceptionFilter implements ExceptionFilter {
     res.code(status).headers(headers).send(body);
   }
 }
-
-export { HttpStatus };

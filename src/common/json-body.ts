@@ -41,124 +41,103 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 export const NO_BODY = Symbol('no body');
 
 /**
- * The JSON body reader of the gateway's API (`/v1`, app.factory.ts): resolves to the checked JSON value, or NO_BODY when the request has none;
- * rejects with our 413 / 415 / 400 errors. A refused size is answered without reading what will be refused (the rest
- * is drained briefly before the connection closes: closeAfterAnswer).
+ * The JSON body reader of the gateway's API (`/v1`, app.factory.ts): resolves to the checked JSON value, or NO_BODY
+ * when the request has none; rejects with our 413 / 415 / 400 errors. A refused size is answered without reading what
+ * will be refused (the rest is drained briefly before the connection closes: closeAfterAnswer).
  */
-export function readJsonBody(
+export async function readJsonBody(
   req: IncomingMessage,
   res: ServerResponse,
   limits: BodyLimits,
 ): Promise<unknown> {
-  const tooLarge = () =>
-    new CommonError(
-      413,
-      'payload_too_large',
-      `The request body is larger than ${limits.maxBytes / 1024 / 1024} MiB.`,
-    );
   const length = req.headers['content-length'];
   const chunked = req.headers['transfer-encoding'] !== undefined;
-  if ((length === undefined || length === '0') && !chunked) return Promise.resolve(NO_BODY);
+  if ((length === undefined || length === '0') && !chunked) return NO_BODY;
   const type = req.headers['content-type'];
   // The usual header exactly (no parameters to parse), else type-is decides.
   if (type !== 'application/json' && !typeis(req, ['application/json'])) {
-    return Promise.reject(
-      new CommonError(
-        415,
-        'unsupported_media_type',
-        'Send the request body as JSON with "Content-Type: application/json".',
-        [
-          {
-            field: 'Content-Type',
-            reason: `${req.headers['content-type'] ?? 'missing'} is not application/json`,
-          },
-        ],
-      ),
+    throw new CommonError(
+      415,
+      'unsupported_media_type',
+      'Send the request body as JSON with "Content-Type: application/json".',
+      [{ field: 'Content-Type', reason: `${type ?? 'missing'} is not application/json` }],
     );
   }
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type ?? '')?.[1]?.toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-    return Promise.reject(
-      new CommonError(415, 'unsupported_media_type', 'JSON bodies are read as UTF-8 only.', [
-        { field: 'Content-Type', reason: `charset ${charset} is not accepted` },
-      ]),
-    );
+    throw new CommonError(415, 'unsupported_media_type', 'JSON bodies are read as UTF-8 only.', [
+      { field: 'Content-Type', reason: `charset ${charset} is not accepted` },
+    ]);
   }
+  refuseCompressed(req, 'Compressed request bodies are not accepted; send plain JSON.');
+  const bytes = await readCapped(
+    req,
+    res,
+    limits.maxBytes,
+    () =>
+      new CommonError(
+        413,
+        'payload_too_large',
+        `The request body is larger than ${limits.maxBytes / 1024 / 1024} MiB.`,
+      ),
+  );
+  return parse(bytes, limits);
+}
+
+/** A compressed body is refused (415; with `res`, the connection closed after it): nothing is decompressed. */
+export function refuseCompressed(req: IncomingMessage, message: string, res?: ServerResponse): void {
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') {
-    return Promise.reject(
-      new CommonError(
-        415,
-        'unsupported_media_type',
-        'Compressed request bodies are not accepted; send plain JSON.',
-        [{ field: 'Content-Encoding', reason: `${encoding} is not accepted` }],
-      ),
-    );
+    if (res) closeAfterAnswer(req, res);
+    throw new CommonError(415, 'unsupported_media_type', message, [
+      { field: 'Content-Encoding', reason: `${encoding} is not accepted` },
+    ]);
   }
-  if (length !== undefined && Number(length) > limits.maxBytes) {
-    closeAfterAnswer(req, res); // do not read what will be refused
-    return Promise.reject(tooLarge());
-  }
-  return new Promise((resolve, reject) =>
-    readCapped(
-      req,
-      limits.maxBytes,
-      () => {
-        closeAfterAnswer(req, res);
-        return tooLarge();
-      },
-      (error, bytes) => {
-        if (error) return reject(error);
-        try {
-          resolve(parse(bytes as Buffer, limits));
-        } catch (e) {
-          reject(e);
-        }
-      },
-    ),
-  );
 }
 
 /**
- * Reads a request's body into one buffer, stopping — the request paused, `tooLarge()` reported — as soon as it passes
- * `maxBytes`; a read error is reported as a 400. `done` is called once.
+ * Reads a request's body into one buffer within `maxBytes`: a declared length over it is refused before a byte is read,
+ * else reading stops — the request paused — as soon as it passes it; either way with `tooLarge()` and the connection
+ * closed after the answer (closeAfterAnswer). A read error is a 400.
  */
 export function readCapped(
   req: IncomingMessage,
+  res: ServerResponse,
   maxBytes: number,
   tooLarge: () => Error,
-  done: (error: Error | null, body?: Buffer) => void,
-): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let finished = false;
-  const finish = (error?: Error) => {
-    if (finished) return;
-    finished = true;
-    req.off('data', onData);
-    req.off('end', onEnd);
-    req.off('error', onError);
-    if (error) return done(error);
-    done(null, Buffer.concat(chunks, size));
+): Promise<Buffer> {
+  const refuse = () => {
+    closeAfterAnswer(req, res); // do not read what will be refused
+    return tooLarge();
   };
-  const onData = (chunk: Buffer) => {
-    size += chunk.length;
-    if (size > maxBytes) {
+  const length = req.headers['content-length'];
+  if (length !== undefined && Number(length) > maxBytes) return Promise.reject(refuse());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (error?: Error) => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      if (error) reject(error);
+      else resolve(Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxBytes) return void chunks.push(chunk);
       req.pause();
-      finish(tooLarge());
-      return;
-    }
-    chunks.push(chunk);
-  };
-  const onEnd = () => finish();
-  const onError = () => finish(new CommonError(400, 'bad_request', 'The request body could not be read.'));
-  req.on('data', onData);
-  req.on('end', onEnd);
-  req.on('error', onError);
+      finish(refuse());
+    };
+    const onEnd = () => finish();
+    const onError = () => finish(new CommonError(400, 'bad_request', 'The request body could not be read.'));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
 }
 
-/** Bytes → a checked JSON value (throws our 400s). Exported for the property tests. */
-export function parse(bytes: Buffer, limits: BodyLimits = DEFAULT_LIMITS): unknown {
+/** Bytes → a checked JSON value (throws our 400s). */
+function parse(bytes: Buffer, limits: BodyLimits = DEFAULT_LIMITS): unknown {
   let text: string;
   try {
     text = decoder.decode(bytes);

@@ -9,6 +9,7 @@ import {
   ROOT_CONTEXT,
   type Span,
   SpanKind,
+  type SpanOptions,
   SpanStatusCode,
   type Tracer,
   context,
@@ -113,34 +114,25 @@ export async function stopTracing(): Promise<void> {
 
 const SERVICE_NAME = 'rewards-gateway';
 
+type Spanned = <T>(name: string, fn: (span: Span) => Promise<T>, attributes?: Attributes) => Promise<T>;
+
+/** A kind of span: runs `fn` in it, or with the shared non-recording span while tracing is off. */
+const spanning =
+  (options: SpanOptions): Spanned =>
+  (name, fn, attributes) =>
+    tracer === null
+      ? fn(OFF)
+      : tracer.startActiveSpan(name, { ...options, attributes }, (s) => settle(s, fn));
+
 /**
  * Runs `fn` in a child span of the active one (`name`: a fixed step name, never data). A thrown error marks the
  * span with its code (`error.type`: our error code or the error's class), never its message.
  */
-export function span<T>(name: string, fn: (span: Span) => Promise<T>, attributes?: Attributes): Promise<T> {
-  if (tracer === null) return fn(OFF);
-  return tracer.startActiveSpan(name, { attributes }, (s) => settle(s, fn));
-}
-
+export const span = spanning({});
 /** Like `span`, as the root of a trace of its own: a background job's unit of work (a dispatch slice, a delivery). */
-export function rootSpan<T>(
-  name: string,
-  fn: (span: Span) => Promise<T>,
-  attributes?: Attributes,
-): Promise<T> {
-  if (tracer === null) return fn(OFF);
-  return tracer.startActiveSpan(name, { root: true, attributes }, (s) => settle(s, fn));
-}
-
+export const rootSpan = spanning({ root: true });
 /** A client span (an outbound HTTP call) under the active span. */
-export function clientSpan<T>(
-  name: string,
-  fn: (span: Span) => Promise<T>,
-  attributes?: Attributes,
-): Promise<T> {
-  if (tracer === null) return fn(OFF);
-  return tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, (s) => settle(s, fn));
-}
+export const clientSpan = spanning({ kind: SpanKind.CLIENT });
 
 async function settle<T>(s: Span, fn: (span: Span) => Promise<T>): Promise<T> {
   try {

@@ -85,13 +85,6 @@ export function deliveryWebhookBody(
         'payload_too_large',
         `The webhook body is larger than ${MAX_WEBHOOK_BODY_BYTES / 1024} KiB.`,
       );
-    if (length !== undefined && !(Number(length) <= MAX_WEBHOOK_BODY_BYTES)) return refuse(tooLarge());
-
-    return new Promise((resolve, reject) =>
-      readCapped(req, MAX_WEBHOOK_BODY_BYTES, tooLarge, (error, body) => {
-        if (error) refuse(error).catch(reject);
-        else resolve(body);
-      }),
-    );
+    return readCapped(req, res, MAX_WEBHOOK_BODY_BYTES, tooLarge).catch(refuse);
   };
 }
