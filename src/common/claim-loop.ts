@@ -1,4 +1,4 @@
-import type { Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { SchedulerRegistry } from '@nestjs/schedule';
 import { runEvery } from './schedule';
 
@@ -8,26 +8,60 @@ export interface Claimed {
   more: boolean;
 }
 
+/** Items in flight on this instance per key (a connection, an endpoint): what a worker's claims skip or count. */
+export class InFlightCounts extends Map<string, number> {
+  /** Counts one more item for `key`; returns the release to call once, when it settles. */
+  hold(key: string): () => void {
+    this.set(key, (this.get(key) ?? 0) + 1);
+    return () => {
+      const left = (this.get(key) ?? 1) - 1;
+      if (left > 0) this.set(key, left);
+      else this.delete(key);
+    };
+  }
+
+  /** The keys with at least `limit` items in flight. */
+  keysAtLeast(limit: number): string[] {
+    return [...this].filter(([, n]) => n >= limit).map(([key]) => key);
+  }
+}
+
 /**
- * The claim-and-start loop of a background worker (the dispatch worker, the tenant-webhook sender): one pass at a time
- * on this instance; a pass claims due work up to the free slots (`claim(free)`, which starts each item with `track`)
- * and does not wait for it, so a slow upstream never stalls claiming. `nudge()` asks for a pass now (a pass under way
- * goes round again), `drain()` waits for what was started, `stop()` ends the loop for shutdown.
+ * A background worker's claim-and-start loop (the dispatch worker, the tenant-webhook sender): a pass every `pollMs`
+ * (registered with @nestjs/schedule as `name`), one pass at a time on this instance. A pass claims due work up to the
+ * free slots (`claim(free)`, which starts each item with `track`) and does not wait for it, so a slow upstream never
+ * stalls claiming. `nudge()` asks for a pass now (a pass under way goes round again), `drain()` waits for what was
+ * started, and the loop stops with the module.
  */
-export class ClaimLoop {
+export abstract class LoopWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private running = false;
   private again = false;
   private stopped = false;
   private readonly inFlight = new Set<Promise<void>>();
+  protected readonly logger = new Logger(this.constructor.name);
 
-  constructor(
-    private readonly logger: Logger,
+  protected constructor(
+    private readonly scheduler: SchedulerRegistry,
+    private readonly name: string,
+    private readonly pollMs: number,
     private readonly what: string,
     private readonly capacity: number,
-    private readonly claim: (free: number) => Promise<Claimed>,
-    /** Runs at the end of every pass (gauges, purges); its errors end the pass like a claim's. */
-    private readonly afterPass: () => Promise<void> = async () => undefined,
   ) {}
+
+  /** Claims due work (at most `free` items) and starts each with `track`. */
+  protected abstract claim(free: number): Promise<Claimed>;
+
+  /** Runs at the end of every pass (gauges, purges); its errors end the pass like a claim's. */
+  protected async afterPass(): Promise<void> {}
+
+  onApplicationBootstrap(): void {
+    runEvery(this.scheduler, this.name, this.pollMs, () => void this.tick());
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    await this.drain();
+  }
 
   get isStopped(): boolean {
     return this.stopped;
@@ -65,7 +99,7 @@ export class ClaimLoop {
   }
 
   /** Starts tracking one item's work; `done` runs when it settles (its failure is logged, never thrown). */
-  track(work: Promise<unknown>, label: string, done: () => void = () => undefined): void {
+  protected track(work: Promise<unknown>, label: string, done: () => void = () => undefined): void {
     const item: Promise<void> = work
       .then(
         () => undefined,
@@ -82,65 +116,5 @@ export class ClaimLoop {
   /** Waits for the work this instance has started (tests, shutdown). */
   async drain(): Promise<void> {
     while (this.inFlight.size) await Promise.all([...this.inFlight]);
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.drain();
-  }
-}
-
-/** Items in flight on this instance per key (a connection, an endpoint): what a worker's claims skip or count. */
-export class InFlightCounts extends Map<string, number> {
-  /** Counts one more item for `key`; returns the release to call once, when it settles. */
-  hold(key: string): () => void {
-    this.set(key, (this.get(key) ?? 0) + 1);
-    return () => {
-      const left = (this.get(key) ?? 1) - 1;
-      if (left > 0) this.set(key, left);
-      else this.delete(key);
-    };
-  }
-
-  /** The keys with at least `limit` items in flight. */
-  keysAtLeast(limit: number): string[] {
-    return [...this].filter(([, n]) => n >= limit).map(([key]) => key);
-  }
-}
-
-/**
- * A background worker on a ClaimLoop (the dispatch worker, the tenant-webhook sender): a pass every `pollMs`
- * (registered with @nestjs/schedule as `name`), `nudge()` for a pass now, `drain()` for tests, stopped with the module.
- */
-export abstract class LoopWorker implements OnApplicationBootstrap, OnModuleDestroy {
-  protected abstract readonly loop: ClaimLoop;
-
-  protected constructor(
-    private readonly scheduler: SchedulerRegistry,
-    private readonly name: string,
-    private readonly pollMs: number,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    runEvery(this.scheduler, this.name, this.pollMs, () => void this.tick());
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await this.loop.stop();
-  }
-
-  /** Work became due here: claim now rather than at the next poll. */
-  nudge(): void {
-    this.loop.nudge();
-  }
-
-  /** One pass: claims due work up to the free slots and starts it (without waiting). Returns how many it started. */
-  tick(): Promise<number> {
-    return this.loop.tick();
-  }
-
-  /** Waits for the work this instance has started (tests, shutdown). */
-  drain(): Promise<void> {
-    return this.loop.drain();
   }
 }

@@ -1,11 +1,11 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { DispatchConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { DispatchSender } from './dispatch.sender';
 import { DispatchStore, REWARD_PAGE } from './dispatch.store';
 import type { DispatchRow } from './dispatch.view';
-import { type Claimed, ClaimLoop, InFlightCounts, LoopWorker } from '../common/claim-loop';
+import { type Claimed, InFlightCounts, LoopWorker } from '../common/claim-loop';
 import { rootSpan } from '../common/tracing';
 
 const BATCH = 20;
@@ -22,10 +22,6 @@ const INTERACTIVE_PER_CONNECTION = 2;
  */
 @Injectable()
 export class DispatchWorker extends LoopWorker {
-  private readonly logger = new Logger(DispatchWorker.name);
-  protected readonly loop = new ClaimLoop(this.logger, 'dispatch worker', MAX_IN_FLIGHT, (free) =>
-    this.claim(free),
-  );
   /** Connection id → dispatches in flight here, per priority. */
   private readonly busy = [new InFlightCounts(), new InFlightCounts()];
 
@@ -35,11 +31,11 @@ export class DispatchWorker extends LoopWorker {
     private readonly sender: DispatchSender,
     scheduler: SchedulerRegistry,
   ) {
-    super(scheduler, 'reward-dispatch-worker', config.pollMs);
+    super(scheduler, 'reward-dispatch-worker', config.pollMs, 'dispatch worker', MAX_IN_FLIGHT);
   }
 
   /** One claim: at most one dispatch per account; again while any was claimed (the next accounts' turn). */
-  private async claim(free: number): Promise<Claimed> {
+  protected async claim(free: number): Promise<Claimed> {
     const claimed = await this.store.claimDue(
       Math.min(BATCH, free),
       this.busyWith(0, INTERACTIVE_PER_CONNECTION),
@@ -63,9 +59,9 @@ export class DispatchWorker extends LoopWorker {
         'dispatch.priority': row.priority === 1 ? 'bulk' : 'interactive',
       },
     );
-    this.loop.track(attempt, `dispatch ${row.id}`, () => {
+    this.track(attempt, `dispatch ${row.id}`, () => {
       release();
-      if (!this.loop.isStopped) this.nudge(); // a slice ended or a slot freed: the next due work goes now
+      if (!this.isStopped) this.nudge(); // a slice ended or a slot freed: the next due work goes now
     });
   }
 

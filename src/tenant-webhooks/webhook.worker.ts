@@ -1,8 +1,8 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { TenantWebhooksConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
-import { type Claimed, ClaimLoop, InFlightCounts, LoopWorker } from '../common/claim-loop';
+import { type Claimed, InFlightCounts, LoopWorker } from '../common/claim-loop';
 import { Clock } from '../common/clock';
 import { rootSpan } from '../common/tracing';
 import { trace } from '@opentelemetry/api';
@@ -25,8 +25,6 @@ const UNDECRYPTABLE = 'the signing secret cannot be decrypted with VAULT_KEYS; n
  */
 @Injectable()
 export class WebhookWorker extends LoopWorker {
-  private readonly logger = new Logger(WebhookWorker.name);
-  protected readonly loop: ClaimLoop;
   /** Endpoint id → deliveries in flight here. */
   private readonly busy = new InFlightCounts();
   /** Decrypted secrets by endpoint, keyed by their ciphertext (a rotated or replaced secret is read again). */
@@ -42,14 +40,7 @@ export class WebhookWorker extends LoopWorker {
     private readonly clock: Clock,
     scheduler: SchedulerRegistry,
   ) {
-    super(scheduler, 'tenant-webhooks-worker', config.pollMs);
-    this.loop = new ClaimLoop(
-      this.logger,
-      'webhook worker',
-      config.concurrency,
-      (free) => this.claim(free),
-      () => this.gauge(),
-    );
+    super(scheduler, 'tenant-webhooks-worker', config.pollMs, 'webhook worker', config.concurrency);
     metrics.gauge(
       'rg_webhook_outbox_pending',
       'Tenant webhook events waiting for delivery (every endpoint; refreshed every 15 s by each instance).',
@@ -60,7 +51,7 @@ export class WebhookWorker extends LoopWorker {
     );
   }
 
-  private async claim(free: number): Promise<Claimed> {
+  protected async claim(free: number): Promise<Claimed> {
     const claimed = await this.store.claimDue(
       free,
       this.busy,
@@ -79,7 +70,7 @@ export class WebhookWorker extends LoopWorker {
       'webhook.endpoint_id': row.endpoint_id,
       'webhook.delivery_id': String(row.id),
     });
-    this.loop.track(delivery, `webhook delivery ${row.id}`, release);
+    this.track(delivery, `webhook delivery ${row.id}`, release);
   }
 
   private async deliver(row: ClaimedDelivery): Promise<void> {
@@ -130,7 +121,8 @@ export class WebhookWorker extends LoopWorker {
     return secret;
   }
 
-  private async gauge(): Promise<void> {
+  /** The outbox depth for the gauge, read after a pass at most every 15 s. */
+  protected override async afterPass(): Promise<void> {
     const now = this.clock.now();
     if (now - this.lastGauge >= GAUGE_EVERY_MS) {
       this.lastGauge = now;
