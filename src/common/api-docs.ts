@@ -11,7 +11,8 @@ import {
   getSchemaPath,
 } from '@nestjs/swagger';
 import { HttpStatus } from '@nestjs/common';
-import type { AppError, CommonErrorCode, ErrorDetail } from './app-error';
+import { type AppError, type CommonErrorCode, type ErrorDetail, ValidationFailedError } from './app-error';
+import { invalidJsonError, notJsonError, tooLargeError } from './json-body';
 import type { ConnectionErrorCode } from '../connections/connections.errors';
 import type { DeliveryWebhookErrorCode } from '../delivery-webhooks/delivery-webhooks.errors';
 import {
@@ -189,19 +190,8 @@ export function ApiJsonBody(
 const EXAMPLE_ID = '3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f';
 
 /** `validation_failed` naming one field. */
-export function validationFailed(
-  field: string,
-  reason: string,
-  message = 'The request is invalid; see details for each field.',
-): ErrorExample {
-  return {
-    status: 400,
-    code: 'validation_failed',
-    message,
-    details: [{ field, reason }],
-    when: `a bad ${field}`,
-  };
-}
+export const validationFailed = (field: string, reason: string, message?: string): ErrorExample =>
+  example(new ValidationFailedError([{ field, reason }], message), `a bad ${field}`);
 
 /** A path id that is not a UUID: answered like an unknown route. */
 export function notAUuid(method: string, path: string): ErrorExample {
@@ -256,30 +246,11 @@ export const TENANT_ROUTE: readonly ErrorExample[] = [...AUTH, TENANT_NOT_FOUND]
 export const OPERATOR_ROUTE: readonly ErrorExample[] = [...AUTH, OPERATOR_KEY_REQUIRED];
 
 /** What the JSON body reader answers before a route sees the body (common/json-body.ts). */
-export function jsonBodyErrors(maxMiB = 1): ErrorExample[] {
-  return [
-    {
-      status: 400,
-      code: 'invalid_json',
-      message: 'The request body is not valid JSON.',
-      details: [{ field: 'body', reason: 'not valid JSON' }],
-      when: 'the body does not parse',
-    },
-    {
-      status: 413,
-      code: 'payload_too_large',
-      message: `The request body is larger than ${maxMiB} MiB.`,
-      when: `a body over ${maxMiB} MiB`,
-    },
-    {
-      status: 415,
-      code: 'unsupported_media_type',
-      message: 'Send the request body as JSON with "Content-Type: application/json".',
-      details: [{ field: 'Content-Type', reason: 'text/plain is not application/json' }],
-      when: 'a body that is not application/json (or compressed)',
-    },
-  ];
-}
+export const jsonBodyErrors = (maxMiB = 1): ErrorExample[] => [
+  example(invalidJsonError(), 'the body does not parse'),
+  example(tooLargeError(maxMiB * 1024 * 1024), `a body over ${maxMiB} MiB`),
+  example(notJsonError('text/plain'), 'a body that is not application/json (or compressed)'),
+];
 export const JSON_BODY: readonly ErrorExample[] = jsonBodyErrors();
 
 export const ENVIRONMENT_NOT_CONFIGURED: ErrorExample = {

@@ -56,12 +56,7 @@ export async function readJsonBody(
   const type = req.headers['content-type'];
   // The usual header exactly (no parameters to parse), else type-is decides.
   if (type !== 'application/json' && !typeis(req, ['application/json'])) {
-    throw new CommonError(
-      415,
-      'unsupported_media_type',
-      'Send the request body as JSON with "Content-Type: application/json".',
-      [{ field: 'Content-Type', reason: `${type ?? 'missing'} is not application/json` }],
-    );
+    throw notJsonError(type);
   }
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type ?? '')?.[1]?.toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
@@ -70,19 +65,24 @@ export async function readJsonBody(
     ]);
   }
   refuseCompressed(req, 'Compressed request bodies are not accepted; send plain JSON.');
-  const bytes = await readCapped(
-    req,
-    res,
-    limits.maxBytes,
-    () =>
-      new CommonError(
-        413,
-        'payload_too_large',
-        `The request body is larger than ${limits.maxBytes / 1024 / 1024} MiB.`,
-      ),
-  );
+  const bytes = await readCapped(req, res, limits.maxBytes, () => tooLargeError(limits.maxBytes));
   return parse(bytes, limits);
 }
+
+/** The JSON reader's refusals, as it answers them (and api-docs.ts documents them). */
+export const notJsonError = (type: string | undefined) =>
+  new CommonError(
+    415,
+    'unsupported_media_type',
+    'Send the request body as JSON with "Content-Type: application/json".',
+    [{ field: 'Content-Type', reason: `${type ?? 'missing'} is not application/json` }],
+  );
+export const tooLargeError = (maxBytes: number) =>
+  new CommonError(413, 'payload_too_large', `The request body is larger than ${maxBytes / 1024 / 1024} MiB.`);
+export const invalidJsonError = () =>
+  new CommonError(400, 'invalid_json', 'The request body is not valid JSON.', [
+    { field: 'body', reason: 'not valid JSON' },
+  ]);
 
 /** A compressed body is refused (415; with `res`, the connection closed after it): nothing is decompressed. */
 export function refuseCompressed(req: IncomingMessage, message: string, res?: ServerResponse): void {
@@ -150,9 +150,7 @@ function parse(bytes: Buffer, limits: BodyLimits = DEFAULT_LIMITS): unknown {
   try {
     value = JSON.parse(text);
   } catch {
-    throw new CommonError(400, 'invalid_json', 'The request body is not valid JSON.', [
-      { field: 'body', reason: 'not valid JSON' },
-    ]);
+    throw invalidJsonError();
   }
   // Nest's ValidationPipe reads a null body as {}: a body whose fields are all optional would pass as an empty one.
   if (value === null)
