@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { AppConfig, Settings } from './config/app-config';
 import { ConfigValidationError, readSettings, resolveConfig } from './config/app-config';
@@ -39,6 +39,7 @@ export async function prepareRuntime(settings: Settings, log: (m: string) => voi
 
 /** One gateway per DATA_DIR with the embedded database; a lock left by a killed gateway is taken over. */
 export function lockDataDir(dataDir: string): () => void {
+  mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, 'gateway.pid');
   if (existsSync(file)) {
     const pid = Number(readFileSync(file, 'utf8'));

@@ -37,7 +37,7 @@ async function start(): Promise<void> {
   const settings = loadSettingsOrFail();
   // Before anything else runs: the first traced work is the app's. Unset, the SDK is not even loaded.
   if (settings.tracing) await (await import('./common/tracing')).startTracing(settings.tracing);
-  started.unlock = settings.database.url ? undefined : lockDataDir(prepareDataDir(settings.dataDir));
+  started.unlock = settings.database.url ? undefined : lockDataDir(settings.dataDir);
   started.runtime = await prepareRuntime(settings, (m) => {
     if (settings.logLevel === 'debug' || settings.logLevel === 'trace') say(`[postgres] ${m}`);
   });
@@ -190,11 +190,6 @@ async function stop(signal: NodeJS.Signals): Promise<void> {
   await starting.catch(() => undefined);
   await release();
   terminate(0);
-}
-
-function prepareDataDir(dir: string): string {
-  require('node:fs').mkdirSync(dir, { recursive: true });
-  return dir;
 }
 
 const starting = start();

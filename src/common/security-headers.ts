@@ -24,7 +24,7 @@ export const PAGE_CSP: Directives = {
  * The `/ops` dashboard: as PAGE_CSP, plus its one inline script (it shows every time in the viewer's time zone, see
  * src/ops/local-times.ts), allowed by its SHA-256 hash computed at start-up — no other script, inline or loaded, runs.
  */
-export const OPS_CSP: Directives = { ...PAGE_CSP, 'script-src': [LOCAL_TIMES_SCRIPT_HASH] };
+const OPS_CSP: Directives = { ...PAGE_CSP, 'script-src': [LOCAL_TIMES_SCRIPT_HASH] };
 
 /**
  * The built-in sandbox's pages (its consent page). As PAGE_CSP, except `form-action`: the consent form posts to the
@@ -32,19 +32,14 @@ export const OPS_CSP: Directives = { ...PAGE_CSP, 'script-src': [LOCAL_TIMES_SCR
  * which redirects to the tenant's `return_url` — any origin on the tenant's allow-list. Chromium applies
  * `form-action` to every redirect of a form submission, so `'self'` would stop Approve / Deny at the last hop.
  */
-export const SANDBOX_CSP: Directives = {
-  'default-src': ["'none'"],
-  'style-src': ["'unsafe-inline'"],
-  'frame-ancestors': ["'none'"],
-  'base-uri': ["'none'"],
-};
+const { 'form-action': _formAction, ...SANDBOX_CSP } = PAGE_CSP;
 
 /**
  * Swagger UI at /docs: its scripts and stylesheet are files under /docs (no inline script; the init script is
  * `/docs/swagger-ui-init.js`), plus an inline `<style>` block and style attributes; its icons are data: URIs;
  * "Try it out" calls the API at `PUBLIC_BASE_URL` (the OpenAPI server).
  */
-export function docsCsp(publicBaseUrl: string): Directives {
+function docsCsp(publicBaseUrl: string): Directives {
   const api = new URL(publicBaseUrl).origin;
   return {
     'default-src': ["'none'"],
@@ -60,10 +55,15 @@ export function docsCsp(publicBaseUrl: string): Directives {
 }
 
 /** One year; only ever sent when PUBLIC_BASE_URL is https (a browser on plain http ignores it anyway). */
-export const HSTS_MAX_AGE_SECONDS = 365 * 24 * 3600;
+const HSTS_MAX_AGE_SECONDS = 365 * 24 * 3600;
 
-function helmetWith(directives: Directives, https: boolean): Middleware {
-  return helmet({
+/**
+ * The headers helmet sets for `directives`, recorded once at start-up: they are the same for every request (no nonce,
+ * no directive computed per request), so helmet's chain of a dozen middlewares need not run on every request for a
+ * dozen `setHeader` calls.
+ */
+function recordedHelmet(directives: Directives, https: boolean): (res: ServerResponse) => void {
+  const middleware = helmet({
     contentSecurityPolicy: { useDefaults: false, directives },
     strictTransportSecurity: https ? { maxAge: HSTS_MAX_AGE_SECONDS, includeSubDomains: true } : false,
     xFrameOptions: { action: 'deny' },
@@ -73,14 +73,6 @@ function helmetWith(directives: Directives, https: boolean): Middleware {
     // Defaults kept: nosniff, Cross-Origin-Opener-Policy / Cross-Origin-Resource-Policy same-origin,
     // Origin-Agent-Cluster, X-DNS-Prefetch-Control off, X-Download-Options, X-Permitted-Cross-Domain-Policies none.
   }) as Middleware;
-}
-
-/**
- * A helmet middleware's headers, recorded once at start-up: they are the same for every request (no nonce, no
- * directive computed per request), so helmet's chain of a dozen middlewares need not run on every request for a
- * dozen `setHeader` calls.
- */
-function recordHeaders(middleware: Middleware): { set: [string, string][]; removed: string[] } {
   const set: [string, string][] = [];
   const removed: string[] = [];
   const recorder = {
@@ -93,11 +85,6 @@ function recordHeaders(middleware: Middleware): { set: [string, string][]; remov
     completed = true;
   });
   if (!completed) throw new Error('the security headers middleware did not complete at once');
-  return { set, removed };
-}
-
-function recordedHeaders(middleware: Middleware): (res: ServerResponse) => void {
-  const { set, removed } = recordHeaders(middleware);
   return (res) => {
     for (const [name, value] of set) res.setHeader(name, value);
     for (const name of removed) res.removeHeader(name);
@@ -116,10 +103,10 @@ const OPS_CONNECTION_PAGE = /^\/ops\/connections\/[0-9a-f-]{36}$/i;
  */
 export function securityHeaders(publicBaseUrl: string): (req: IncomingMessage, res: ServerResponse) => void {
   const https = publicBaseUrl.startsWith('https:');
-  const page = recordedHeaders(helmetWith(PAGE_CSP, https));
-  const ops = recordedHeaders(helmetWith(OPS_CSP, https));
-  const sandbox = recordedHeaders(helmetWith(SANDBOX_CSP, https));
-  const docs = recordedHeaders(helmetWith(docsCsp(publicBaseUrl), https));
+  const page = recordedHelmet(PAGE_CSP, https);
+  const ops = recordedHelmet(OPS_CSP, https);
+  const sandbox = recordedHelmet(SANDBOX_CSP, https);
+  const docs = recordedHelmet(docsCsp(publicBaseUrl), https);
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (!DOCS_ASSET.test(path)) res.setHeader('Cache-Control', 'no-store');

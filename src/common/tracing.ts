@@ -19,6 +19,7 @@ import {
 import type { TracingConfig } from '../config/app-config';
 import { redactUrl } from './logging';
 import { requestIdOf } from './request-id';
+import { withTimeout } from './schedule';
 
 /**
  * OpenTelemetry tracing, all of it: the SDK's start and stop, the request's server span, and `span` / `rootSpan` for
@@ -56,11 +57,10 @@ export async function startTracing(config: TracingConfig): Promise<void> {
       ? import('@opentelemetry/exporter-trace-otlp-http')
       : import('@opentelemetry/exporter-trace-otlp-proto'),
   ]);
-  const detected = resources.detectResources({ detectors: [resources.envDetector] });
   const resource = resources
     .defaultResource()
     .merge(resources.resourceFromAttributes({ 'service.name': SERVICE_NAME }))
-    .merge(detected);
+    .merge(resources.detectResources({ detectors: [resources.envDetector] }));
   const provider = new NodeTracerProvider({
     resource,
     spanProcessors: [new BatchSpanProcessor(new exporters.OTLPTraceExporter())],
@@ -103,13 +103,7 @@ export async function stopTracing(): Promise<void> {
   const shutdown = stop;
   tracer = null;
   stop = null;
-  if (!shutdown) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    shutdown().catch(() => undefined),
-    new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS).unref())),
-  ]);
-  clearTimeout(timer);
+  if (shutdown) await withTimeout(shutdown(), STOP_WAIT_MS, 'spans not sent').catch(() => undefined);
 }
 
 const SERVICE_NAME = 'rewards-gateway';

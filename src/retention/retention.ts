@@ -1,4 +1,5 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { Clock } from '../common/clock';
 import { runEvery } from '../common/schedule';
@@ -65,8 +66,8 @@ export type PassResult = Record<string, number>;
 export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(RetentionJob.name);
   private running: Promise<PassResult | null> | null = null;
-  private stopped = false;
-  private wake: (() => void) | null = null;
+  /** Aborted when the app stops: no new pass, no new batch, and a rest between batches ends at once. */
+  private readonly stopping = new AbortController();
 
   constructor(
     @InjectConfig('retention') private readonly config: RetentionConfig,
@@ -86,14 +87,13 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
+    this.stopping.abort();
     await this.running?.catch(() => undefined);
   }
 
   /** Starts a pass unless one is running here. */
   nudge(): void {
-    if (this.running || this.stopped) return;
+    if (this.running || this.stopping.signal.aborted) return;
     void this.run().catch((e: Error) => this.logger.warn(`retention pass failed: ${e.message}`));
   }
 
@@ -136,7 +136,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
     const steps = this.retention.tenantSteps;
     for (const step of steps.filter((s) => !s.final))
       count(step.name, await this.drain((limit) => step.purge(tenantId, limit)));
-    if (this.stopped) return;
+    if (this.stopping.signal.aborted) return;
     for (const step of steps.filter((s) => s.final)) count(step.name, await step.purge(tenantId, 1));
   }
 
@@ -144,7 +144,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
   private async drain(batch: (limit: number) => Promise<number>): Promise<number> {
     const limit = this.config.batchSize;
     let total = 0;
-    while (!this.stopped) {
+    while (!this.stopping.signal.aborted) {
       const started = performance.now();
       const n = await batch(limit);
       total += n;
@@ -153,15 +153,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
         this.config.pauseMs,
         Math.min(MAX_REST_MS, (performance.now() - started) * REST_PER_BUSY),
       );
-      if (rest > 0)
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, rest);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-      this.wake = null;
+      if (rest > 0) await sleep(rest, undefined, { signal: this.stopping.signal }).catch(() => undefined);
     }
     return total;
   }
