@@ -16,7 +16,7 @@ import { AppModule } from './app.module';
 import { nulCharacterError, undecodableUrlError } from './common/app-error';
 import { toErrorResponse } from './common/http-exception.filter';
 import { readFormBody } from './common/form-body';
-import { NO_BODY, limitsFor, readJsonBody } from './common/json-body';
+import { NO_BODY, readJsonBody } from './common/json-body';
 import { createValidationPipe } from './common/validation';
 import { REQUEST_ID_HEADER, requestIdOf } from './common/request-id';
 import { securityHeaders } from './common/security-headers';
@@ -167,7 +167,7 @@ function configureHttp(app: NestFastifyApplication, config: AppConfig): Begin {
     const [req, res] = [request.raw, reply.raw];
     if (under(path, '/v1')) {
       await guard.earlyAuth(request, res);
-      const body = await readJsonBody(req, res, limitsFor(req));
+      const body = await readJsonBody(req, res);
       if (body !== NO_BODY) request[BODY] = body;
     } else if (under(path, '/webhooks/rewards')) request[BODY] = await webhookBody(req, res);
     else if (under(path, '/ops/connections')) request[BODY] = await readFormBody(req, res);

@@ -14,27 +14,22 @@ import { closeAfterAnswer } from './close-after-answer';
  *   → 400 naming the path.
  * The walk is iterative (no recursion, so no stack to overflow) and visits each value once.
  */
-export const MAX_BODY_BYTES = 1024 * 1024;
-export const MAX_DEPTH = 32;
-export const MAX_ARRAY_LENGTH = 1_000;
-export const MAX_STRING_LENGTH = 10_000;
+const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_DEPTH = 32;
+const MAX_ARRAY_LENGTH = 1_000;
+const MAX_STRING_LENGTH = 10_000;
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** The size limits one route reads its body with. */
-export interface BodyLimits {
+interface BodyLimits {
   maxBytes: number;
   maxArrayLength: number;
 }
-export const DEFAULT_LIMITS: BodyLimits = { maxBytes: MAX_BODY_BYTES, maxArrayLength: MAX_ARRAY_LENGTH };
+const DEFAULT_LIMITS: BodyLimits = { maxBytes: MAX_BODY_BYTES, maxArrayLength: MAX_ARRAY_LENGTH };
 /** `POST /v1/tenants/{tenant}/rewards` takes batches of up to 10,000 rewards. */
-export const SEND_LIMITS: BodyLimits = { maxBytes: 8 * 1024 * 1024, maxArrayLength: 10_000 };
+const SEND_LIMITS: BodyLimits = { maxBytes: 8 * 1024 * 1024, maxArrayLength: 10_000 };
 /** The send route as the router matches it: any letter case, an optional trailing slash, any query string. */
 const SEND_ROUTE = /^\/v1\/tenants\/[^/?]+\/rewards\/?(\?|$)/i;
-
-/** The limits of the route this request is for. */
-export function limitsFor(req: Pick<IncomingMessage, 'method' | 'url'>): BodyLimits {
-  return req.method === 'POST' && SEND_ROUTE.test(req.url ?? '') ? SEND_LIMITS : DEFAULT_LIMITS;
-}
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /** What readJsonBody returns for a request without a body. */
@@ -45,11 +40,8 @@ export const NO_BODY = Symbol('no body');
  * when the request has none; rejects with our 413 / 415 / 400 errors. A refused size is answered without reading what
  * will be refused (the rest is drained briefly before the connection closes: closeAfterAnswer).
  */
-export async function readJsonBody(
-  req: IncomingMessage,
-  res: ServerResponse,
-  limits: BodyLimits,
-): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  const limits = req.method === 'POST' && SEND_ROUTE.test(req.url ?? '') ? SEND_LIMITS : DEFAULT_LIMITS;
   const length = req.headers['content-length'];
   const chunked = req.headers['transfer-encoding'] !== undefined;
   if ((length === undefined || length === '0') && !chunked) return NO_BODY;
@@ -137,7 +129,7 @@ export function readCapped(
 }
 
 /** Bytes → a checked JSON value (throws our 400s). */
-function parse(bytes: Buffer, limits: BodyLimits = DEFAULT_LIMITS): unknown {
+function parse(bytes: Buffer, limits: BodyLimits): unknown {
   let text: string;
   try {
     text = decoder.decode(bytes);
@@ -182,7 +174,7 @@ function pathOf(visit: Visit): string {
 }
 
 /** One iterative walk: the first value that breaks a limit, with its path; null when all is well. */
-export function inspect(root: unknown, maxArrayLength = MAX_ARRAY_LENGTH): ErrorDetail | null {
+function inspect(root: unknown, maxArrayLength: number): ErrorDetail | null {
   const stack: Visit[] = [{ value: root, parent: null, key: '', depth: 0 }];
   while (stack.length) {
     const visit = stack.pop() as Visit;
