@@ -4,9 +4,8 @@ import { APP_FILTER } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import type { AppConfig } from './config/app-config';
-import { AppConfigModule } from './config/config.module';
-import type { Clock } from './common/clock';
-import { ClockModule } from './common/clock.module';
+import { configProviders } from './config/config.module';
+import { Clock, systemClock } from './common/clock';
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { loggerParams } from './common/logging';
 import { AuditModule } from './audit/audit.module';
@@ -33,11 +32,12 @@ export interface AppModuleOptions {
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig, options: AppModuleOptions = {}): DynamicModule {
+    // Global: every module injects the configuration's slices (InjectConfig) and the Clock.
+    const global = [...configProviders(config), { provide: Clock, useValue: options.clock ?? systemClock }];
     return {
       module: AppModule,
+      global: true,
       imports: [
-        AppConfigModule.forRoot(config),
-        ClockModule.forRoot(options.clock),
         LoggerModule.forRoot(loggerParams(config.logLevel, options.logDestination)),
         DatabaseModule,
         RetentionModule,
@@ -53,7 +53,8 @@ export class AppModule {
         TenantWebhooksModule,
         OpsModule,
       ],
-      providers: [{ provide: APP_FILTER, useClass: HttpExceptionFilter }],
+      providers: [...global, { provide: APP_FILTER, useClass: HttpExceptionFilter }],
+      exports: global,
     };
   }
 }
