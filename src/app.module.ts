@@ -1,6 +1,7 @@
 import type { DynamicModule } from '@nestjs/common';
 import { Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
 import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import type { AppConfig } from './config/app-config';
@@ -10,8 +11,9 @@ import { HttpExceptionFilter } from './common/http-exception.filter';
 import { loggerParams } from './common/logging';
 import { AuditModule } from './audit/audit.module';
 import { ConnectionActivityModule } from './connection-activity/connection-activity.module';
-import { DatabaseModule } from './database/database.module';
-import { RetentionModule } from './retention/retention.module';
+import { Database } from './database/database';
+import { NotificationsService } from './database/notifications.service';
+import { Retention, RetentionJob } from './retention/retention';
 import { ConnectionsModule } from './connections/connections.module';
 import { DeliveryWebhooksModule } from './delivery-webhooks/delivery-webhooks.module';
 import { FieldsCacheModule } from './fields-cache/fields-cache.module';
@@ -32,15 +34,22 @@ export interface AppModuleOptions {
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig, options: AppModuleOptions = {}): DynamicModule {
-    // Global: every module injects the configuration's slices (InjectConfig) and the Clock.
-    const global = [...configProviders(config), { provide: Clock, useValue: options.clock ?? systemClock }];
+    // Global: every module injects the configuration's slices (InjectConfig) and the Clock, Postgres (the process's
+    // pools and cross-instance evictions), and retention (each module registers its purges).
+    const global = [
+      ...configProviders(config),
+      { provide: Clock, useValue: options.clock ?? systemClock },
+      Database,
+      NotificationsService,
+      Retention,
+      RetentionJob,
+    ];
     return {
       module: AppModule,
       global: true,
       imports: [
         LoggerModule.forRoot(loggerParams(config.logLevel, options.logDestination)),
-        DatabaseModule,
-        RetentionModule,
+        ScheduleModule.forRoot(),
         AuditModule,
         MetricsModule,
         ConnectionActivityModule,
