@@ -8,11 +8,10 @@ const MAX_FORM_BYTES = 8 * 1024;
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * The body reader of the dashboard's form posts (`application/x-www-form-urlencoded`), with the rules of the JSON
- * reader: nothing decompressed (415), a declared length over MAX_FORM_BYTES refused before a byte is read and reading
- * stopped there otherwise (413, the rest drained briefly: closeAfterAnswer), UTF-8 only (400), no NUL character
- * (400 invalid_characters). A field sent twice becomes an array, as body-parser's `urlencoded({ extended: false })`
- * has it. Other content types are left alone (undefined: no body), as body-parser leaves them.
+ * The body reader of the dashboard's form posts (`application/x-www-form-urlencoded`), with the JSON reader's rules
+ * (readCapped; UTF-8 only; no NUL character). A field sent twice becomes an array, as body-parser's
+ * `urlencoded({ extended: false })` has it. Other content types are left alone (undefined: no body), as body-parser
+ * leaves them.
  */
 export async function readFormBody(
   req: IncomingMessage,

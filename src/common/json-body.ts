@@ -4,8 +4,9 @@ import { CommonError, type ErrorDetail, ValidationFailedError } from './app-erro
 import { closeAfterAnswer } from './close-after-answer';
 
 /**
- * The JSON body reader of the gateway's API, with every limit applied while or right after reading — before
- * class-transformer and class-validator see anything, in one pass over the bytes and one over the parsed value:
+ * The JSON body reader of the gateway's API (`/v1`, app.factory.ts), with every limit applied while or right after
+ * reading — before class-transformer and class-validator see anything, in one pass over the bytes and one over the
+ * parsed value (a refused size is answered without reading what will be refused: closeAfterAnswer):
  * - `Content-Encoding` other than identity → 415 (nothing is decompressed, so nothing can expand);
  * - more than `MAX_BODY_BYTES` (8 MiB on the send route, for batches) → 413, reading stops there;
  * - bytes that are not valid UTF-8 → 400 (not silently replaced);
@@ -32,14 +33,9 @@ const SEND_LIMITS: BodyLimits = { maxBytes: 8 * 1024 * 1024, maxArrayLength: 10_
 const SEND_ROUTE = /^\/v1\/tenants\/[^/?]+\/rewards\/?(\?|$)/i;
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-/** What readJsonBody returns for a request without a body. */
 export const NO_BODY = Symbol('no body');
 
-/**
- * The JSON body reader of the gateway's API (`/v1`, app.factory.ts): resolves to the checked JSON value, or NO_BODY
- * when the request has none; rejects with our 413 / 415 / 400 errors. A refused size is answered without reading what
- * will be refused (the rest is drained briefly before the connection closes: closeAfterAnswer).
- */
+/** The checked JSON value of the request's body, or NO_BODY when it has none; rejects with our 413 / 415 / 400s. */
 export async function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
   const limits = req.method === 'POST' && SEND_ROUTE.test(req.url ?? '') ? SEND_LIMITS : DEFAULT_LIMITS;
   const length = req.headers['content-length'];

@@ -2,7 +2,7 @@ import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { Client, type Pool, type PoolClient } from 'pg';
 import type { DatabaseConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
-import { createPool, poolConfig } from './pg-pools';
+import { BudgetPool, poolConfig } from './pg-pools';
 import { inTransaction } from './sql';
 
 /**
@@ -50,7 +50,7 @@ export class Database implements OnApplicationShutdown {
   }
 
   private pool(role: 'main' | 'relaxed' | 'lock'): Pool {
-    const pool = createPool(this.config, role);
+    const pool = new BudgetPool(poolConfig(this.config, role));
     // An idle client whose server went away: pg drops it; without a listener the event would end the process.
     pool.on('error', (error) => this.logger.warn(`${role} pool: ${error.message}`));
     const open = new Set<unknown>();

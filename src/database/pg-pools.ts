@@ -68,7 +68,7 @@ type ConnectCallback = (
 ) => void;
 
 /** A pg Pool that treats a server refusing connections as a wait, retried with backoff, not as a failed request. */
-class BudgetPool extends pg.Pool {
+export class BudgetPool extends pg.Pool {
   override connect(): Promise<PoolClient>;
   override connect(callback: ConnectCallback): void;
   override connect(callback?: ConnectCallback): Promise<PoolClient> | void {
@@ -113,8 +113,4 @@ function guarded(client: PoolClient): PoolClient {
     c[GUARDED] = true;
   }
   return client;
-}
-
-export function createPool(settings: DatabaseConfig, role: Exclude<PoolRole, 'listen'>): pg.Pool {
-  return new BudgetPool(poolConfig(settings, role));
 }
