@@ -12,14 +12,4 @@ export abstract class Clock {
 }
 
 /** The process's own clock (Date.now, timers). */
-export class SystemClock extends Clock {
-  now(): number {
-    return Date.now();
-  }
-
-  async sleep(ms: number): Promise<void> {
-    await sleep(ms);
-  }
-}
-
-export const systemClock: Clock = new SystemClock();
+export const systemClock: Clock = { now: () => Date.now(), sleep: (ms) => sleep(ms).then(() => undefined) };
