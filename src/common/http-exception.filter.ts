@@ -17,6 +17,9 @@ const answer = (
   headers: Record<string, string> = {},
 ): ErrorAnswer => ({ status, body: { error: { code, message, details } }, headers });
 
+/** A pg error, or a wrapper of one (`driverError`). */
+type DriverError = { code?: unknown; message?: unknown; driverError?: DriverError };
+
 const RETRY_SOON = { 'Retry-After': '2' };
 
 /** A 4xx's code: its status's name (`HttpStatus.NOT_FOUND`: `not_found`) when that is one of ours. */
@@ -36,11 +39,9 @@ export function toErrorResponse(
     const { status, code, message, details, headers } = exception;
     return answer(status, code, message, details, headers);
   }
-  const pgCode = String(
-    (exception as { driverError?: { code?: unknown } })?.driverError?.code ??
-      (exception as { code?: unknown })?.code ??
-      '',
-  );
+  const db = exception as DriverError | null | undefined;
+  const pgCode = String(db?.driverError?.code ?? db?.code ?? '');
+  const dbMessage = String(db?.driverError?.message ?? db?.message ?? '');
   if (INPUT_ERROR_CODES.has(pgCode)) {
     // A backstop: validation should have caught it; the database refusing a value is the caller's input, not a crash.
     logger.warn({ requestId, pgCode }, 'the database refused a value from the request');
@@ -50,7 +51,8 @@ export function toErrorResponse(
       'A value in the request cannot be stored (invalid characters, format or size).',
     );
   }
-  if (isDatabaseUnavailable(exception)) {
+  // A lost or refused database connection (restart, failover): a retryable 503, not a 500.
+  if (UNAVAILABLE_CODES.has(pgCode) || UNAVAILABLE_MESSAGES.test(dbMessage)) {
     logger.warn({ requestId, err: (exception as Error).message }, 'database unavailable');
     const message = 'The database cannot be reached right now; retry shortly.';
     return answer(503, 'database_unavailable', message, [], RETRY_SOON);
@@ -125,19 +127,6 @@ const UNAVAILABLE_CODES = new Set([
 ]);
 const UNAVAILABLE_MESSAGES =
   /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed|the database system is (starting up|shutting down)/i;
-
-/** A lost or refused database connection (restart, failover): a retryable 503, not a 500. */
-export function isDatabaseUnavailable(error: unknown): boolean {
-  const e = error as {
-    code?: unknown;
-    message?: unknown;
-    driverError?: { code?: unknown; message?: unknown };
-  } | null;
-  if (!e || typeof e !== 'object') return false;
-  const code = String(e.driverError?.code ?? e.code ?? '');
-  const message = String(e.driverError?.message ?? e.message ?? '');
-  return UNAVAILABLE_CODES.has(code) || UNAVAILABLE_MESSAGES.test(message);
-}
 
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
