@@ -50,7 +50,8 @@ export function ensureLocalSecrets(settings: Settings): {
   return { secrets, files };
 }
 
-function readOrCreate(file: string, create: () => string): string {
+/** The secret kept in `file`, created (mode 0600) on first use. */
+export function readOrCreate(file: string, create: () => string): string {
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   const value = create();
   writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });

