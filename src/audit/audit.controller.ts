@@ -1,18 +1,15 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrors, OPERATOR_ROUTE, TENANT_ROUTE, validationFailed } from '../common/api-docs';
+import { INVALID_CURSOR } from '../common/page-query.dto';
 import { OperatorOnly, RequiresScope } from '../tenants/auth/auth.decorators';
 import { AUDIT_ACTIONS } from './audit-actions';
-import { AuditService } from './audit.service';
+import { AuditStore } from './audit.store';
 import { AuditEventListResponse, AuditQueryDto, OpsAuditQueryDto } from './dto/audit.dto';
 
 const QUERY_ERRORS = [
   validationFailed('action', `action must be one of the following values: ${AUDIT_ACTIONS.join(', ')}`),
-  validationFailed(
-    'cursor',
-    'cursor must be a next_cursor returned by this API',
-    'The query is invalid; see details.',
-  ),
+  INVALID_CURSOR,
 ];
 
 /** The audit trail: a tenant's own changes, and every change for operators. */
@@ -20,7 +17,7 @@ const QUERY_ERRORS = [
 @ApiBearerAuth()
 @Controller()
 export class AuditController {
-  constructor(private readonly audit: AuditService) {}
+  constructor(private readonly audit: AuditStore) {}
 
   @Get('v1/tenants/:tenant/audit-events')
   @RequiresScope('connection:manage')
@@ -35,7 +32,7 @@ export class AuditController {
     @Param('tenant') tenant: string,
     @Query() query: AuditQueryDto,
   ): Promise<AuditEventListResponse> {
-    return this.audit.list({ ...query, tenantId: tenant });
+    return this.audit.page({ ...query, tenantId: tenant });
   }
 
   @Get('v1/ops/audit-events')
@@ -53,6 +50,6 @@ export class AuditController {
   )
   listAll(@Query() query: OpsAuditQueryDto): Promise<AuditEventListResponse> {
     const { tenant, ...rest } = query;
-    return this.audit.list({ ...rest, tenantId: tenant });
+    return this.audit.page({ ...rest, tenantId: tenant });
   }
 }

@@ -1,7 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { AuditController } from './audit.controller';
 import { AuditLog } from './audit-log.service';
-import { AuditService } from './audit.service';
 import { AuditStore } from './audit.store';
 import type { AuditConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
@@ -11,7 +10,7 @@ import { Retention } from '../retention/retention';
 @Global()
 @Module({
   controllers: [AuditController],
-  providers: [AuditStore, AuditLog, AuditService],
+  providers: [AuditStore, AuditLog],
   exports: [AuditLog, AuditStore],
 })
 export class AuditModule {

@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock';
 import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
+import { cursorPage, decodeCursor, encodeCursor } from '../common/page-query.dto';
 import type { AuditAction, AuditActorType, AuditTargetType, AuditVia } from './audit-actions';
+import type { AuditEventListResponse, AuditEventResponse } from './dto/audit.dto';
 
 const DAY_MS = 24 * 60 * 60_000;
 
@@ -68,13 +70,27 @@ export function listingStatement(filter: AuditListFilter): { text: string; value
   };
 }
 
+function toView(row: AuditEventRow): AuditEventResponse {
+  return {
+    id: row.id,
+    at: row.at.toISOString(),
+    tenant_id: row.tenant_id,
+    action: row.action,
+    actor: { type: row.actor_type, id: row.actor_id, name: row.actor_name, via: row.via },
+    client_address: row.client_address,
+    request_id: row.request_id,
+    target: row.target_type ? { type: row.target_type, id: row.target_id } : null,
+    details: row.details,
+  };
+}
+
 /** Retention: of the `$2` oldest records by id (a bounded range of the primary key), those older than the cutoff. */
 export const PURGE_SQL = `DELETE FROM audit_events
   WHERE id = ANY (ARRAY(SELECT id FROM audit_events ORDER BY id LIMIT $2)) AND at < $1`;
 
 /**
- * Every statement that writes `audit_events`: appends, and the retention purge — the only DELETE the table's trigger
- * lets through (it sets `rg.audit_retention` for its transaction). Nothing updates a record.
+ * Every statement on `audit_events`: appends, the listing, and the retention purge — the only DELETE the table's
+ * trigger lets through (it sets `rg.audit_retention` for its transaction). Nothing updates a record.
  */
 @Injectable()
 export class AuditStore {
@@ -90,10 +106,29 @@ export class AuditStore {
     );
   }
 
-  async list(filter: AuditListFilter): Promise<AuditEventRow[]> {
-    const { text, values } = listingStatement(filter);
-    const { rows } = await this.db.main.query<AuditEventRow>(text, values);
-    return rows;
+  /** A page of the listing, newest first, as the API answers it. */
+  async page(query: {
+    tenantId?: string;
+    action?: AuditAction;
+    cursor?: string;
+    limit?: number;
+  }): Promise<AuditEventListResponse> {
+    const beforeId =
+      query.cursor === undefined ? undefined : decodeCursor(query.cursor, /^[1-9]\d{0,17}$/)[0];
+    const { page, next_cursor } = await cursorPage(
+      query.limit,
+      async (limit) => {
+        const { text, values } = listingStatement({
+          tenantId: query.tenantId,
+          action: query.action,
+          beforeId,
+          limit,
+        });
+        return (await this.db.main.query<AuditEventRow>(text, values)).rows;
+      },
+      (last) => encodeCursor(last.id),
+    );
+    return { events: page.map(toView), next_cursor };
   }
 
   /** Retention: deletes at most `limit` records older than `days` (by this clock), oldest first; returns how many. */

@@ -1,9 +1,9 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrors, TENANT_ROUTE, validationFailed } from '../common/api-docs';
+import { INVALID_CURSOR } from '../common/page-query.dto';
 import { RequiresScope } from '../tenants/auth/auth.decorators';
-import { ActivityService } from './activity.service';
-import { ACTIVITY_OUTCOMES } from './activity.store';
+import { ACTIVITY_OUTCOMES, ActivityStore } from './activity.store';
 import { ActivityListResponse, ActivityQueryDto } from './dto/activity.dto';
 
 /** The tenant's connection activity: every request the gateway made to the rewards service for its connection. */
@@ -11,7 +11,7 @@ import { ActivityListResponse, ActivityQueryDto } from './dto/activity.dto';
 @ApiBearerAuth()
 @Controller('v1/tenants/:tenant/connection')
 export class ActivityController {
-  constructor(private readonly activity: ActivityService) {}
+  constructor(private readonly activity: ActivityStore) {}
 
   @Get('activity')
   @RequiresScope('rewards:read', 'connection:manage')
@@ -31,13 +31,9 @@ export class ActivityController {
       'outcome',
       `outcome must be one of the following values: ${ACTIVITY_OUTCOMES.join(', ')}`,
     ),
-    validationFailed(
-      'cursor',
-      'cursor must be a next_cursor returned by this API',
-      'The query is invalid; see details.',
-    ),
+    INVALID_CURSOR,
   )
   list(@Param('tenant') tenant: string, @Query() query: ActivityQueryDto): Promise<ActivityListResponse> {
-    return this.activity.list({ ...query, tenantId: tenant });
+    return this.activity.page({ ...query, tenantId: tenant });
   }
 }

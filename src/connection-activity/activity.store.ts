@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
+import { cursorPage, decodeCursor, encodeCursor, invalidCursor } from '../common/page-query.dto';
 import type { UpstreamOperation } from '../rewards-api/call-recorder';
+import type { ActivityListResponse, ActivityResponse } from './dto/activity.dto';
 
 export const ACTIVITY_OUTCOMES = ['success', 'throttled', 'unauthorized', 'rejected', 'unavailable'] as const;
 export type ActivityOutcome = (typeof ACTIVITY_OUTCOMES)[number];
@@ -115,6 +117,25 @@ export const PURGE_SQL = `DELETE FROM connection_activity
 export const PURGE_TENANT_SQL = `DELETE FROM connection_activity
   WHERE id = ANY (ARRAY(SELECT id FROM connection_activity WHERE tenant_id = $1 LIMIT $2))`;
 
+function decodeActivityCursor(cursor: string): { at: Date; id: string } {
+  const [iso, id] = decodeCursor(cursor, /^\d{4}-\d\d-\d\dT[\d:.]+Z$/, /^[1-9]\d{0,17}$/);
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) throw invalidCursor();
+  return { at, id };
+}
+
+const tenth = (ms: number) => Math.round(ms * 10) / 10;
+
+function toView({ id, created_at, ...row }: ActivityRow): ActivityResponse {
+  return {
+    id,
+    at: created_at.toISOString(),
+    ...row,
+    latency_ms: tenth(row.latency_ms),
+    pacing_wait_ms: tenth(row.pacing_wait_ms),
+  };
+}
+
 @Injectable()
 export class ActivityStore {
   constructor(private readonly db: Database) {}
@@ -128,6 +149,30 @@ export class ActivityStore {
       values: RECORDED.map((column) => records.map((r) => r[column])),
     });
     return rowCount ?? 0;
+  }
+
+  /** A page of a tenant's listing, newest first, as the API answers it. */
+  async page(query: {
+    tenantId: string;
+    dispatch_id?: string;
+    outcome?: ActivityOutcome;
+    cursor?: string;
+    limit?: number;
+  }): Promise<ActivityListResponse> {
+    const before = query.cursor === undefined ? undefined : decodeActivityCursor(query.cursor);
+    const { page, next_cursor } = await cursorPage(
+      query.limit,
+      (limit) =>
+        this.list({
+          tenantId: query.tenantId,
+          dispatchId: query.dispatch_id,
+          outcome: query.outcome,
+          before,
+          limit,
+        }),
+      (last) => encodeCursor(last.created_at.toISOString(), last.id),
+    );
+    return { activity: page.map(toView), next_cursor };
   }
 
   async list(filter: ActivityListFilter): Promise<ActivityRow[]> {

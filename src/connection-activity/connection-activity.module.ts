@@ -6,7 +6,6 @@ import { Retention } from '../retention/retention';
 import { CallRecorder } from '../rewards-api/call-recorder';
 import { ActivityController } from './activity.controller';
 import { ActivityRecorder } from './activity.recorder';
-import { ActivityService } from './activity.service';
 import { ActivityStore } from './activity.store';
 
 /** The connection activity; global so the rewards client and the vault get their `CallRecorder` without importing it. */
@@ -14,12 +13,7 @@ import { ActivityStore } from './activity.store';
 @Module({
   imports: [MetricsModule],
   controllers: [ActivityController],
-  providers: [
-    ActivityStore,
-    ActivityRecorder,
-    ActivityService,
-    { provide: CallRecorder, useExisting: ActivityRecorder },
-  ],
+  providers: [ActivityStore, ActivityRecorder, { provide: CallRecorder, useExisting: ActivityRecorder }],
   exports: [ActivityStore, ActivityRecorder, CallRecorder],
 })
 export class ConnectionActivityModule {

@@ -13,7 +13,7 @@ import {
   ConnectionHealthListResponse,
 } from './dto/connection-health.response';
 import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
-import { PageQueryDto } from '../common/page-query.dto';
+import { INVALID_CURSOR, PageQueryDto } from '../common/page-query.dto';
 import type { FastifyReply } from 'fastify';
 import { OperatorOnly, Public } from '../tenants/auth/auth.decorators';
 import { MetricsService } from '../metrics/metrics.service';
@@ -78,11 +78,7 @@ export class OpsController {
   @ApiErrors(
     OPERATOR_ROUTE,
     validationFailed('health', 'health must be one of the following values: healthy, degraded, broken, idle'),
-    validationFailed(
-      'cursor',
-      'cursor must be a next_cursor returned by this API',
-      'The query is invalid; see details.',
-    ),
+    INVALID_CURSOR,
   )
   list(@Query() query: ConnectionListQueryDto) {
     return this.ops.list(query);

@@ -13,6 +13,7 @@ import { toConnectionResponse } from '../connections/connections.service';
 import { ConnectionProbe } from '../connections/connection-probe.service';
 import { type GaugeCount, OpsMetricsService } from './ops-metrics.service';
 import { rootSpan } from '../common/tracing';
+import { invalidCursor } from '../common/page-query.dto';
 
 export type Health = 'healthy' | 'degraded' | 'broken' | 'idle';
 
@@ -98,12 +99,8 @@ export function decodeListCursor(cursor: string): ListCursor {
     typeof v[5] !== 'string' ||
     !UUID.test(v[5]) ||
     !int(v[6], 0, Number.MAX_SAFE_INTEGER)
-  ) {
-    throw new ValidationFailedError(
-      [{ field: 'cursor', reason: 'cursor must be a next_cursor returned by this API' }],
-      'The query is invalid; see details.',
-    );
-  }
+  )
+    throw invalidCursor();
   return { rank: v[1], negFailures: v[2], errorKey: v[3], tenantId: v[4], id: v[5], position: v[6] };
 }
 

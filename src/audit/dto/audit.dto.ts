@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { CursorQueryDto } from '../../common/page-query.dto';
+import { ApiNextCursor, CursorQueryDto } from '../../common/page-query.dto';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES, AUDIT_VIAS, type AuditAction } from '../audit-actions';
 
@@ -58,10 +58,5 @@ export class AuditEventResponse {
 
 export class AuditEventListResponse {
   @ApiProperty({ type: [AuditEventResponse] }) events: AuditEventResponse[];
-  @ApiProperty({
-    nullable: true,
-    type: String,
-    description: 'Pass as `cursor` for the next page; null at the end.',
-  })
-  next_cursor: string | null;
+  @ApiNextCursor() next_cursor: string | null;
 }

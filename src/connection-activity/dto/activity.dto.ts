@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { CursorQueryDto } from '../../common/page-query.dto';
+import { ApiNextCursor, CursorQueryDto } from '../../common/page-query.dto';
 import { IsIn, IsOptional, IsUUID } from 'class-validator';
 import { UPSTREAM_OPERATIONS } from '../../rewards-api/call-recorder';
 import { ACTIVITY_OUTCOMES, type ActivityOutcome } from '../activity.store';
@@ -60,10 +60,5 @@ export class ActivityResponse {
 
 export class ActivityListResponse {
   @ApiProperty({ type: [ActivityResponse] }) activity: ActivityResponse[];
-  @ApiProperty({
-    nullable: true,
-    type: String,
-    description: 'Pass as `cursor` for the next page; null at the end.',
-  })
-  next_cursor: string | null;
+  @ApiNextCursor() next_cursor: string | null;
 }
