@@ -18,7 +18,7 @@ import { Clock } from '../common/clock';
 import { Database } from '../database/database';
 import { CommonError } from '../common/app-error';
 import { OpsError } from './ops.errors';
-import type { OpsConfig, VaultKey } from '../config/app-config';
+import { REWARDS_ENVIRONMENTS, type VaultKey } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { OperatorPage } from '../tenants/auth/auth.decorators';
 import { TenantWebhooksService } from '../tenant-webhooks/tenant-webhooks.service';
@@ -33,7 +33,7 @@ import {
 import { dashboardPage, type DashboardEvent, FAILING_ENDPOINTS_SHOWN } from './dashboard.page';
 import { Transform, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
-import { OpsService } from './ops.service';
+import { CONNECTION_HEALTHS, CONNECTION_STATUSES, OpsService } from './ops.service';
 import { runningBatches } from './running-batches';
 
 const blankToUndefined = () =>
@@ -44,12 +44,9 @@ const blankToUndefined = () =>
  * id) say what was done; the message is built from the connection as stored — the page never echoes text from the URL.
  */
 class DashboardQueryDto {
-  @blankToUndefined()
-  @IsOptional()
-  @IsIn(['active', 'needs_reauth', 'error', 'disconnected'])
-  status?: string;
-  @blankToUndefined() @IsOptional() @IsIn(['healthy', 'degraded', 'broken', 'idle']) health?: string;
-  @blankToUndefined() @IsOptional() @IsIn(['sandbox', 'production']) environment?: string;
+  @blankToUndefined() @IsOptional() @IsIn(CONNECTION_STATUSES) status?: string;
+  @blankToUndefined() @IsOptional() @IsIn(CONNECTION_HEALTHS) health?: string;
+  @blankToUndefined() @IsOptional() @IsIn(REWARDS_ENVIRONMENTS) environment?: string;
   @blankToUndefined() @IsOptional() @IsString() @MaxLength(63) tenant?: string;
   @IsOptional() @IsIn(['check', 'refresh']) done?: 'check' | 'refresh';
   @IsOptional() @IsUUID() connection?: string;
@@ -77,7 +74,6 @@ export class DashboardController {
     private readonly webhooks: TenantWebhooksService,
     private readonly activity: ActivityStore,
     private readonly clock: Clock,
-    @InjectConfig('ops') private readonly config: OpsConfig,
     @InjectConfig('publicBaseUrl') private readonly publicBaseUrl: string,
     @InjectConfig('operatorApiKey') operatorApiKey: string,
     @InjectConfig('vaultKeys') vaultKeys: readonly VaultKey[],
@@ -94,7 +90,7 @@ export class DashboardController {
     const [{ connections, next_offset }, batches, summary, activity, failingEndpoints] = await Promise.all([
       this.ops.list({ ...query, limit: PAGE, offset: query.offset ?? 0 }),
       runningBatches(this.db.main),
-      connectionSummary(this.db.main, this.config.idleAfterMs),
+      this.ops.readGaugeCounts().then(connectionSummary),
       activityLastHour(this.db.main),
       this.webhooks.failingEndpoints(FAILING_ENDPOINTS_SHOWN),
     ]);

@@ -1,8 +1,6 @@
 import type { Sql } from '../database/sql';
-import { HEALTH_SQL } from './ops.service';
-
-export const CONNECTION_STATUSES = ['active', 'needs_reauth', 'error', 'disconnected'] as const;
-export const CONNECTION_HEALTHS = ['healthy', 'degraded', 'broken', 'idle'] as const;
+import type { GaugeCount } from './ops-metrics.service';
+import { CONNECTION_HEALTHS, CONNECTION_STATUSES } from './ops.service';
 
 /** Connections per status and per health (a disconnected one has no health). */
 export interface ConnectionSummary {
@@ -10,20 +8,18 @@ export interface ConnectionSummary {
   health: Record<(typeof CONNECTION_HEALTHS)[number], number>;
 }
 
-/** Read now rather than from the metrics snapshot (up to 15 s old), so the summary agrees with the table below it. */
-export async function connectionSummary(db: Sql, idleAfterMs: number): Promise<ConnectionSummary> {
-  const { rows } = await db.query<{ status: string; health: string | null; n: number }>(
-    `SELECT c.status, ${HEALTH_SQL} AS health, count(*)::int AS n FROM connections c GROUP BY 1, 2`,
-    [idleAfterMs],
-  );
+/**
+ * From the gauges' counts read now (OpsService.readGaugeCounts) rather than from their snapshot (up to 15 s old), so
+ * the summary agrees with the table below it.
+ */
+export function connectionSummary(counts: GaugeCount[]): ConnectionSummary {
   const summary: ConnectionSummary = {
     status: Object.fromEntries(CONNECTION_STATUSES.map((s) => [s, 0])) as ConnectionSummary['status'],
     health: Object.fromEntries(CONNECTION_HEALTHS.map((h) => [h, 0])) as ConnectionSummary['health'],
   };
-  for (const r of rows) {
-    if (r.status in summary.status) summary.status[r.status as keyof ConnectionSummary['status']] += r.n;
-    if (r.health !== null && r.health in summary.health)
-      summary.health[r.health as keyof ConnectionSummary['health']] += r.n;
+  for (const r of counts.filter((c) => c.metric === 'connections')) {
+    if (r.label in summary.status) summary.status[r.label as keyof ConnectionSummary['status']] += r.n;
+    if (r.health in summary.health) summary.health[r.health as keyof ConnectionSummary['health']] += r.n;
   }
   return summary;
 }

@@ -1,13 +1,9 @@
 import { escapeHtml as e } from '../common/html';
+import { REWARDS_ENVIRONMENTS } from '../config/app-config';
 import type { FailingEndpoint } from '../tenant-webhooks/webhook.store';
-import {
-  type ActivityMinute,
-  CONNECTION_HEALTHS,
-  CONNECTION_STATUSES,
-  type ConnectionSummary,
-} from './dashboard.data';
+import type { ActivityMinute, ConnectionSummary } from './dashboard.data';
 import { LOCAL_TIMES_SCRIPT } from './local-times';
-import type { ConnectionHealthView } from './ops.service';
+import { CONNECTION_HEALTHS, CONNECTION_STATUSES, type ConnectionHealthView } from './ops.service';
 import { RUNNING_BATCHES_SHOWN, type RunningBatch } from './running-batches';
 
 export interface DashboardEvent {
@@ -287,7 +283,7 @@ ${overview.failingEndpoints ? failingEndpointsSection(overview.failingEndpoints)
 <form class="filters" method="get" action="/ops">
   ${select('status', CONNECTION_STATUSES, filters.status)}
   ${select('health', CONNECTION_HEALTHS, filters.health)}
-  ${select('environment', ['sandbox', 'production'], filters.environment)}
+  ${select('environment', REWARDS_ENVIRONMENTS, filters.environment)}
   <label>tenant <input name="tenant" value="${e(filters.tenant ?? '')}" size="14"></label>
   <button type="submit">Filter</button>
 </form>

@@ -1,4 +1,4 @@
-import { Controller, Get, Param, ParseUUIDPipe, Post, Query, Res } from '@nestjs/common';
+import { Controller, Get, Param, ParseUUIDPipe, Post, Query, Res, applyDecorators } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiCreatedResponse,
@@ -17,9 +17,11 @@ import { INVALID_CURSOR, PageQueryDto } from '../common/page-query.dto';
 import type { FastifyReply } from 'fastify';
 import { OperatorOnly, Public } from '../tenants/auth/auth.decorators';
 import { MetricsService } from '../metrics/metrics.service';
-import { OpsService } from './ops.service';
+import { CONNECTION_HEALTHS, CONNECTION_STATUSES, OpsService } from './ops.service';
+import { REWARDS_ENVIRONMENTS } from '../config/app-config';
 import {
   ApiErrors,
+  type ErrorExample,
   OPERATOR_ROUTE,
   OPS_CONNECTION_DISCONNECTED,
   OPS_CONNECTION_NOT_FOUND,
@@ -28,21 +30,15 @@ import {
 } from '../common/api-docs';
 
 export class ConnectionListQueryDto extends PageQueryDto {
-  @ApiPropertyOptional({ enum: ['active', 'needs_reauth', 'error', 'disconnected'] })
+  @ApiPropertyOptional({ enum: CONNECTION_STATUSES })
   @IsOptional()
-  @IsIn(['active', 'needs_reauth', 'error', 'disconnected'])
+  @IsIn(CONNECTION_STATUSES)
   status?: string;
-
-  @ApiPropertyOptional({ enum: ['healthy', 'degraded', 'broken', 'idle'] })
-  @IsOptional()
-  @IsIn(['healthy', 'degraded', 'broken', 'idle'])
-  health?: string;
-
+  @ApiPropertyOptional({ enum: CONNECTION_HEALTHS }) @IsOptional() @IsIn(CONNECTION_HEALTHS) health?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() tenant?: string;
-
-  @ApiPropertyOptional({ enum: ['sandbox', 'production'] })
+  @ApiPropertyOptional({ enum: REWARDS_ENVIRONMENTS })
   @IsOptional()
-  @IsIn(['sandbox', 'production'])
+  @IsIn(REWARDS_ENVIRONMENTS)
   environment?: string;
 
   @ApiPropertyOptional({
@@ -57,7 +53,23 @@ export class ConnectionListQueryDto extends PageQueryDto {
 
 const uuid = new ParseUUIDPipe({ errorHttpStatusCode: 404 });
 
-/** Operator routes need a key (`@ApiBearerAuth` on each); `/metrics` is public. */
+/** An operator route: the key it needs (`@ApiBearerAuth` on each, as `/metrics` is public) and its errors. */
+const OperatorRoute = (...errors: ErrorExample[]) =>
+  applyDecorators(ApiErrors(OPERATOR_ROUTE, ...errors), ApiBearerAuth(), OperatorOnly());
+
+/** Check and Refresh: on a live connection, answered with its detail. */
+const ConnectionAction = (action: 'check' | 'refresh', summary: string) =>
+  applyDecorators(
+    OperatorRoute(
+      OPS_CONNECTION_NOT_FOUND,
+      notAUuid('POST', `/v1/ops/connections/123/${action}`),
+      OPS_CONNECTION_DISCONNECTED,
+    ),
+    ApiCreatedResponse({ type: ConnectionHealthDetailResponse }),
+    ApiOperation({ summary }),
+    Post(`v1/ops/connections/:id/${action}`),
+  );
+
 @ApiTags('ops')
 @Controller()
 export class OpsController {
@@ -67,16 +79,13 @@ export class OpsController {
   ) {}
 
   @Get('v1/ops/connections')
-  @OperatorOnly()
   @ApiOperation({
     summary:
       'Every connection’s health, most urgent first (needs_reauth, error, active; then most failures, latest error, tenant).',
     description: 'Page with `cursor`: pass the `next_cursor` of each answer until it is null.',
   })
   @ApiOkResponse({ type: ConnectionHealthListResponse })
-  @ApiBearerAuth()
-  @ApiErrors(
-    OPERATOR_ROUTE,
+  @OperatorRoute(
     validationFailed('health', 'health must be one of the following values: healthy, degraded, broken, idle'),
     INVALID_CURSOR,
   )
@@ -85,43 +94,22 @@ export class OpsController {
   }
 
   @Get('v1/ops/connections/:id')
-  @OperatorOnly()
   @ApiOperation({ summary: 'One connection’s health with its last events.' })
   @ApiOkResponse({ type: ConnectionHealthDetailResponse })
-  @ApiBearerAuth()
-  @ApiErrors(OPERATOR_ROUTE, OPS_CONNECTION_NOT_FOUND, notAUuid('GET', '/v1/ops/connections/123'))
+  @OperatorRoute(OPS_CONNECTION_NOT_FOUND, notAUuid('GET', '/v1/ops/connections/123'))
   detail(@Param('id', uuid) id: string) {
     return this.ops.detail(id);
   }
 
-  @Post('v1/ops/connections/:id/check')
-  @OperatorOnly()
-  @ApiOperation({
-    summary: 'Probe GET /api/v2/organizations with the connection’s token and record the outcome.',
-  })
-  @ApiCreatedResponse({ type: ConnectionHealthDetailResponse })
-  @ApiBearerAuth()
-  @ApiErrors(
-    OPERATOR_ROUTE,
-    OPS_CONNECTION_NOT_FOUND,
-    notAUuid('POST', '/v1/ops/connections/123/check'),
-    OPS_CONNECTION_DISCONNECTED,
+  @ConnectionAction(
+    'check',
+    'Probe GET /api/v2/organizations with the connection’s token and record the outcome.',
   )
   check(@Param('id', uuid) id: string) {
     return this.ops.check(id);
   }
 
-  @Post('v1/ops/connections/:id/refresh')
-  @OperatorOnly()
-  @ApiOperation({ summary: 'Force a token refresh through the refresh lock.' })
-  @ApiCreatedResponse({ type: ConnectionHealthDetailResponse })
-  @ApiBearerAuth()
-  @ApiErrors(
-    OPERATOR_ROUTE,
-    OPS_CONNECTION_NOT_FOUND,
-    notAUuid('POST', '/v1/ops/connections/123/refresh'),
-    OPS_CONNECTION_DISCONNECTED,
-  )
+  @ConnectionAction('refresh', 'Force a token refresh through the refresh lock.')
   refresh(@Param('id', uuid) id: string) {
     return this.ops.refresh(id);
   }

@@ -15,7 +15,9 @@ import { type GaugeCount, OpsMetricsService } from './ops-metrics.service';
 import { rootSpan } from '../common/tracing';
 import { invalidCursor } from '../common/page-query.dto';
 
-export type Health = 'healthy' | 'degraded' | 'broken' | 'idle';
+export const CONNECTION_STATUSES = ['active', 'needs_reauth', 'error', 'disconnected'] as const;
+export const CONNECTION_HEALTHS = ['healthy', 'degraded', 'broken', 'idle'] as const;
+export type Health = (typeof CONNECTION_HEALTHS)[number];
 
 /** Health from the connection row: what ops can act on. $1 is the idle threshold in ms. */
 export const HEALTH_SQL = `CASE

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { ConnectionResponse } from '../../connections/dto/connection.dto';
+import { CONNECTION_HEALTHS } from '../ops.service';
 
 class ProbeView {
   @ApiProperty({ format: 'date-time' }) at: string;
@@ -23,7 +24,7 @@ class EventView {
 
 export class ConnectionHealthResponse extends ConnectionResponse {
   @ApiProperty() tenant_name: string;
-  @ApiProperty({ enum: ['healthy', 'degraded', 'broken', 'idle'], nullable: true }) health: string | null;
+  @ApiProperty({ enum: CONNECTION_HEALTHS, nullable: true }) health: string | null;
   @ApiProperty({ nullable: true, type: ProbeView }) last_probe: ProbeView | null;
   @ApiProperty({ type: DispatchCountsView, description: 'in the last 24 hours' })
   dispatches_24h: DispatchCountsView;
