@@ -23,6 +23,9 @@ export function signAlert(secret: string, body: string, timestamp: number): stri
   return `t=${timestamp},v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 }
 
+/** An alert: about a connection, or (no connection) an environment. */
+type Alert = { connectionId: string | null; kind: string; payload: Record<string, unknown> };
+
 /**
  * Alerts when a connection becomes broken or recovers, or an environment's app credentials are refused: each
  * transition claimed once across instances, then delivered to OPS_WEBHOOK_URL, signed, retried with backoff.
@@ -44,7 +47,7 @@ export class AlertsService {
     const alerts = await this.db.transaction(async (tx) => {
       const connections = await this.connectionState.claimAlertTransitions(tx);
       const environments = await this.appCredentials.claimAlertTransitions(tx);
-      const rows: { connectionId: string | null; kind: string; payload: Record<string, unknown> }[] = [
+      const rows: Alert[] = [
         ...connections.map((c) => ({
           connectionId: c.id,
           kind: c.kind,
@@ -63,7 +66,7 @@ export class AlertsService {
           payload: { environment: e.environment, message: e.message, since: e.since },
         })),
       ];
-      for (const alert of rows) await this.insert(tx, alert.connectionId, alert.kind, alert.payload);
+      for (const alert of rows) await this.raise(tx, alert);
       return rows;
     });
     for (const { connectionId, kind, payload } of alerts) {
@@ -74,15 +77,8 @@ export class AlertsService {
     return alerts.length;
   }
 
-  /** An alert about an event that is not a change of health (a re-consent refused), in the caller's transaction. */
-  async raise(
-    tx: Sql,
-    alert: { connectionId: string; kind: 'connection.account_mismatch'; payload: Record<string, unknown> },
-  ): Promise<void> {
-    await this.insert(tx, alert.connectionId, alert.kind, alert.payload);
-  }
-
-  private async insert(tx: Sql, connectionId: string | null, kind: string, payload: Record<string, unknown>) {
+  /** Writes an alert in the caller's transaction: a transition, or an event such as a re-consent refused. */
+  async raise(tx: Sql, { connectionId, kind, payload }: Alert): Promise<void> {
     await tx.query(`INSERT INTO ops_alerts (connection_id, kind, payload) VALUES ($1, $2, $3)`, [
       connectionId,
       kind,

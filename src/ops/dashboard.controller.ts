@@ -30,7 +30,7 @@ import {
   SUMMARY_CAP,
   connectionPage,
 } from './dashboard.connection-page';
-import { dashboardPage, type DashboardEvent, FAILING_ENDPOINTS_SHOWN } from './dashboard.page';
+import { dashboardPage, FAILING_ENDPOINTS_SHOWN } from './dashboard.page';
 import { Transform, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
 import { CONNECTION_HEALTHS, CONNECTION_STATUSES, OpsService } from './ops.service';
@@ -94,15 +94,8 @@ export class DashboardController {
       activityLastHour(this.db.main),
       this.webhooks.failingEndpoints(FAILING_ENDPOINTS_SHOWN),
     ]);
-    // Each row's last 8 events, read from the index on (connection_id, at DESC): never a connection's whole history.
-    const { rows: events } = await this.db.main.query<DashboardEvent>(
-      `SELECT ids.id AS connection_id, e.type, e.detail, e.at
-         FROM unnest($1::uuid[]) AS ids(id)
-         CROSS JOIN LATERAL (SELECT type, detail, at, id FROM connection_events
-                              WHERE connection_id = ids.id ORDER BY at DESC, id DESC LIMIT 8) e
-        ORDER BY e.at DESC, e.id DESC`,
-      [connections.map((c) => c.id)],
-    );
+    const ids = connections.map((c) => c.id);
+    const events = await this.ops.latestEvents(ids, 8);
     const { done: _done, connection: _connection, offset, ...filters } = query;
     const done =
       query.done && query.connection ? await this.outcome(query.done, query.connection) : undefined;

@@ -3,15 +3,9 @@ import { REWARDS_ENVIRONMENTS } from '../config/app-config';
 import type { FailingEndpoint } from '../tenant-webhooks/webhook.store';
 import type { ActivityMinute, ConnectionSummary } from './dashboard.data';
 import { LOCAL_TIMES_SCRIPT } from './local-times';
-import { CONNECTION_HEALTHS, CONNECTION_STATUSES, type ConnectionHealthView } from './ops.service';
+import { CONNECTION_HEALTHS, CONNECTION_STATUSES } from './ops.service';
+import type { ConnectionEvent, ConnectionHealthView } from './ops.service';
 import { RUNNING_BATCHES_SHOWN, type RunningBatch } from './running-batches';
-
-export interface DashboardEvent {
-  connection_id: string;
-  type: string;
-  detail: unknown;
-  at: Date;
-}
 
 const HEALTH_COLOURS: Record<string, string> = {
   healthy: '#15803d',
@@ -191,7 +185,7 @@ function failingEndpointsSection(endpoints: FailingEndpoint[]): string {
  */
 export function dashboardPage(
   connections: ConnectionHealthView[],
-  events: DashboardEvent[],
+  events: ConnectionEvent[],
   filters: Record<string, string | undefined>,
   csrf: string,
   flash?: string,
@@ -213,7 +207,7 @@ export function dashboardPage(
   const pager = `<p class="pager">${paging.offset > 0 ? link(Math.max(0, paging.offset - paging.pageSize), '← previous', 'prev') : ''}
     <span class="muted">rows ${paging.offset + 1}–${paging.offset + connections.length}</span>
     ${paging.next !== null ? link(paging.next, 'next →', 'next') : ''}</p>`;
-  const byConnection = new Map<string, DashboardEvent[]>();
+  const byConnection = new Map<string, ConnectionEvent[]>();
   for (const ev of events)
     byConnection.set(ev.connection_id, [...(byConnection.get(ev.connection_id) ?? []), ev]);
   const rows = connections

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { SchedulerRegistry } from '@nestjs/schedule';
 import type { Clock } from '../common/clock';
 import type { MetricsService } from '../metrics/metrics.service';
-import { runEvery } from '../common/schedule';
+import { OnePass, runEvery, withTimeout } from '../common/schedule';
 
 export const OPS_METRICS_REFRESH_MS = 15_000;
 export const OPS_METRICS_INTERVAL = 'ops-metrics-snapshot';
@@ -35,8 +35,7 @@ export class OpsMetricsService {
   private readonly createdAt: number;
   private snapshot: { counts: GaugeCount[]; at: number } | null = null;
   private last: Promise<void> = Promise.resolve();
-  private running = 0;
-  private stopped = false;
+  private readonly ticks = new OnePass();
 
   constructor(
     metrics: MetricsService,
@@ -81,37 +80,26 @@ export class OpsMetricsService {
     );
   }
 
+  /** Reads now, after any read under way (so a snapshot is never replaced by an older one). */
   refresh(): Promise<void> {
-    this.running += 1;
-    const run = this.last
+    this.last = this.last
       .catch(() => undefined)
       .then(async () => {
         this.snapshot = { counts: await this.read(), at: this.clock.now() };
-      })
-      .finally(() => {
-        this.running -= 1;
       });
-    this.last = run;
-    return run;
+    return this.last;
   }
 
   /** One refresh now, then every `refreshMs` (skipped while one is still running). */
   start(scheduler: SchedulerRegistry): void {
-    this.stopped = false;
     this.tick();
     runEvery(scheduler, OPS_METRICS_INTERVAL, this.refreshMs, () => this.tick());
   }
 
   /** Stops the timer and waits (5 s at most) for a refresh under way: the pool closes after this. */
   async stop(scheduler: SchedulerRegistry): Promise<void> {
-    this.stopped = true;
     if (scheduler.doesExist('interval', OPS_METRICS_INTERVAL)) scheduler.deleteInterval(OPS_METRICS_INTERVAL);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      this.last.catch(() => undefined),
-      new Promise((resolve) => (timer = setTimeout(resolve, 5_000).unref())),
-    ]);
-    clearTimeout(timer);
+    await withTimeout(this.ticks.stop(), 5_000, 'refresh under way').catch(() => undefined);
   }
 
   private counts(metric: GaugeCount['metric']): GaugeCount[] {
@@ -119,9 +107,10 @@ export class OpsMetricsService {
   }
 
   private tick(): void {
-    if (this.stopped || this.running > 0) return;
-    this.refresh().catch((e: unknown) =>
-      this.logger.warn(`metrics snapshot refresh failed: ${e instanceof Error ? e.message : String(e)}`),
-    );
+    this.ticks
+      .run(() => this.refresh().then(() => 1))
+      .catch((e: unknown) =>
+        this.logger.warn(`metrics snapshot refresh failed: ${e instanceof Error ? e.message : String(e)}`),
+      );
   }
 }

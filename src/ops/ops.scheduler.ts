@@ -4,7 +4,7 @@ import type { OpsConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { AlertsService } from './alerts.service';
 import { OpsService } from './ops.service';
-import { runEvery } from '../common/schedule';
+import { OnePass, runEvery } from '../common/schedule';
 
 const ALERT_INTERVAL_MS = 2_000;
 
@@ -12,7 +12,7 @@ const ALERT_INTERVAL_MS = 2_000;
 @Injectable()
 export class OpsScheduler implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(OpsScheduler.name);
-  private busy = false;
+  private readonly alertPass = new OnePass();
 
   constructor(
     @InjectConfig('ops') private readonly config: OpsConfig,
@@ -40,16 +40,12 @@ export class OpsScheduler implements OnApplicationBootstrap, OnModuleDestroy {
     await this.ops.gauges.stop(this.scheduler);
   }
 
-  async runAlerts(): Promise<void> {
-    if (this.busy) return;
-    this.busy = true;
-    try {
-      await this.alerts.detectTransitions();
-      await this.alerts.deliverDue();
-    } catch (error) {
-      this.logger.warn(`alert pass: ${error instanceof Error ? error.message : String(error)}`);
-    } finally {
-      this.busy = false;
-    }
+  runAlerts(): Promise<number> {
+    return this.alertPass
+      .run(async () => (await this.alerts.detectTransitions()) + (await this.alerts.deliverDue()))
+      .catch((error: unknown) => {
+        this.logger.warn(`alert pass: ${error instanceof Error ? error.message : String(error)}`);
+        return 0;
+      });
   }
 }

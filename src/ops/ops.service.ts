@@ -12,6 +12,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { toConnectionResponse } from '../connections/connections.service';
 import { ConnectionProbe } from '../connections/connection-probe.service';
 import { type GaugeCount, OpsMetricsService } from './ops-metrics.service';
+import type { ConnectionListQueryDto } from './ops.controller';
 import { rootSpan } from '../common/tracing';
 import { invalidCursor } from '../common/page-query.dto';
 
@@ -48,14 +49,11 @@ const LIST_COLUMNS_SQL =
 const DISPATCH_COUNTS_SQL = `count(*) FILTER (WHERE status = 'sent')::int AS sent, count(*) FILTER (WHERE status = 'failed')::int AS failed,
                 count(*) FILTER (WHERE status IN ('queued', 'sending'))::int AS queued`;
 
-export interface ConnectionListQuery {
-  status?: string;
-  tenant?: string;
-  environment?: string;
-  health?: string;
-  limit?: number;
-  offset?: number;
-  cursor?: string;
+export interface ConnectionEvent {
+  connection_id: string;
+  type: string;
+  detail: unknown;
+  at: Date;
 }
 
 /** Where a page ends: the order keys of its last row, and how many rows come before the next page. */
@@ -149,7 +147,7 @@ export class OpsService {
   }
 
   /** Every connection's health, most urgent first; `cursor` pages (keyset), `offset` costs the entries it skips. */
-  async list(query: ConnectionListQuery) {
+  async list(query: ConnectionListQueryDto) {
     const limit = query.limit ?? 50;
     const after = query.cursor !== undefined ? decodeListCursor(query.cursor) : null;
     if (after && query.offset) {
@@ -226,15 +224,24 @@ export class OpsService {
       [this.config.idleAfterMs, id],
     );
     if (!rows[0]) throw connectionNotFound(id);
-    // From the index on (connection_id, at DESC): a long history is never sorted whole.
-    const { rows: events } = await this.db.main.query<{ type: string; detail: unknown; at: Date }>(
-      `SELECT type, detail, at FROM connection_events WHERE connection_id = $1 ORDER BY at DESC, id DESC LIMIT 50`,
-      [id],
-    );
+    const events = await this.latestEvents([id], 50);
     return {
       ...view(rows[0]),
       events: events.map((e) => ({ type: e.type, detail: e.detail, at: e.at.toISOString() })),
     };
+  }
+
+  /** Each connection's latest events, newest first, from the index on (connection_id, at DESC): never a whole history. */
+  async latestEvents(ids: string[], perConnection: number): Promise<ConnectionEvent[]> {
+    const { rows } = await this.db.main.query<ConnectionEvent>(
+      `SELECT ids.id AS connection_id, e.type, e.detail, e.at
+         FROM unnest($1::uuid[]) AS ids(id)
+         CROSS JOIN LATERAL (SELECT type, detail, at, id FROM connection_events
+                              WHERE connection_id = ids.id ORDER BY at DESC, id DESC LIMIT $2) e
+        ORDER BY e.at DESC, e.id DESC`,
+      [ids, perConnection],
+    );
+    return rows;
   }
 
   async check(id: string) {
