@@ -1,21 +1,15 @@
 import type { Clock } from '../common/clock';
 
-export interface ActivityBufferOptions {
+export const ACTIVITY_BUFFER = {
   /** Rows held at most; beyond, new rows are dropped. */
-  readonly capacity: number;
-  /** A flush starts as soon as this many rows wait. */
-  readonly batchSize: number;
-  readonly maxRowsPerWrite: number;
-  /** The longest a row waits for its flush. */
-  readonly intervalMs: number;
-}
-
-export const ACTIVITY_BUFFER: ActivityBufferOptions = {
   capacity: 20_000,
+  /** A flush starts as soon as this many rows wait. */
   batchSize: 500,
   maxRowsPerWrite: 2_000,
+  /** The longest a row waits for its flush. */
   intervalMs: 1_000,
 };
+export type ActivityBufferOptions = Readonly<typeof ACTIVITY_BUFFER>;
 
 /**
  * A bounded in-process buffer written in batches: `add` never waits or throws. One flush at a time, after

@@ -55,6 +55,5 @@ export const ACTIVITY_SQL = `
    ORDER BY m.minute`;
 
 export async function activityLastHour(db: Sql): Promise<ActivityMinute[]> {
-  const { rows } = await db.query<{ minute: Date; sent: number; failed: number }>(ACTIVITY_SQL);
-  return rows.map((r) => ({ minute: r.minute, sent: Number(r.sent), failed: Number(r.failed) }));
+  return (await db.query<ActivityMinute>(ACTIVITY_SQL)).rows;
 }

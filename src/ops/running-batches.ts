@@ -26,7 +26,7 @@ export const RUNNING_BATCHES_SHOWN = 20;
  */
 export const RUNNING_BATCHES_SQL = `
   SELECT d.id, d.tenant_id, t.name AS tenant_name, d.status, d.priority, d.created_at, d.cancel_requested_at,
-         d.reward_count, c.pending, c.sending, c.sent, c.pending_approval, c.failed, c.cancelled
+         d.reward_count, c.counts
     FROM (SELECT id, tenant_id, status, priority, created_at, cancel_requested_at, reward_count
             FROM reward_dispatches
            WHERE status IN ('queued', 'sending') AND reward_count > 1
@@ -34,33 +34,20 @@ export const RUNNING_BATCHES_SQL = `
            LIMIT $1) d
     JOIN tenants t ON t.id = d.tenant_id AND t.deleted_at IS NULL
     CROSS JOIN LATERAL (
-      SELECT ${REWARD_STATUSES.map((s) => `count(*) FILTER (WHERE r.status = '${s}')::int AS ${s}`).join(', ')}
+      SELECT json_build_object(${REWARD_STATUSES.map((s) => `'${s}', count(*) FILTER (WHERE r.status = '${s}')`).join(', ')}) AS counts
         FROM dispatch_rewards r
        WHERE r.dispatch_id = d.id) c
    ORDER BY d.created_at DESC, d.id DESC`;
 
-type Row = Omit<RunningBatch, 'counts' | 'done' | 'total'> & Record<RewardStatus, number>;
-
 export async function runningBatches(db: Sql, limit = RUNNING_BATCHES_SHOWN): Promise<RunningBatch[]> {
-  const { rows } = await db.query<Row>(RUNNING_BATCHES_SQL, [limit]);
-  return rows.map((row) => {
-    const counts = Object.fromEntries(REWARD_STATUSES.map((s) => [s, Number(row[s])])) as Record<
-      RewardStatus,
-      number
-    >;
+  const { rows } = await db.query<Omit<RunningBatch, 'done' | 'total'>>(RUNNING_BATCHES_SQL, [limit]);
+  return rows.map((batch) => {
+    const { counts } = batch;
     const counted = REWARD_STATUSES.reduce((sum, s) => sum + counts[s], 0);
     return {
-      id: row.id,
-      tenant_id: row.tenant_id,
-      tenant_name: row.tenant_name,
-      status: row.status,
-      priority: Number(row.priority),
-      created_at: row.created_at,
-      cancel_requested_at: row.cancel_requested_at,
-      reward_count: Number(row.reward_count),
-      counts,
+      ...batch,
       done: counted - counts.pending - counts.sending,
-      total: Math.max(Number(row.reward_count), counted),
+      total: Math.max(batch.reward_count, counted),
     };
   });
 }
