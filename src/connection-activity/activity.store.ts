@@ -1,30 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
 import { cursorPage, decodeCursor, encodeCursor, invalidCursor } from '../common/page-query.dto';
-import type { UpstreamOperation } from '../rewards-api/call-recorder';
 import type { ActivityListResponse, ActivityResponse } from './dto/activity.dto';
 
 export const ACTIVITY_OUTCOMES = ['success', 'throttled', 'unauthorized', 'rejected', 'unavailable'] as const;
 export type ActivityOutcome = (typeof ACTIVITY_OUTCOMES)[number];
 
-/** One upstream request, as recorded: never a token, key, URL, body or recipient data. */
-export interface ActivityRow {
-  /** bigint: pg reads it as a string. */
-  id: string;
-  created_at: Date;
-  connection_id: string;
-  operation: UpstreamOperation;
-  attempt: number;
-  /** Null when no answer came. */
-  http_status: number | null;
-  outcome: ActivityOutcome;
-  error_code: string | null;
-  latency_ms: number;
-  pacing_wait_ms: number;
-  throttled_429: number;
-  dispatch_id: string | null;
-  reward_position: number | null;
-}
+/** One upstream request as stored: the API's view, its time a Date; never a token, key, URL, body or recipient data. */
+export type ActivityRow = Omit<ActivityResponse, 'at'> & { created_at: Date };
 
 export type ActivityRecord = Omit<ActivityRow, 'id'>;
 

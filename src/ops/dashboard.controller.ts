@@ -104,14 +104,10 @@ export class DashboardController {
       dashboardPage(
         connections,
         events,
-        { ...filters },
+        filters,
         this.csrf,
         done,
-        {
-          offset: offset ?? 0,
-          next: next_offset,
-          pageSize: PAGE,
-        },
+        { offset: offset ?? 0, next: next_offset, pageSize: PAGE },
         batches,
         { summary, activity, failingEndpoints },
       ),

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ApiNextCursor, CursorQueryDto } from '../../common/page-query.dto';
 import { IsIn, IsOptional, IsUUID } from 'class-validator';
-import { UPSTREAM_OPERATIONS } from '../../rewards-api/call-recorder';
+import { UPSTREAM_OPERATIONS, type UpstreamOperation } from '../../rewards-api/call-recorder';
 import { ACTIVITY_OUTCOMES, type ActivityOutcome } from '../activity.store';
 
 /** `?dispatch_id=&outcome=&cursor=&limit=` of a tenant's connection activity. */
@@ -21,7 +21,7 @@ export class ActivityResponse {
   @ApiProperty({ example: '1042', description: 'Increasing with the writes; a string (64-bit).' }) id: string;
   @ApiProperty({ format: 'date-time', description: 'When the request went out.' }) at: string;
   @ApiProperty({ format: 'uuid' }) connection_id: string;
-  @ApiProperty({ enum: UPSTREAM_OPERATIONS, example: 'create_order' }) operation: string;
+  @ApiProperty({ enum: UPSTREAM_OPERATIONS, example: 'create_order' }) operation: UpstreamOperation;
   @ApiProperty({
     example: 1,
     description: 'Which request of this call: 1, then 2, 3 … for the retries after a 429 or a 401.',
@@ -34,7 +34,7 @@ export class ActivityResponse {
     description: 'The rewards service’s status; null when no answer came (a timeout, a network error).',
   })
   http_status: number | null;
-  @ApiProperty({ enum: ACTIVITY_OUTCOMES }) outcome: string;
+  @ApiProperty({ enum: ACTIVITY_OUTCOMES }) outcome: ActivityOutcome;
   @ApiProperty({
     nullable: true,
     type: String,
