@@ -8,9 +8,8 @@ import type { AuditEventListResponse, AuditEventResponse } from './dto/audit.dto
 
 const DAY_MS = 24 * 60 * 60_000;
 
-export interface AuditEventRow {
-  /** bigint: pg reads it as a string. */
-  id: string;
+/** One record, as written. */
+export interface AuditEventInput {
   /** The gateway's clock (retention compares with the same clock). */
   at: Date;
   tenant_id: string | null;
@@ -26,8 +25,6 @@ export interface AuditEventRow {
   details: Record<string, unknown>;
 }
 
-/** One record, as written. */
-export type AuditEventInput = Omit<AuditEventRow, 'id'>;
 const WRITTEN: (keyof AuditEventInput)[] = [
   'at',
   'tenant_id',
@@ -51,6 +48,9 @@ export interface AuditListFilter {
   limit: number;
 }
 
+/** A listed record: the API's view (id a string: pg reads a bigint so), its time a Date. */
+type AuditEventRow = Omit<AuditEventResponse, 'at'> & { at: Date };
+
 /**
  * The listing: each combination of filters a range of one index, newest first — (tenant_id, id),
  * (tenant_id, action, id), (action, id) or the primary key. Exported for the plan test, as PURGE_SQL.
@@ -63,24 +63,14 @@ export function listingStatement(filter: AuditListFilter): { text: string; value
   if (filter.action !== undefined) where.push(`action = ${param(filter.action)}`);
   if (filter.beforeId !== undefined) where.push(`id < ${param(filter.beforeId)}::bigint`);
   return {
-    text: `SELECT id, ${WRITTEN.join(', ')}
+    text: `SELECT id, at, tenant_id, action,
+                  json_build_object('type', actor_type, 'id', actor_id, 'name', actor_name, 'via', via) AS actor,
+                  client_address, request_id,
+                  CASE WHEN target_type IS NOT NULL THEN json_build_object('type', target_type, 'id', target_id) END AS target,
+                  details
              FROM audit_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
             ORDER BY id DESC LIMIT ${param(filter.limit)}`,
     values,
-  };
-}
-
-function toView(row: AuditEventRow): AuditEventResponse {
-  return {
-    id: row.id,
-    at: row.at.toISOString(),
-    tenant_id: row.tenant_id,
-    action: row.action,
-    actor: { type: row.actor_type, id: row.actor_id, name: row.actor_name, via: row.via },
-    client_address: row.client_address,
-    request_id: row.request_id,
-    target: row.target_type ? { type: row.target_type, id: row.target_id } : null,
-    details: row.details,
   };
 }
 
@@ -128,7 +118,7 @@ export class AuditStore {
       },
       (last) => encodeCursor(last.id),
     );
-    return { events: page.map(toView), next_cursor };
+    return { events: page.map((row) => ({ ...row, at: row.at.toISOString() })), next_cursor };
   }
 
   /** Retention: deletes at most `limit` records older than `days` (by this clock), oldest first; returns how many. */
