@@ -2,32 +2,24 @@
  * Every change made through the API, the dashboard or the CLI, as `<target>.<past tense>`. Not recorded: sends (each
  * dispatch is its own record), reads, probes and fields-cache purges.
  */
-export const AUDIT_ACTIONS = [
-  'tenant.created',
-  'tenant.updated',
-  'tenant.deleted',
-  'api_key.created',
-  'api_key.revoked',
-  'api_key.rotated',
-  'connect_session.created',
-  'connection.connected',
-  'connection.reconsented',
-  'connection.reconsent_refused',
-  'connection.disconnected',
-  'connection.refreshed',
-  'webhook_endpoint.created',
-  'webhook_endpoint.enabled',
-  'webhook_endpoint.deleted',
-  'webhook_event.replayed',
-  'dispatch.cancelled',
-  'vault.key_rotated',
-  'recipient.erased',
-] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+const CHANGES = {
+  tenant: ['created', 'updated', 'deleted'],
+  api_key: ['created', 'revoked', 'rotated'],
+  connect_session: ['created'],
+  connection: ['connected', 'reconsented', 'reconsent_refused', 'disconnected', 'refreshed'],
+  webhook_endpoint: ['created', 'enabled', 'deleted'],
+  webhook_event: ['replayed'],
+  dispatch: ['cancelled'],
+  vault: ['key_rotated'],
+  recipient: ['erased'],
+} as const;
 
 /** What a record is about: its action's prefix. */
-type TargetOf<A> = A extends `${infer T}.${string}` ? T : never;
-export type AuditTargetType = TargetOf<AuditAction>;
+export type AuditTargetType = keyof typeof CHANGES;
+export type AuditAction = { [T in AuditTargetType]: `${T}.${(typeof CHANGES)[T][number]}` }[AuditTargetType];
+export const AUDIT_ACTIONS = Object.entries(CHANGES).flatMap(([target, changes]) =>
+  changes.map((change) => `${target}.${change}`),
+) as readonly AuditAction[];
 
 /**
  * Who made the change: a tenant's key, an operator key stored in the database, OPERATOR_API_KEY (no id), the CLI, the
