@@ -70,14 +70,22 @@ const CURSOR_VERSION = 1;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ERROR_KEY = /^(-?\d{1,15}(\.\d{1,6})?|Infinity)$/;
 
-/** Opaque to clients: base64url of a JSON array; only a position in the order, so any valid one is harmless. */
-export function encodeListCursor(c: ListCursor): string {
-  return Buffer.from(
-    JSON.stringify([CURSOR_VERSION, c.rank, c.negFailures, c.errorKey, c.tenantId, c.id, c.position]),
-  ).toString('base64url');
+/**
+ * Opaque to clients: base64url of a JSON array, the order keys of the page's last row and the position after it; only a
+ * position in the order, so any valid one is harmless.
+ */
+function encodeListCursor(last: Record<string, unknown>, position: number): string {
+  const keys = [
+    last.order_rank,
+    -(last.consecutive_failures as number),
+    last.order_error_key,
+    last.tenant_id,
+    last.id,
+  ];
+  return Buffer.from(JSON.stringify([CURSOR_VERSION, ...keys, position])).toString('base64url');
 }
 
-export function decodeListCursor(cursor: string): ListCursor {
+function decodeListCursor(cursor: string): ListCursor {
   let v: unknown = null;
   try {
     v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -198,17 +206,7 @@ export class OpsService {
     const last = page.at(-1);
     return {
       connections: page.map(view),
-      next_cursor:
-        more && last
-          ? encodeListCursor({
-              rank: last.order_rank as number,
-              negFailures: -(last.consecutive_failures as number),
-              errorKey: last.order_error_key as string,
-              tenantId: last.tenant_id as string,
-              id: last.id as string,
-              position,
-            })
-          : null,
+      next_cursor: more && last ? encodeListCursor(last, position) : null,
       next_offset: more ? position : null,
     };
   }
