@@ -22,7 +22,7 @@ import { REWARDS_ENVIRONMENTS, type VaultKey } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { OperatorPage } from '../tenants/auth/auth.decorators';
 import { TenantWebhooksService } from '../tenant-webhooks/tenant-webhooks.service';
-import { activityLastHour, connectionSummary } from './dashboard.data';
+import { ACTIVITY_SQL, type ActivityMinute, connectionSummary } from './dashboard.data';
 import { ActivityStore } from '../connection-activity/activity.store';
 import {
   type ConnectionHeader,
@@ -59,9 +59,7 @@ const PAGE = 100;
  * `/ops`: server-rendered, operator credentials required (HTTP Basic with the operator key as password, or a
  * Bearer operator key). Without credentials it answers 401 with `WWW-Authenticate: Basic realm="Rewards Gateway ops"`,
  * so a browser asks for them (ApiKeyGuard; failures count in its auth throttle). Buttons post forms protected by a
- * CSRF token and an Origin check. Above the connections: a summary of them by status and health, the last hour's sends
- * and failures per minute (dashboard.data.ts), the running batches (running-batches.ts) and the failing tenant webhook
- * endpoints (TenantWebhooksService.failingEndpoints).
+ * CSRF token and an Origin check.
  */
 @ApiExcludeController()
 @Controller('ops')
@@ -91,7 +89,7 @@ export class DashboardController {
       this.ops.list({ ...query, limit: PAGE, offset: query.offset ?? 0 }),
       runningBatches(this.db.main),
       this.ops.readGaugeCounts().then(connectionSummary),
-      activityLastHour(this.db.main),
+      this.db.main.query<ActivityMinute>(ACTIVITY_SQL).then(({ rows }) => rows),
       this.webhooks.failingEndpoints(FAILING_ENDPOINTS_SHOWN),
     ]);
     const ids = connections.map((c) => c.id);

@@ -1,4 +1,3 @@
-import type { Sql } from '../database/sql';
 import type { GaugeCount } from './ops-metrics.service';
 import { CONNECTION_HEALTHS, CONNECTION_STATUSES } from './ops.service';
 
@@ -53,7 +52,3 @@ export const ACTIVITY_SQL = `
     LEFT JOIN sent s ON s.minute = m.minute
     LEFT JOIN failed f ON f.minute = m.minute
    ORDER BY m.minute`;
-
-export async function activityLastHour(db: Sql): Promise<ActivityMinute[]> {
-  return (await db.query<ActivityMinute>(ACTIVITY_SQL)).rows;
-}
