@@ -3,11 +3,6 @@ import type { ActivityRow, ActivitySummary } from '../connection-activity/activi
 import { opsPage, when } from './dashboard.page';
 import type { ConnectionHealthView } from './ops.service';
 
-export type ConnectionHeader = Pick<
-  ConnectionHealthView,
-  'id' | 'tenant_id' | 'tenant_name' | 'environment' | 'status' | 'health'
->;
-
 /** The last hour's statistics cover at most this many of the connection's newest requests. */
 export const SUMMARY_CAP = 10_000;
 export const LATEST_CALLS_SHOWN = 50;
@@ -55,7 +50,11 @@ function callsSection(rows: ActivityRow[]): string {
 }
 
 /** `/ops/connections/{id}`: one connection's last hour of requests (error rate, latency) and its latest requests. */
-export function connectionPage(c: ConnectionHeader, summary: ActivitySummary, rows: ActivityRow[]): string {
+export function connectionPage(
+  c: ConnectionHealthView,
+  summary: ActivitySummary,
+  rows: ActivityRow[],
+): string {
   return opsPage(
     `${e(c.tenant_name)} · connection · Rewards Gateway ops`,
     `  a.back { font-weight: 600; }

@@ -24,12 +24,7 @@ import { OperatorPage } from '../tenants/auth/auth.decorators';
 import { TenantWebhooksService } from '../tenant-webhooks/tenant-webhooks.service';
 import { ACTIVITY_SQL, type ActivityMinute, connectionSummary } from './dashboard.data';
 import { ActivityStore } from '../connection-activity/activity.store';
-import {
-  type ConnectionHeader,
-  LATEST_CALLS_SHOWN,
-  SUMMARY_CAP,
-  connectionPage,
-} from './dashboard.connection-page';
+import { LATEST_CALLS_SHOWN, SUMMARY_CAP, connectionPage } from './dashboard.connection-page';
 import { dashboardPage, FAILING_ENDPOINTS_SHOWN } from './dashboard.page';
 import { Transform, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
@@ -122,7 +117,7 @@ export class DashboardController {
     @Param('id', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) id: string,
     @Res() res: FastifyReply,
   ): Promise<void> {
-    const c = (await this.ops.detail(id)) as unknown as ConnectionHeader;
+    const c = await this.ops.detail(id);
     const [summary, rows] = await Promise.all([
       this.activity.summary(c.tenant_id, id, new Date(this.clock.now() - 3600_000), SUMMARY_CAP),
       this.activity.list({ tenantId: c.tenant_id, connectionId: id, limit: LATEST_CALLS_SHOWN }),
