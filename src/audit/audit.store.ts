@@ -4,7 +4,7 @@ import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
 import { cursorPage, decodeCursor, encodeCursor } from '../common/page-query.dto';
 import type { AuditAction, AuditActorType, AuditTargetType, AuditVia } from './audit-actions';
-import type { AuditEventListResponse, AuditEventResponse } from './dto/audit.dto';
+import type { AuditEventListResponse, AuditEventResponse, AuditQueryDto } from './dto/audit.dto';
 
 const DAY_MS = 24 * 60 * 60_000;
 
@@ -97,12 +97,7 @@ export class AuditStore {
   }
 
   /** A page of the listing, newest first, as the API answers it. */
-  async page(query: {
-    tenantId?: string;
-    action?: AuditAction;
-    cursor?: string;
-    limit?: number;
-  }): Promise<AuditEventListResponse> {
+  async page(query: AuditQueryDto & { tenantId?: string }): Promise<AuditEventListResponse> {
     const beforeId =
       query.cursor === undefined ? undefined : decodeCursor(query.cursor, /^[1-9]\d{0,17}$/)[0];
     const { page, next_cursor } = await cursorPage(

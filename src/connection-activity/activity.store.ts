@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
 import { cursorPage, decodeCursor, encodeCursor, invalidCursor } from '../common/page-query.dto';
-import type { ActivityListResponse, ActivityResponse } from './dto/activity.dto';
+import type { ActivityListResponse, ActivityQueryDto, ActivityResponse } from './dto/activity.dto';
 
 export const ACTIVITY_OUTCOMES = ['success', 'throttled', 'unauthorized', 'rejected', 'unavailable'] as const;
 export type ActivityOutcome = (typeof ACTIVITY_OUTCOMES)[number];
@@ -135,13 +135,7 @@ export class ActivityStore {
   }
 
   /** A page of a tenant's listing, newest first, as the API answers it. */
-  async page(query: {
-    tenantId: string;
-    dispatch_id?: string;
-    outcome?: ActivityOutcome;
-    cursor?: string;
-    limit?: number;
-  }): Promise<ActivityListResponse> {
+  async page(query: ActivityQueryDto & { tenantId: string }): Promise<ActivityListResponse> {
     const before = query.cursor === undefined ? undefined : decodeActivityCursor(query.cursor);
     const { page, next_cursor } = await cursorPage(
       query.limit,

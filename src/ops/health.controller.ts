@@ -78,9 +78,8 @@ export class HealthController {
     const indicator = this.indicators.check('vault');
     try {
       const state = await this.canary.check();
-      if (state.state === 'current') return indicator.up({ key_id: state.keyId, rotation_pending: false });
-      if (state.state === 'rotation_pending')
-        return indicator.up({ key_id: state.keyId, rotation_pending: true });
+      if (state.state === 'current' || state.state === 'rotation_pending')
+        return indicator.up({ key_id: state.keyId, rotation_pending: state.state === 'rotation_pending' });
       if (state.state === 'missing')
         return indicator.down({
           message: 'the vault canary is missing (it is written when a gateway starts)',
