@@ -4,7 +4,7 @@ import request from 'supertest';
 import { ConnectionStateStore } from '../src/connections/connection-state.store';
 import { Database } from '../src/database/database';
 import { DispatchStore } from '../src/reward-dispatch/dispatch.store';
-import { TenantWebhooksService } from '../src/tenant-webhooks/tenant-webhooks.service';
+import { WebhookStore } from '../src/tenant-webhooks/webhook.store';
 import { AccessTokenProvider } from '../src/token-vault/access-token.provider';
 import type { TestApp } from './support/app';
 import { startTestApp, startTestAppOn } from './support/app';
@@ -885,7 +885,7 @@ describe('tenant webhooks: giving up, and disabling an endpoint that keeps faili
     expect(refused.body.error.code).toBe('webhook_endpoint_disabled');
 
     // The ops dashboard's view.
-    const failing = await t.app.get(TenantWebhooksService).failingEndpoints(10);
+    const failing = await t.app.get(WebhookStore).failingEndpoints(10);
     expect(failing).toEqual(
       expect.arrayContaining([
         expect.objectContaining({
@@ -914,6 +914,6 @@ describe('tenant webhooks: giving up, and disabling an endpoint that keeps faili
       (list: ReceivedWebhook[]) => list.length === 2,
     );
     expect(arrived.map((r) => r.id).sort()).toEqual(deliveries.map((d) => d.id).sort());
-    expect(await t.app.get(TenantWebhooksService).failingEndpoints(10)).toEqual([]);
+    expect(await t.app.get(WebhookStore).failingEndpoints(10)).toEqual([]);
   });
 });

@@ -21,7 +21,7 @@ import { OpsError } from './ops.errors';
 import { REWARDS_ENVIRONMENTS, type VaultKey } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { OperatorPage } from '../tenants/auth/auth.decorators';
-import { TenantWebhooksService } from '../tenant-webhooks/tenant-webhooks.service';
+import { WebhookStore } from '../tenant-webhooks/webhook.store';
 import { ACTIVITY_SQL, type ActivityMinute, connectionSummary } from './dashboard.data';
 import { ActivityStore } from '../connection-activity/activity.store';
 import { LATEST_CALLS_SHOWN, SUMMARY_CAP, connectionPage } from './dashboard.connection-page';
@@ -64,7 +64,7 @@ export class DashboardController {
   constructor(
     private readonly ops: OpsService,
     private readonly db: Database,
-    private readonly webhooks: TenantWebhooksService,
+    private readonly webhooks: WebhookStore,
     private readonly activity: ActivityStore,
     private readonly clock: Clock,
     @InjectConfig('publicBaseUrl') private readonly publicBaseUrl: string,

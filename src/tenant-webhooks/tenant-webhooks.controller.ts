@@ -1,4 +1,17 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  HttpStatus,
+  Param,
+  ParseUUIDPipe,
+  Post,
+  Query,
+} from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBearerAuth,
@@ -17,8 +30,16 @@ import {
   WebhookListResponse,
   WebhookResponse,
 } from './dto/webhook.dto';
-import { TenantWebhooksService } from './tenant-webhooks.service';
 import { RequiresScope } from '../tenants/auth/auth.decorators';
+import { AuditLog } from '../audit/audit-log.service';
+import { ValidationFailedError } from '../common/app-error';
+import type { TenantWebhooksConfig } from '../config/app-config';
+import { InjectConfig } from '../config/config.module';
+import { TenantWebhookError } from './tenant-webhooks.errors';
+import { hostOf, isForbiddenTargetError, resolveChecked } from './target-guard';
+import { ALL_EVENTS, MAX_ENDPOINTS_PER_TENANT, SECRET_PREFIX, WEBHOOK_EVENT_TYPES } from './webhook-events';
+import { WebhookStore } from './webhook.store';
+import { WebhookWorker } from './webhook.worker';
 import {
   ApiErrors,
   ApiJsonBody,
@@ -30,16 +51,26 @@ import {
 } from '../common/api-docs';
 
 const uuid = () => new ParseUUIDPipe({ errorHttpStatusCode: 404 });
+/** How long registration waits for DNS before accepting the URL (delivery checks it again anyway). */
+const REGISTRATION_DNS_TIMEOUT_MS = 2_000;
 
-/** Tenant webhook endpoints. The global API-key guard scopes every route to the tenant in the path. */
+/**
+ * Tenant webhook endpoints (the signing secret shown once, stored sealed by the vault) and their deliveries. The
+ * global API-key guard scopes every route to the tenant in the path.
+ */
 @ApiTags('webhooks')
 @ApiBearerAuth()
+@RequiresScope('webhooks:manage')
 @Controller('v1/tenants/:tenant/webhooks')
 export class TenantWebhooksController {
-  constructor(private readonly webhooks: TenantWebhooksService) {}
+  constructor(
+    @InjectConfig('webhooks') private readonly config: TenantWebhooksConfig,
+    private readonly store: WebhookStore,
+    private readonly worker: WebhookWorker,
+    private readonly audit: AuditLog,
+  ) {}
 
   @Post()
-  @RequiresScope('webhooks:manage')
   @ApiOperation({
     summary: 'Register a webhook endpoint; its signing secret is returned once (tenant or operator key).',
     description:
@@ -78,40 +109,66 @@ export class TenantWebhooksController {
       when: 'the tenant has 10 endpoints already (disabled ones count)',
     },
   )
-  create(@Param('tenant') tenant: string, @Body() dto: CreateWebhookDto): Promise<CreatedWebhookResponse> {
-    return this.webhooks.create(tenant, dto);
+  async create(
+    @Param('tenant') tenantId: string,
+    @Body() dto: CreateWebhookDto,
+  ): Promise<CreatedWebhookResponse> {
+    await this.checkTarget(dto.url);
+    const id = randomUUID();
+    const secret = `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;
+    const events = dto.events.includes(ALL_EVENTS)
+      ? [ALL_EVENTS]
+      : WEBHOOK_EVENT_TYPES.filter((e) => dto.events.includes(e));
+    const row = await this.store.insertEndpoint(
+      { id, tenant_id: tenantId, url: dto.url, events, secret },
+      MAX_ENDPOINTS_PER_TENANT,
+    );
+    if (!row) {
+      throw new TenantWebhookError(
+        HttpStatus.CONFLICT,
+        'webhook_endpoint_limit_reached',
+        `A tenant may register at most ${MAX_ENDPOINTS_PER_TENANT} webhook endpoints; delete one first.`,
+      );
+    }
+    // After the store's own transaction committed. The host only: a URL's query may carry the receiver's secret.
+    await this.audit.recordCommitted('webhook_endpoint.created', {
+      tenantId,
+      target: { type: 'webhook_endpoint', id: row.id },
+      details: { host: new URL(row.url).host, events: row.events },
+    });
+    return { id: row.id, url: row.url, events: row.events, secret, created_at: row.created_at };
   }
 
   @Get()
-  @RequiresScope('webhooks:manage')
   @ApiOperation({ summary: 'The tenant’s webhook endpoints and their delivery health (never the secrets).' })
   @ApiOkResponse({ type: WebhookListResponse })
   @ApiErrors(TENANT_ROUTE)
-  list(@Param('tenant') tenant: string): Promise<WebhookListResponse> {
-    return this.webhooks.list(tenant);
+  async list(@Param('tenant') tenantId: string): Promise<WebhookListResponse> {
+    return { webhooks: await this.store.listEndpoints(tenantId) };
   }
 
   @Get(':id')
-  @RequiresScope('webhooks:manage')
   @ApiOperation({ summary: 'One endpoint: events, failures, and whether (and why) it was disabled.' })
   @ApiOkResponse({ type: WebhookResponse })
   @ApiErrors(TENANT_ROUTE, WEBHOOK_ENDPOINT_NOT_FOUND, notAUuid('GET', '/v1/tenants/acme/webhooks/123'))
-  get(@Param('tenant') tenant: string, @Param('id', uuid()) id: string): Promise<WebhookResponse> {
-    return this.webhooks.get(tenant, id);
+  get(@Param('tenant') tenantId: string, @Param('id', uuid()) id: string): Promise<WebhookResponse> {
+    return this.require(tenantId, id);
   }
 
   @Delete(':id')
-  @RequiresScope('webhooks:manage')
   @HttpCode(204)
   @ApiOperation({ summary: 'Delete an endpoint; its pending events are not delivered.' })
   @ApiNoContentResponse()
   @ApiErrors(TENANT_ROUTE, WEBHOOK_ENDPOINT_NOT_FOUND, notAUuid('DELETE', '/v1/tenants/acme/webhooks/123'))
-  remove(@Param('tenant') tenant: string, @Param('id', uuid()) id: string): Promise<void> {
-    return this.webhooks.remove(tenant, id);
+  async remove(@Param('tenant') tenantId: string, @Param('id', uuid()) id: string): Promise<void> {
+    if (!(await this.store.deleteEndpoint(tenantId, id))) throw notFound(id);
+    await this.audit.recordCommitted('webhook_endpoint.deleted', {
+      tenantId,
+      target: { type: 'webhook_endpoint', id },
+    });
   }
 
   @Post(':id/enable')
-  @RequiresScope('webhooks:manage')
   @HttpCode(200)
   @ApiOperation({
     summary: 'Enable a disabled endpoint again (its failure record cleared); replay what it missed.',
@@ -122,12 +179,17 @@ export class TenantWebhooksController {
     WEBHOOK_ENDPOINT_NOT_FOUND,
     notAUuid('POST', '/v1/tenants/acme/webhooks/123/enable'),
   )
-  enable(@Param('tenant') tenant: string, @Param('id', uuid()) id: string): Promise<WebhookResponse> {
-    return this.webhooks.enable(tenant, id);
+  async enable(@Param('tenant') tenantId: string, @Param('id', uuid()) id: string): Promise<WebhookResponse> {
+    const row = await this.store.enableEndpoint(tenantId, id);
+    if (!row) throw notFound(id);
+    await this.audit.recordCommitted('webhook_endpoint.enabled', {
+      tenantId,
+      target: { type: 'webhook_endpoint', id },
+    });
+    return row;
   }
 
   @Get(':id/deliveries')
-  @RequiresScope('webhooks:manage')
   @ApiOperation({
     summary:
       'The endpoint’s recent events, newest first: id (= webhook-id), type, status, attempts, last answer.',
@@ -139,16 +201,16 @@ export class TenantWebhooksController {
     WEBHOOK_ENDPOINT_NOT_FOUND,
     notAUuid('GET', '/v1/tenants/acme/webhooks/123/deliveries'),
   )
-  deliveries(
-    @Param('tenant') tenant: string,
+  async deliveries(
+    @Param('tenant') tenantId: string,
     @Param('id', uuid()) id: string,
     @Query() query: ListDeliveriesDto,
   ): Promise<DeliveryListResponse> {
-    return this.webhooks.deliveries(tenant, id, query.limit ?? 50, query.status);
+    await this.require(tenantId, id);
+    return { deliveries: await this.store.listDeliveries(id, query.limit ?? 50, query.status) };
   }
 
   @Post(':id/deliveries/:eventId/replay')
-  @RequiresScope('webhooks:manage')
   @HttpCode(202)
   @ApiOperation({ summary: 'Queue one event again, due now, with the same webhook-id.' })
   @ApiAcceptedResponse({ type: DeliveryResponse })
@@ -170,11 +232,70 @@ export class TenantWebhooksController {
       when: 'the endpoint is disabled',
     },
   )
-  replay(
-    @Param('tenant') tenant: string,
+  async replay(
+    @Param('tenant') tenantId: string,
     @Param('id', uuid()) id: string,
     @Param('eventId', uuid()) eventId: string,
   ): Promise<DeliveryResponse> {
-    return this.webhooks.replay(tenant, id, eventId);
+    const endpoint = await this.require(tenantId, id);
+    if (endpoint.disabled_at) {
+      throw new TenantWebhookError(
+        HttpStatus.CONFLICT,
+        'webhook_endpoint_disabled',
+        'The endpoint is disabled; enable it first (POST …/webhooks/{id}/enable).',
+      );
+    }
+    const row = await this.store.replay(id, eventId);
+    if (!row) {
+      throw new TenantWebhookError(
+        HttpStatus.NOT_FOUND,
+        'webhook_delivery_not_found',
+        `The endpoint has no event ${JSON.stringify(eventId)} (delivered and failed events are kept 30 days).`,
+      );
+    }
+    await this.audit.recordCommitted('webhook_event.replayed', {
+      tenantId,
+      target: { type: 'webhook_event', id: eventId },
+      details: { endpoint_id: id, type: row.type },
+    });
+    this.worker.nudge();
+    return row;
   }
+
+  private async require(tenantId: string, id: string): Promise<WebhookResponse> {
+    const row = await this.store.findEndpoint(tenantId, id);
+    if (!row) throw notFound(id);
+    return row;
+  }
+
+  /**
+   * The SSRF rule at registration: an internal address (an IP literal, `localhost`, or a name resolving to one) is
+   * refused, naming `url`. A name that does not resolve now is accepted: every delivery resolves and checks again.
+   */
+  private async checkTarget(url: string): Promise<void> {
+    if (this.config.allowPrivateTargets) return;
+    try {
+      // An unref'd timer: it never holds the process, and settles a race already won.
+      const timeout = sleep(REGISTRATION_DNS_TIMEOUT_MS, undefined, { ref: false });
+      await Promise.race([resolveChecked(hostOf(new URL(url)), false), timeout]);
+    } catch (error) {
+      if (!isForbiddenTargetError(error)) return; // a DNS failure: accepted (checked again at each delivery)
+      throw new ValidationFailedError([
+        {
+          field: 'url',
+          reason:
+            'url must not point at a loopback, private, link-local, CGNAT, multicast or unspecified address ' +
+            `(${error.message})`,
+        },
+      ]);
+    }
+  }
+}
+
+function notFound(id: string): TenantWebhookError {
+  return new TenantWebhookError(
+    HttpStatus.NOT_FOUND,
+    'webhook_endpoint_not_found',
+    `No webhook endpoint ${JSON.stringify(id)} for this tenant.`,
+  );
 }

@@ -3,7 +3,6 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { MetricsModule } from '../metrics/metrics.module';
 import { VaultModule } from '../token-vault/vault.module';
 import { TenantWebhooksController } from './tenant-webhooks.controller';
-import { TenantWebhooksService } from './tenant-webhooks.service';
 import { WebhookSender } from './webhook.sender';
 import { WebhookStore } from './webhook.store';
 import { Retention } from '../retention/retention';
@@ -16,8 +15,8 @@ import { OUTBOX_KEPT_DAYS, WebhookWorker } from './webhook.worker';
 @Module({
   imports: [ScheduleModule.forRoot(), MetricsModule, VaultModule],
   controllers: [TenantWebhooksController],
-  providers: [TenantWebhooksService, WebhookStore, WebhookSender, WebhookWorker],
-  exports: [TenantWebhooksService, WebhookWorker],
+  providers: [WebhookStore, WebhookSender, WebhookWorker],
+  exports: [WebhookStore, WebhookWorker],
 })
 export class TenantWebhooksModule {
   constructor(retention: Retention, store: WebhookStore) {

@@ -3,44 +3,21 @@ import type { InFlightCounts } from '../common/claim-loop';
 import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
 import { Vault, WEBHOOK_SECRET } from '../token-vault/vault.service';
+import type { DeliveryResponse, WebhookResponse } from './dto/webhook.dto';
 import type { TenantEvent } from './webhook-events';
-
-export interface EndpointRow {
-  id: string;
-  tenant_id: string;
-  url: string;
-  events: string[];
-  secret_enc: string;
-  created_at: Date;
-  consecutive_failures: number;
-  failing_since: Date | null;
-  last_success_at: Date | null;
-  last_failure_at: Date | null;
-  last_error: string | null;
-  disabled_at: Date | null;
-  disabled_reason: string | null;
-}
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 
-export interface DeliveryRow {
+/** A claimed outbox row, with what its delivery needs. `attempts` is the claim's fence. */
+export interface ClaimedDelivery {
   id: string;
   endpoint_id: string;
-  event_type: string;
-  status: DeliveryStatus;
+  tenant_id: string;
+  payload: TenantEvent;
   attempts: number;
-  next_attempt_at: Date;
-  queued_at: Date;
-  last_attempt_at: Date | null;
-  last_status_code: number | null;
-  last_error: string | null;
-  delivered_at: Date | null;
-  created_at: Date;
+  url: string;
+  secret_enc: string;
 }
-
-/** A claimed outbox row, with what its delivery needs. `attempts` is the claim's fence. */
-export type ClaimedDelivery = Pick<DeliveryRow, 'id' | 'endpoint_id' | 'event_type' | 'attempts'> &
-  Pick<EndpointRow, 'tenant_id' | 'url' | 'secret_enc'> & { payload: TenantEvent };
 
 /** An endpoint in trouble, for the ops dashboard. */
 export interface FailingEndpoint {
@@ -55,10 +32,13 @@ export interface FailingEndpoint {
   disabled_reason: string | null;
 }
 
-const ENDPOINT_COLUMNS = `id, tenant_id, url, events, secret_enc, created_at, consecutive_failures, failing_since,
-  last_success_at, last_failure_at, last_error, disabled_at, disabled_reason`;
-const DELIVERY_COLUMNS = `id, endpoint_id, event_type, status, attempts, next_attempt_at, queued_at, last_attempt_at,
-  last_status_code, last_error, delivered_at, created_at`;
+/** An endpoint as the API shows it (WebhookResponse). */
+const ENDPOINT = `id, url, events,
+  CASE WHEN disabled_at IS NOT NULL THEN 'disabled' WHEN failing_since IS NOT NULL THEN 'failing' ELSE 'active' END AS status,
+  created_at, consecutive_failures, failing_since, last_success_at, last_failure_at, last_error, disabled_at, disabled_reason`;
+/** An outbox row as the API shows it (DeliveryResponse): `next_attempt_at` only while pending. */
+const DELIVERY = `id, event_type AS type, status, attempts, last_status_code, last_error,
+  CASE WHEN status = 'pending' THEN next_attempt_at END AS next_attempt_at, last_attempt_at, delivered_at, created_at`;
 
 /**
  * The outbox's one INSERT, run alone (`enqueueEvents`) or embedded as a CTE in a state change's statement: each event
@@ -113,17 +93,17 @@ export class WebhookStore {
   async insertEndpoint(
     row: { id: string; tenant_id: string; url: string; events: string[]; secret: string },
     max: number,
-  ): Promise<EndpointRow | null> {
+  ): Promise<WebhookResponse | null> {
     const secretEnc = this.vault.seal(WEBHOOK_SECRET, row.id, row.secret);
     return this.db.transaction(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(hashtext('rg_webhook_endpoints'), hashtext($1))`, [
         row.tenant_id,
       ]);
-      const { rows } = await tx.query<EndpointRow>(
+      const { rows } = await tx.query<WebhookResponse>(
         `INSERT INTO webhook_endpoints (id, tenant_id, url, events, secret_enc)
          SELECT $1::uuid, $2::varchar, $3::varchar, $4::text[], $5::text
           WHERE (SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $2::varchar) < $6::int
-         RETURNING ${ENDPOINT_COLUMNS}`,
+         RETURNING ${ENDPOINT}`,
         [row.id, row.tenant_id, row.url, row.events, secretEnc, max],
       );
       return rows[0] ?? null;
@@ -135,17 +115,17 @@ export class WebhookStore {
     return this.vault.open(WEBHOOK_SECRET, row.endpoint_id, row.secret_enc);
   }
 
-  async listEndpoints(tenantId: string): Promise<EndpointRow[]> {
-    const { rows } = await this.db.main.query<EndpointRow>(
-      `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY created_at, id`,
+  async listEndpoints(tenantId: string): Promise<WebhookResponse[]> {
+    const { rows } = await this.db.main.query<WebhookResponse>(
+      `SELECT ${ENDPOINT} FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY created_at, id`,
       [tenantId],
     );
     return rows;
   }
 
-  async findEndpoint(tenantId: string, id: string): Promise<EndpointRow | null> {
-    const { rows } = await this.db.main.query<EndpointRow>(
-      `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`,
+  async findEndpoint(tenantId: string, id: string): Promise<WebhookResponse | null> {
+    const { rows } = await this.db.main.query<WebhookResponse>(
+      `SELECT ${ENDPOINT} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`,
       [tenantId, id],
     );
     return rows[0] ?? null;
@@ -161,20 +141,24 @@ export class WebhookStore {
   }
 
   /** Enables a disabled endpoint again, its failure record cleared. Returns the row, or null when unknown. */
-  async enableEndpoint(tenantId: string, id: string): Promise<EndpointRow | null> {
-    const { rows } = await this.db.main.query<EndpointRow>(
+  async enableEndpoint(tenantId: string, id: string): Promise<WebhookResponse | null> {
+    const { rows } = await this.db.main.query<WebhookResponse>(
       `UPDATE webhook_endpoints
           SET disabled_at = NULL, disabled_reason = NULL, consecutive_failures = 0, failing_since = NULL
         WHERE tenant_id = $1 AND id = $2
-        RETURNING ${ENDPOINT_COLUMNS}`,
+        RETURNING ${ENDPOINT}`,
       [tenantId, id],
     );
     return rows[0] ?? null;
   }
 
-  async listDeliveries(endpointId: string, limit: number, status?: DeliveryStatus): Promise<DeliveryRow[]> {
-    const { rows } = await this.db.main.query<DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM webhook_outbox
+  async listDeliveries(
+    endpointId: string,
+    limit: number,
+    status?: DeliveryStatus,
+  ): Promise<DeliveryResponse[]> {
+    const { rows } = await this.db.main.query<DeliveryResponse>(
+      `SELECT ${DELIVERY} FROM webhook_outbox
         WHERE endpoint_id = $1 AND ($3::text IS NULL OR status = $3)
         ORDER BY created_at DESC, id LIMIT $2`,
       [endpointId, limit, status ?? null],
@@ -183,11 +167,11 @@ export class WebhookStore {
   }
 
   /** Queues an event again, due now, with the same id (`webhook-id`) and a new give-up window. */
-  async replay(endpointId: string, eventId: string): Promise<DeliveryRow | null> {
-    const { rows } = await this.db.main.query<DeliveryRow>(
+  async replay(endpointId: string, eventId: string): Promise<DeliveryResponse | null> {
+    const { rows } = await this.db.main.query<DeliveryResponse>(
       `UPDATE webhook_outbox SET status = 'pending', next_attempt_at = now(), queued_at = now(), delivered_at = NULL
         WHERE endpoint_id = $1 AND id = $2
-        RETURNING ${DELIVERY_COLUMNS}`,
+        RETURNING ${DELIVERY}`,
       [endpointId, eventId],
     );
     return rows[0] ?? null;
@@ -228,7 +212,7 @@ export class WebhookStore {
                     next_attempt_at = now() + make_interval(secs => $7::float8 / 1000)
                FROM due, webhook_endpoints e
               WHERE o.id = due.id AND e.id = o.endpoint_id AND e.disabled_at IS NULL
-              RETURNING o.id, o.endpoint_id, o.tenant_id, o.event_type, o.payload, o.attempts, e.url, e.secret_enc`,
+              RETURNING o.id, o.endpoint_id, o.tenant_id, o.payload, o.attempts, e.url, e.secret_enc`,
       values: [
         limit,
         busyIds,

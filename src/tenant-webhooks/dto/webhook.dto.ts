@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { PageQueryDto } from '../../common/page-query.dto';
+import { isBrowserUrl } from '../../common/url';
 import {
   ArrayMaxSize,
   ArrayNotEmpty,
@@ -20,19 +21,9 @@ import { ALL_EVENTS, MAX_URL_LENGTH, WEBHOOK_EVENT_TYPES } from '../webhook-even
 @ValidatorConstraint({ name: 'webhookUrl' })
 export class WebhookUrl implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
-    if (typeof value !== 'string') return false;
-    try {
-      const url = new URL(value);
-      return (
-        (url.protocol === 'https:' || url.protocol === 'http:') &&
-        !url.username &&
-        !url.password &&
-        !url.hash &&
-        url.hostname !== ''
-      );
-    } catch {
-      return false;
-    }
+    if (!isBrowserUrl(value)) return false;
+    const url = new URL(value as string);
+    return !url.username && !url.password && !url.hash;
   }
   defaultMessage(args: ValidationArguments): string {
     return `${args.property} must be an absolute https (or http) URL without credentials or fragment`;
@@ -87,26 +78,23 @@ export class WebhookResponse {
   @ApiProperty() url: string;
   @ApiProperty({ type: [String] }) events: string[];
   @ApiProperty({ enum: ['active', 'failing', 'disabled'] }) status: string;
-  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ format: 'date-time', type: String }) created_at: Date;
   @ApiProperty({ description: 'Failed attempts since the last success.' }) consecutive_failures: number;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) failing_since: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_success_at: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_failure_at: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) failing_since: Date | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_success_at: Date | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_failure_at: Date | null;
   @ApiProperty({ nullable: true, type: String }) last_error: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) disabled_at: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) disabled_at: Date | null;
   @ApiProperty({ nullable: true, type: String }) disabled_reason: string | null;
 }
 
-export class CreatedWebhookResponse {
-  @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty() url: string;
-  @ApiProperty({ type: [String] }) events: string[];
+export class CreatedWebhookResponse extends PickType(WebhookResponse, ['id', 'url', 'events'] as const) {
   @ApiProperty({
     example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
     description: 'The signing secret (Standard Webhooks format). Shown in this response only.',
   })
   secret: string;
-  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ format: 'date-time', type: String }) created_at: Date;
 }
 
 export class WebhookListResponse {
@@ -122,10 +110,10 @@ export class DeliveryResponse {
   @ApiProperty({ nullable: true, type: Number }) last_status_code: number | null;
   @ApiProperty({ nullable: true, type: String }) last_error: string | null;
   @ApiProperty({ format: 'date-time', nullable: true, type: String, description: 'While pending.' })
-  next_attempt_at: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_attempt_at: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) delivered_at: string | null;
-  @ApiProperty({ format: 'date-time' }) created_at: string;
+  next_attempt_at: Date | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) last_attempt_at: Date | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) delivered_at: Date | null;
+  @ApiProperty({ format: 'date-time', type: String }) created_at: Date;
 }
 
 export class DeliveryListResponse {
