@@ -8,17 +8,15 @@ import { MetricsService } from '../metrics/metrics.service';
 import { DispatchStore } from '../reward-dispatch/dispatch.store';
 import { WebhookKey, WebhookKeyStore } from './webhook-key.store';
 import { WebhookSignatureInvalidError } from './delivery-webhooks.errors';
-import { deliveryWebhookBody } from './webhook-body';
+import { deliveryWebhookBody, servedEnvironment } from './webhook-body';
+import { deliveryOutcome } from './delivery-reconciler';
 import { WebhookEventStore } from './webhook-event.store';
 import { parseSignature, signatureMatches, signedForms } from './webhook-signature';
 
 export type WebhookOutcome = 'applied' | 'duplicate' | 'ignored';
 
-/** The events that carry a reward's delivery outcome, and the state each one means. */
-const DELIVERY_EVENTS: Record<string, { state: 'delivered' | 'delivery_failed'; status: string }> = {
-  'REWARDS.DELIVERY.SUCCEEDED': { state: 'delivered', status: 'SUCCEEDED' },
-  'REWARDS.DELIVERY.FAILED': { state: 'delivery_failed', status: 'FAILED' },
-};
+/** The events that carry a reward's delivery outcome: the status they mean, as a read of the reward reports it. */
+const DELIVERY_EVENT = /^REWARDS\.DELIVERY\.(SUCCEEDED|FAILED)$/;
 
 /** Keys of this many distinct webhooks are tried when an event's URL names no usable registration. */
 export const FALLBACK_KEYS = 10;
@@ -33,7 +31,6 @@ const REGISTRATION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 const EVENT_UUID = /^[A-Za-z0-9-]{1,100}$/;
 const EVENT_NAME = /^[A-Za-z0-9_.]{1,64}$/;
 const RESOURCE_ID = /^[A-Za-z0-9_-]{1,64}$/;
-const FAILURE_REASON = /^[A-Za-z0-9_.-]{1,100}$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
@@ -78,9 +75,7 @@ export class DeliveryWebhookIntake {
     signature: string | string[] | undefined,
     raw: Buffer | undefined,
   ): Promise<{ received: true; outcome: WebhookOutcome }> {
-    const env = environment as RewardsEnvironment;
-    if (!this.environments[env] || (env !== 'sandbox' && env !== 'production'))
-      throw new CommonError(404, 'not_found', 'No rewards environment of that name sends webhooks here.');
+    const env = servedEnvironment(this.environments, environment);
     const provided = parseSignature(signature);
     if (!provided) return this.badSignature();
     if (!raw) throw new CommonError(400, 'invalid_json', 'The webhook has no body.');
@@ -146,8 +141,8 @@ export class DeliveryWebhookIntake {
     if (await this.events.seen(uuid)) return 'duplicate';
 
     let applied = false;
-    const meaning = Object.hasOwn(DELIVERY_EVENTS, name) ? DELIVERY_EVENTS[name] : undefined;
-    if (!meaning) {
+    const status = DELIVERY_EVENT.exec(name)?.[1];
+    if (!status) {
       this.once('unknown_event', name, 'a webhook event the gateway does not act on: ignored');
     } else {
       const payload = isObject(event.payload) ? event.payload : {};
@@ -157,18 +152,13 @@ export class DeliveryWebhookIntake {
       if (!rewardId || (resource.type !== undefined && resource.type !== 'rewards')) {
         this.once('malformed', name, 'a delivery event without a reward id: ignored');
       } else {
-        const reason =
-          meaning.state === 'delivery_failed' &&
-          typeof meta.failure_reason === 'string' &&
-          FAILURE_REASON.test(meta.failure_reason)
-            ? meta.failure_reason
-            : null;
+        const outcome = deliveryOutcome(
+          { delivery: { status, failure_reason: meta.failure_reason } },
+          this.clock.now(),
+        );
         const created = typeof event.created_utc === 'string' ? Date.parse(event.created_utc) : NaN;
-        applied = await this.apply(env, key, rewardId, {
-          ...meaning,
-          reason,
-          eventAt: new Date(Number.isFinite(created) ? created : this.clock.now()),
-        });
+        if (Number.isFinite(created)) outcome.eventAt = new Date(created);
+        applied = await this.apply(env, key, rewardId, outcome);
         if (!applied)
           this.once(
             'no_change',
@@ -190,7 +180,7 @@ export class DeliveryWebhookIntake {
     env: RewardsEnvironment,
     key: WebhookKey,
     rewardId: string,
-    outcome: { state: 'delivered' | 'delivery_failed'; status: string; reason: string | null; eventAt: Date },
+    outcome: ReturnType<typeof deliveryOutcome>,
   ): Promise<boolean> {
     const cacheKey = `${env}/${key.webhookId}`;
     const cached = this.webhookConnections.get(cacheKey)?.value;

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import typeis from 'type-is';
 import { CommonError } from '../common/app-error';
 import { closeAfterAnswer } from '../common/close-after-answer';
-import { readCapped } from '../common/json-body';
+import { readCapped, refuseCompressed } from '../common/json-body';
 import type { RewardsConfig, RewardsEnvironment } from '../config/app-config';
 import { REWARDS_ENVIRONMENTS } from '../config/app-config';
 import { WebhookSignatureInvalidError } from './delivery-webhooks.errors';
@@ -27,46 +27,28 @@ export function deliveryWebhookBody(
   environments: RewardsConfig,
   onBadSignature: () => void,
 ): (req: IncomingMessage, res: ServerResponse) => Promise<Buffer | undefined> {
-  return (req, res) => {
-    if (req.method !== 'POST') return Promise.resolve(undefined);
-    const refuse = (error: Error) => {
-      closeAfterAnswer(req, res); // do not read what will be refused
-      return Promise.reject(error);
-    };
-    const environment = /^\/webhooks\/rewards\/([a-z]+)\/?(?:\?|$)/i.exec(req.url ?? '')?.[1];
-    if (
-      !environment ||
-      !REWARDS_ENVIRONMENTS.includes(environment as RewardsEnvironment) ||
-      !environments[environment as RewardsEnvironment]
-    ) {
-      return refuse(
-        new CommonError(404, 'not_found', 'No rewards environment of that name sends webhooks here.'),
-      );
-    }
-    if (!parseSignature(req.headers[SIGNATURE_HEADER])) {
-      onBadSignature();
-      return refuse(new WebhookSignatureInvalidError());
-    }
-    const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
-    if (encoding !== 'identity') {
-      return refuse(
-        new CommonError(415, 'unsupported_media_type', 'Compressed webhook bodies are not accepted.', [
-          { field: 'Content-Encoding', reason: `${encoding} is not accepted` },
-        ]),
-      );
-    }
-    const length = req.headers['content-length'];
-    const chunked = req.headers['transfer-encoding'] !== undefined;
-    if ((length === undefined || length === '0') && !chunked) {
-      return refuse(
-        new CommonError(400, 'invalid_json', 'The webhook has no body.', [
+  const tooLarge = () =>
+    new CommonError(
+      413,
+      'payload_too_large',
+      `The webhook body is larger than ${MAX_WEBHOOK_BODY_BYTES / 1024} KiB.`,
+    );
+  return async (req, res) => {
+    if (req.method !== 'POST') return undefined;
+    try {
+      servedEnvironment(environments, /^\/webhooks\/rewards\/([a-z]+)\/?(?:\?|$)/i.exec(req.url ?? '')?.[1]);
+      if (!parseSignature(req.headers[SIGNATURE_HEADER])) {
+        onBadSignature();
+        throw new WebhookSignatureInvalidError();
+      }
+      refuseCompressed(req, 'Compressed webhook bodies are not accepted.');
+      const length = req.headers['content-length'];
+      if ((length === undefined || length === '0') && req.headers['transfer-encoding'] === undefined)
+        throw new CommonError(400, 'invalid_json', 'The webhook has no body.', [
           { field: 'body', reason: 'empty' },
-        ]),
-      );
-    }
-    if (!typeis(req, ['application/json'])) {
-      return refuse(
-        new CommonError(
+        ]);
+      if (!typeis(req, ['application/json'])) {
+        throw new CommonError(
           415,
           'unsupported_media_type',
           'Webhook bodies are JSON ("Content-Type: application/json").',
@@ -76,15 +58,19 @@ export function deliveryWebhookBody(
               reason: `${req.headers['content-type'] ?? 'missing'} is not application/json`,
             },
           ],
-        ),
-      );
+        );
+      }
+      return await readCapped(req, res, MAX_WEBHOOK_BODY_BYTES, tooLarge);
+    } catch (error) {
+      closeAfterAnswer(req, res); // do not read what will be refused
+      throw error;
     }
-    const tooLarge = () =>
-      new CommonError(
-        413,
-        'payload_too_large',
-        `The webhook body is larger than ${MAX_WEBHOOK_BODY_BYTES / 1024} KiB.`,
-      );
-    return readCapped(req, res, MAX_WEBHOOK_BODY_BYTES, tooLarge).catch(refuse);
   };
+}
+
+/** `name` when it is an environment this gateway serves; else our 404. */
+export function servedEnvironment(environments: RewardsConfig, name: string | undefined): RewardsEnvironment {
+  const environment = name as RewardsEnvironment;
+  if (REWARDS_ENVIRONMENTS.includes(environment) && environments[environment]) return environment;
+  throw new CommonError(404, 'not_found', 'No rewards environment of that name sends webhooks here.');
 }

@@ -1,12 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
+import type { WebhookKey } from './webhook-key.store';
 
 /** The header the rewards service signs its webhook requests with (spec §3), as Node lower-cases it. */
 export const SIGNATURE_HEADER = 'tremendous-webhook-signature';
-
-/** What can compute the HMAC a signature is checked against (a WebhookKey: the key itself is never handed out). */
-export interface Signer {
-  hmac(data: string | Buffer): Buffer;
-}
 
 const HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
 
@@ -39,10 +35,10 @@ export function signedForms(raw: Buffer, parsed: unknown): Buffer[] {
 }
 
 /** True when `provided` is the key's HMAC of one of `forms`; compared in constant time on equal-length buffers. */
-export function signatureMatches(provided: Buffer, signer: Signer, forms: Buffer[]): boolean {
+export function signatureMatches(provided: Buffer, key: Pick<WebhookKey, 'hmac'>, forms: Buffer[]): boolean {
   let ok = false;
   for (const form of forms) {
-    const expected = signer.hmac(form);
+    const expected = key.hmac(form);
     // Every form is checked (no early exit): the time does not tell which one matched.
     if (expected.length === provided.length && timingSafeEqual(expected, provided)) ok = true;
   }

@@ -8,19 +8,27 @@ import type { LookupAddress } from 'node:dns';
  * addresses the connection then uses (`pinnedLookup`): no DNS rebinding between the check and the connect.
  */
 const blocked = new BlockList();
-// IPv4
-blocked.addSubnet('0.0.0.0', 8, 'ipv4'); // "this network", includes the unspecified 0.0.0.0
-blocked.addSubnet('10.0.0.0', 8, 'ipv4'); // RFC 1918
-blocked.addSubnet('100.64.0.0', 10, 'ipv4'); // CGNAT, RFC 6598
-blocked.addSubnet('127.0.0.0', 8, 'ipv4'); // loopback
-blocked.addSubnet('169.254.0.0', 16, 'ipv4'); // link-local (cloud metadata: 169.254.169.254)
-blocked.addSubnet('172.16.0.0', 12, 'ipv4'); // RFC 1918
-blocked.addSubnet('192.0.0.0', 24, 'ipv4'); // IETF protocol assignments
-blocked.addSubnet('192.168.0.0', 16, 'ipv4'); // RFC 1918
-blocked.addSubnet('198.18.0.0', 15, 'ipv4'); // benchmarking
-blocked.addSubnet('224.0.0.0', 4, 'ipv4'); // multicast
-blocked.addSubnet('240.0.0.0', 4, 'ipv4'); // reserved, and the broadcast 255.255.255.255
-// IPv6
+/**
+ * [network, prefix]: refused as IPv4, as IPv4-mapped IPv6 (`::ffff:a.b.c.d`, which BlockList matches by itself) and
+ * as NAT64 (`64:ff9b::/96`).
+ */
+const IPV4: [string, number][] = [
+  ['0.0.0.0', 8], // "this network", includes the unspecified 0.0.0.0
+  ['10.0.0.0', 8], // RFC 1918
+  ['100.64.0.0', 10], // CGNAT, RFC 6598
+  ['127.0.0.0', 8], // loopback
+  ['169.254.0.0', 16], // link-local (cloud metadata: 169.254.169.254)
+  ['172.16.0.0', 12], // RFC 1918
+  ['192.0.0.0', 24], // IETF protocol assignments
+  ['192.168.0.0', 16], // RFC 1918
+  ['198.18.0.0', 15], // benchmarking
+  ['224.0.0.0', 4], // multicast
+  ['240.0.0.0', 4], // reserved, and the broadcast 255.255.255.255
+];
+for (const [network, prefix] of IPV4) {
+  blocked.addSubnet(network, prefix, 'ipv4');
+  blocked.addSubnet(`64:ff9b::${network}`, 96 + prefix, 'ipv6');
+}
 blocked.addAddress('::', 'ipv6'); // unspecified
 blocked.addAddress('::1', 'ipv6'); // loopback
 blocked.addSubnet('fc00::', 7, 'ipv6'); // unique local
@@ -28,30 +36,10 @@ blocked.addSubnet('fe80::', 10, 'ipv6'); // link-local
 blocked.addSubnet('fec0::', 10, 'ipv6'); // site-local (deprecated)
 blocked.addSubnet('ff00::', 8, 'ipv6'); // multicast
 
-/** The IPv4 address an IPv6 address carries (IPv4-mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`), if any. */
-function embeddedIpv4(address: string): string | null {
-  const lower = address.toLowerCase();
-  const mapped = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (mapped) return mapped[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex) {
-    const hi = parseInt(hex[1], 16);
-    const lo = parseInt(hex[2], 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  }
-  return null;
-}
-
-/** True when an IP address (v4 or v6) is in a refused range: loopback, private, link-local, CGNAT, multicast, … */
+/** True when an IP address (v4 or v6) is in a refused range; anything that is not an IP address is refused too. */
 export function isForbiddenAddress(address: string): boolean {
   const family = isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family === 6) {
-    const v4 = embeddedIpv4(address);
-    if (v4 !== null) return blocked.check(v4, 'ipv4');
-    return blocked.check(address, 'ipv6');
-  }
-  return true; // not an IP address at all: refuse rather than guess
+  return family === 0 || blocked.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
 /** Raised when a target is refused; its `code` lets the sender tell it from a network error. */
