@@ -3,7 +3,6 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { MetricsModule } from '../metrics/metrics.module';
 import { VaultModule } from '../token-vault/vault.module';
 import { TenantWebhooksController } from './tenant-webhooks.controller';
-import { WebhookSender } from './webhook.sender';
 import { WebhookStore } from './webhook.store';
 import { Retention } from '../retention/retention';
 import { OUTBOX_KEPT_DAYS, WebhookWorker } from './webhook.worker';
@@ -15,7 +14,7 @@ import { OUTBOX_KEPT_DAYS, WebhookWorker } from './webhook.worker';
 @Module({
   imports: [ScheduleModule.forRoot(), MetricsModule, VaultModule],
   controllers: [TenantWebhooksController],
-  providers: [WebhookStore, WebhookSender, WebhookWorker],
+  providers: [WebhookStore, WebhookWorker],
   exports: [WebhookStore, WebhookWorker],
 })
 export class TenantWebhooksModule {

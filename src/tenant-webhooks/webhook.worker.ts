@@ -1,5 +1,8 @@
+import { isIP } from 'node:net';
 import { Injectable } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { Webhook } from 'standardwebhooks';
+import { Agent, request } from 'undici';
 import type { TenantWebhooksConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { type Claimed, InFlightCounts, LoopWorker } from '../common/claim-loop';
@@ -8,7 +11,7 @@ import { rootSpan } from '../common/tracing';
 import { trace } from '@opentelemetry/api';
 import { MetricsService } from '../metrics/metrics.service';
 import { retryDelayMs } from './webhook-events';
-import { type AttemptOutcome, bodyOf, WebhookSender } from './webhook.sender';
+import { hostOf, isForbiddenTargetError, pinnedLookup, resolveChecked } from './target-guard';
 import { type ClaimedDelivery, WebhookStore } from './webhook.store';
 
 /** Deliveries in flight per endpoint on one instance. */
@@ -17,6 +20,21 @@ export const PER_ENDPOINT_IN_FLIGHT = 4;
 export const OUTBOX_KEPT_DAYS = 30;
 const GAUGE_EVERY_MS = 15_000;
 const UNDECRYPTABLE = 'the signing secret cannot be decrypted with VAULT_KEYS; not sent';
+/** The most of a receiver's answer that is read (and then ignored). */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/** `kind`, for metrics: `http_error` is any non-2xx, 3xx included. */
+type FailureKind = 'http_error' | 'timeout' | 'network_error' | 'forbidden_target';
+type AttemptOutcome =
+  | { ok: true; statusCode: number }
+  | { ok: false; statusCode: number | null; kind: FailureKind; error: string };
+
+const failed = (kind: FailureKind, error: string, statusCode: number | null = null): AttemptOutcome => ({
+  ok: false,
+  statusCode,
+  kind,
+  error,
+});
 
 /**
  * Delivers the outbox on every instance: claims due rows (SKIP LOCKED) as a lease — a row whose sender died is due
@@ -31,16 +49,23 @@ export class WebhookWorker extends LoopWorker {
   private readonly secrets = new Map<string, { enc: string; secret: string }>();
   private depth = 0;
   private lastGauge = 0;
+  private readonly agent: Agent;
 
   constructor(
     @InjectConfig('webhooks') private readonly config: TenantWebhooksConfig,
     private readonly store: WebhookStore,
-    private readonly sender: WebhookSender,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
     scheduler: SchedulerRegistry,
   ) {
     super(scheduler, 'tenant-webhooks-worker', config.pollMs, 'webhook worker', config.concurrency);
+    this.agent = new Agent({
+      connect: { timeout: config.timeoutMs, lookup: pinnedLookup(() => config.allowPrivateTargets) as never },
+      headersTimeout: config.timeoutMs,
+      bodyTimeout: config.timeoutMs,
+      keepAliveTimeout: 4_000,
+      connections: 8,
+    });
     metrics.gauge(
       'rg_webhook_outbox_pending',
       'Tenant webhook events waiting for delivery (every endpoint; refreshed every 15 s by each instance).',
@@ -49,6 +74,11 @@ export class WebhookWorker extends LoopWorker {
         set({}, this.depth);
       },
     );
+  }
+
+  override async onModuleDestroy(): Promise<void> {
+    await super.onModuleDestroy();
+    await this.agent.destroy().catch(() => undefined);
   }
 
   protected async claim(free: number): Promise<Claimed> {
@@ -76,7 +106,7 @@ export class WebhookWorker extends LoopWorker {
   private async deliver(row: ClaimedDelivery): Promise<void> {
     const secret = this.secretOf(row);
     const outcome: AttemptOutcome = secret
-      ? await this.sender.send(row.url, row.id, secret, bodyOf(row.payload), new Date(this.clock.now()))
+      ? await this.send(row, secret, new Date(this.clock.now()))
       : { ok: false, statusCode: null, kind: 'network_error', error: UNDECRYPTABLE };
     // Never the URL, the body or the secret in the trace.
     trace.getActiveSpan()?.setAttributes({
@@ -105,6 +135,54 @@ export class WebhookWorker extends LoopWorker {
     }
   }
 
+  /**
+   * One delivery attempt: a signed POST (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`) of
+   * `{type, timestamp, data}`. The connection goes only to addresses checked by the SSRF guard after DNS resolution
+   * (the lookup is pinned to them); an IP literal is checked before connecting. No redirect is followed (a 3xx is a
+   * failure); the whole attempt is bounded by `WEBHOOK_TIMEOUT_MS`; at most 64 KiB of the answer is read, and ignored.
+   */
+  private async send(row: ClaimedDelivery, secret: string, now: Date): Promise<AttemptOutcome> {
+    const { type, timestamp, data } = row.payload;
+    const body = JSON.stringify({ type, timestamp, data });
+    const signature = new Webhook(secret).sign(row.id, now, body);
+    try {
+      const target = new URL(row.url);
+      // IP literals never reach a lookup: check them here (names are checked in the pinned lookup).
+      const host = hostOf(target);
+      if (isIP(host)) await resolveChecked(host, this.config.allowPrivateTargets);
+      const res = await request(target, {
+        method: 'POST',
+        dispatcher: this.agent,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'RewardsGateway-Webhooks/1',
+          'webhook-id': row.id,
+          'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+          'webhook-signature': signature,
+        },
+        body,
+        signal: AbortSignal.timeout(this.config.timeoutMs),
+      });
+      await drain(res.body);
+      const status = res.statusCode;
+      if (status >= 200 && status < 300) return { ok: true, statusCode: status };
+      const redirect = status >= 300 && status < 400 ? ' (a redirect; redirects are not followed)' : '';
+      return failed('http_error', `receiver answered ${status}${redirect}`, status);
+    } catch (error) {
+      if (isForbiddenTargetError(error)) return failed('forbidden_target', messageOf(error));
+      const { name, code } = (error ?? {}) as { name?: string; code?: string };
+      if (
+        name === 'TimeoutError' ||
+        name === 'AbortError' ||
+        /TIMEOUT/i.test(code ?? '') ||
+        /timeout/i.test(messageOf(error))
+      ) {
+        return failed('timeout', `no answer within ${this.config.timeoutMs} ms`);
+      }
+      return failed('network_error', messageOf(error));
+    }
+  }
+
   /** Null when VAULT_KEYS lost the secret's key: nothing can be signed; retried like a failed attempt. */
   private secretOf(row: ClaimedDelivery): string | null {
     const cached = this.secrets.get(row.endpoint_id);
@@ -129,4 +207,23 @@ export class WebhookWorker extends LoopWorker {
       this.depth = await this.store.pendingCount();
     }
   }
+}
+
+/** Reads at most MAX_RESPONSE_BYTES of the answer and drops the rest (the connection is then not reused). */
+async function drain(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<void> {
+  let read = 0;
+  for await (const chunk of body) {
+    read += chunk.length;
+    if (read > MAX_RESPONSE_BYTES) {
+      body.destroy();
+      return;
+    }
+  }
+}
+
+function messageOf(error: unknown): string {
+  const e = error as { message?: string; code?: string; cause?: { message?: string; code?: string } };
+  const own = e?.message || String(error);
+  const cause = e?.cause?.message && e.cause.message !== own ? `: ${e.cause.message}` : '';
+  return `${e?.code && !own.includes(e.code) ? `${e.code} ` : ''}${own}${cause}`.slice(0, 500);
 }
