@@ -8,7 +8,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { DispatchStore } from '../reward-dispatch/dispatch.store';
 import { WebhookKey, WebhookKeyStore } from './webhook-key.store';
 import { WebhookSignatureInvalidError } from './delivery-webhooks.errors';
-import { deliveryWebhookBody, servedEnvironment } from './webhook-body';
+import { deliveryWebhookBody, parseJson, servedEnvironment } from './webhook-body';
 import { deliveryOutcome } from './delivery-reconciler';
 import { WebhookEventStore } from './webhook-event.store';
 import { parseSignature, signatureMatches, signedForms } from './webhook-signature';
@@ -31,7 +31,6 @@ const REGISTRATION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 const EVENT_UUID = /^[A-Za-z0-9-]{1,100}$/;
 const EVENT_NAME = /^[A-Za-z0-9_.]{1,64}$/;
 const RESOURCE_ID = /^[A-Za-z0-9_-]{1,64}$/;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * The rewards service's delivery webhooks (`POST /webhooks/rewards/{environment}?account=<registration id>`):
@@ -209,15 +208,4 @@ export class DeliveryWebhookIntake {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** UTF-8 JSON, or our 400 (before any key is looked up: junk costs no query). */
-function parseJson(raw: Buffer): unknown {
-  try {
-    return JSON.parse(utf8.decode(raw));
-  } catch {
-    throw new CommonError(400, 'invalid_json', 'The webhook body is not valid JSON.', [
-      { field: 'body', reason: 'not valid UTF-8 JSON' },
-    ]);
-  }
 }

@@ -8,11 +8,12 @@ import {
   ApiQuery,
   ApiTags,
 } from '@nestjs/swagger';
-import { ApiErrors } from '../common/api-docs';
+import { ApiErrors, example } from '../common/api-docs';
 import { Public } from '../tenants/auth/auth.decorators';
 import type { WebhookOutcome } from './delivery-webhook.intake';
 import { DeliveryWebhookIntake } from './delivery-webhook.intake';
-import type { WebhookRequest } from './webhook-body';
+import { type WebhookRequest, notJson, notJsonType, notServed, tooLarge } from './webhook-body';
+import { WebhookSignatureInvalidError } from './delivery-webhooks.errors';
 import { SIGNATURE_HEADER } from './webhook-signature';
 
 /** Where the rewards service posts its webhooks: outside `/v1`, no API key — the signature is the authentication. */
@@ -61,39 +62,11 @@ export class DeliveryWebhooksController {
     schema: { type: 'object', example: { received: true, outcome: 'applied' } },
   })
   @ApiErrors(
-    {
-      status: 400,
-      code: 'invalid_json',
-      message: 'The webhook body is not valid JSON.',
-      details: [{ field: 'body', reason: 'not valid UTF-8 JSON' }],
-      when: 'the body does not parse, or is empty',
-    },
-    {
-      status: 401,
-      code: 'webhook_signature_invalid',
-      message:
-        'The Tremendous-Webhook-Signature header is missing or does not match the body; nothing was recorded.',
-      when: 'no signature, or one that matches no key the gateway holds',
-    },
-    {
-      status: 404,
-      code: 'not_found',
-      message: 'No rewards environment of that name sends webhooks here.',
-      when: 'an environment this gateway does not serve',
-    },
-    {
-      status: 413,
-      code: 'payload_too_large',
-      message: 'The webhook body is larger than 64 KiB.',
-      when: 'a body over 64 KiB',
-    },
-    {
-      status: 415,
-      code: 'unsupported_media_type',
-      message: 'Webhook bodies are JSON ("Content-Type: application/json").',
-      details: [{ field: 'Content-Type', reason: 'text/plain is not application/json' }],
-      when: 'a body that is not application/json (or compressed)',
-    },
+    example(notJson(), 'the body does not parse, or is empty'),
+    example(new WebhookSignatureInvalidError(), 'no signature, or one that matches no key the gateway holds'),
+    example(notServed(), 'an environment this gateway does not serve'),
+    example(tooLarge(), 'a body over 64 KiB'),
+    example(notJsonType('text/plain'), 'a body that is not application/json (or compressed)'),
   )
   receive(
     @Param('environment') environment: string,

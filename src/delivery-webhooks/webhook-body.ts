@@ -11,6 +11,7 @@ import { SIGNATURE_HEADER, parseSignature } from './webhook-signature';
 
 /** A delivery webhook is a few hundred bytes; anything above this is refused before more is read. */
 export const MAX_WEBHOOK_BODY_BYTES = 64 * 1024;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The request as the controller sees it: the raw body (the bytes the signature is over). */
 export type WebhookRequest = FastifyRequest & { body?: Buffer };
@@ -27,12 +28,6 @@ export function deliveryWebhookBody(
   environments: RewardsConfig,
   onBadSignature: () => void,
 ): (req: IncomingMessage, res: ServerResponse) => Promise<Buffer | undefined> {
-  const tooLarge = () =>
-    new CommonError(
-      413,
-      'payload_too_large',
-      `The webhook body is larger than ${MAX_WEBHOOK_BODY_BYTES / 1024} KiB.`,
-    );
   return async (req, res) => {
     if (req.method !== 'POST') return undefined;
     try {
@@ -47,19 +42,7 @@ export function deliveryWebhookBody(
         throw new CommonError(400, 'invalid_json', 'The webhook has no body.', [
           { field: 'body', reason: 'empty' },
         ]);
-      if (!typeis(req, ['application/json'])) {
-        throw new CommonError(
-          415,
-          'unsupported_media_type',
-          'Webhook bodies are JSON ("Content-Type: application/json").',
-          [
-            {
-              field: 'Content-Type',
-              reason: `${req.headers['content-type'] ?? 'missing'} is not application/json`,
-            },
-          ],
-        );
-      }
+      if (!typeis(req, ['application/json'])) throw notJsonType(req.headers['content-type']);
       return await readCapped(req, res, MAX_WEBHOOK_BODY_BYTES, tooLarge);
     } catch (error) {
       closeAfterAnswer(req, res); // do not read what will be refused
@@ -72,5 +55,34 @@ export function deliveryWebhookBody(
 export function servedEnvironment(environments: RewardsConfig, name: string | undefined): RewardsEnvironment {
   const environment = name as RewardsEnvironment;
   if (REWARDS_ENVIRONMENTS.includes(environment) && environments[environment]) return environment;
-  throw new CommonError(404, 'not_found', 'No rewards environment of that name sends webhooks here.');
+  throw notServed();
 }
+
+/** UTF-8 JSON, or our 400 (before any key is looked up: junk costs no query). */
+export function parseJson(raw: Buffer): unknown {
+  try {
+    return JSON.parse(utf8.decode(raw));
+  } catch {
+    throw notJson();
+  }
+}
+
+export const notServed = () =>
+  new CommonError(404, 'not_found', 'No rewards environment of that name sends webhooks here.');
+export const notJson = () =>
+  new CommonError(400, 'invalid_json', 'The webhook body is not valid JSON.', [
+    { field: 'body', reason: 'not valid UTF-8 JSON' },
+  ]);
+export const tooLarge = () =>
+  new CommonError(
+    413,
+    'payload_too_large',
+    `The webhook body is larger than ${MAX_WEBHOOK_BODY_BYTES / 1024} KiB.`,
+  );
+export const notJsonType = (type: string | undefined) =>
+  new CommonError(
+    415,
+    'unsupported_media_type',
+    'Webhook bodies are JSON ("Content-Type: application/json").',
+    [{ field: 'Content-Type', reason: `${type ?? 'missing'} is not application/json` }],
+  );

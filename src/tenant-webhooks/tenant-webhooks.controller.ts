@@ -1,17 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  Body,
-  Controller,
-  Delete,
-  Get,
-  HttpCode,
-  HttpStatus,
-  Param,
-  ParseUUIDPipe,
-  Post,
-  Query,
-} from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBearerAuth,
@@ -35,7 +24,12 @@ import { AuditLog } from '../audit/audit-log.service';
 import { ValidationFailedError } from '../common/app-error';
 import type { TenantWebhooksConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
-import { TenantWebhookError } from './tenant-webhooks.errors';
+import {
+  deliveryNotFound,
+  endpointDisabled,
+  endpointLimitReached,
+  endpointNotFound,
+} from './tenant-webhooks.errors';
 import { hostOf, isForbiddenTargetError, resolveChecked } from './target-guard';
 import { ALL_EVENTS, MAX_ENDPOINTS_PER_TENANT, SECRET_PREFIX, WEBHOOK_EVENT_TYPES } from './webhook-events';
 import { WebhookStore } from './webhook.store';
@@ -46,6 +40,7 @@ import {
   JSON_BODY,
   TENANT_ROUTE,
   WEBHOOK_ENDPOINT_NOT_FOUND,
+  example,
   notAUuid,
   validationFailed,
 } from '../common/api-docs';
@@ -102,12 +97,7 @@ export class TenantWebhooksController {
       'url must not point at a loopback, private, link-local, CGNAT, multicast or unspecified address ' +
         '(the target 10.0.0.5 is a loopback, private, link-local or otherwise internal address; refused)',
     ),
-    {
-      status: 409,
-      code: 'webhook_endpoint_limit_reached',
-      message: 'A tenant may register at most 10 webhook endpoints; delete one first.',
-      when: 'the tenant has 10 endpoints already (disabled ones count)',
-    },
+    example(endpointLimitReached(), 'the tenant has 10 endpoints already (disabled ones count)'),
   )
   async create(
     @Param('tenant') tenantId: string,
@@ -123,13 +113,7 @@ export class TenantWebhooksController {
       { id, tenant_id: tenantId, url: dto.url, events, secret },
       MAX_ENDPOINTS_PER_TENANT,
     );
-    if (!row) {
-      throw new TenantWebhookError(
-        HttpStatus.CONFLICT,
-        'webhook_endpoint_limit_reached',
-        `A tenant may register at most ${MAX_ENDPOINTS_PER_TENANT} webhook endpoints; delete one first.`,
-      );
-    }
+    if (!row) throw endpointLimitReached();
     // After the store's own transaction committed. The host only: a URL's query may carry the receiver's secret.
     await this.audit.recordCommitted('webhook_endpoint.created', {
       tenantId,
@@ -161,7 +145,7 @@ export class TenantWebhooksController {
   @ApiNoContentResponse()
   @ApiErrors(TENANT_ROUTE, WEBHOOK_ENDPOINT_NOT_FOUND, notAUuid('DELETE', '/v1/tenants/acme/webhooks/123'))
   async remove(@Param('tenant') tenantId: string, @Param('id', uuid()) id: string): Promise<void> {
-    if (!(await this.store.deleteEndpoint(tenantId, id))) throw notFound(id);
+    if (!(await this.store.deleteEndpoint(tenantId, id))) throw endpointNotFound(id);
     await this.audit.recordCommitted('webhook_endpoint.deleted', {
       tenantId,
       target: { type: 'webhook_endpoint', id },
@@ -181,7 +165,7 @@ export class TenantWebhooksController {
   )
   async enable(@Param('tenant') tenantId: string, @Param('id', uuid()) id: string): Promise<WebhookResponse> {
     const row = await this.store.enableEndpoint(tenantId, id);
-    if (!row) throw notFound(id);
+    if (!row) throw endpointNotFound(id);
     await this.audit.recordCommitted('webhook_endpoint.enabled', {
       tenantId,
       target: { type: 'webhook_endpoint', id },
@@ -217,20 +201,9 @@ export class TenantWebhooksController {
   @ApiErrors(
     TENANT_ROUTE,
     WEBHOOK_ENDPOINT_NOT_FOUND,
-    {
-      status: 404,
-      code: 'webhook_delivery_not_found',
-      message:
-        'The endpoint has no event "3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f" (delivered and failed events are kept 30 days).',
-      when: 'the endpoint has no such event',
-    },
+    example(deliveryNotFound('3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f'), 'the endpoint has no such event'),
     notAUuid('POST', '/v1/tenants/acme/webhooks/123/deliveries/456/replay'),
-    {
-      status: 409,
-      code: 'webhook_endpoint_disabled',
-      message: 'The endpoint is disabled; enable it first (POST …/webhooks/{id}/enable).',
-      when: 'the endpoint is disabled',
-    },
+    example(endpointDisabled(), 'the endpoint is disabled'),
   )
   async replay(
     @Param('tenant') tenantId: string,
@@ -238,21 +211,9 @@ export class TenantWebhooksController {
     @Param('eventId', uuid()) eventId: string,
   ): Promise<DeliveryResponse> {
     const endpoint = await this.require(tenantId, id);
-    if (endpoint.disabled_at) {
-      throw new TenantWebhookError(
-        HttpStatus.CONFLICT,
-        'webhook_endpoint_disabled',
-        'The endpoint is disabled; enable it first (POST …/webhooks/{id}/enable).',
-      );
-    }
+    if (endpoint.disabled_at) throw endpointDisabled();
     const row = await this.store.replay(id, eventId);
-    if (!row) {
-      throw new TenantWebhookError(
-        HttpStatus.NOT_FOUND,
-        'webhook_delivery_not_found',
-        `The endpoint has no event ${JSON.stringify(eventId)} (delivered and failed events are kept 30 days).`,
-      );
-    }
+    if (!row) throw deliveryNotFound(eventId);
     await this.audit.recordCommitted('webhook_event.replayed', {
       tenantId,
       target: { type: 'webhook_event', id: eventId },
@@ -264,7 +225,7 @@ export class TenantWebhooksController {
 
   private async require(tenantId: string, id: string): Promise<WebhookResponse> {
     const row = await this.store.findEndpoint(tenantId, id);
-    if (!row) throw notFound(id);
+    if (!row) throw endpointNotFound(id);
     return row;
   }
 
@@ -290,12 +251,4 @@ export class TenantWebhooksController {
       ]);
     }
   }
-}
-
-function notFound(id: string): TenantWebhookError {
-  return new TenantWebhookError(
-    HttpStatus.NOT_FOUND,
-    'webhook_endpoint_not_found',
-    `No webhook endpoint ${JSON.stringify(id)} for this tenant.`,
-  );
 }
