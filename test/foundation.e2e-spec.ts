@@ -275,7 +275,7 @@ describe('foundation: tenants, API keys, errors, health, docs', () => {
       'ConnectFlowController.authorize',
       'ConnectFlowController.callback',
       'ConnectFlowController.page',
-      'DeliveryWebhooksController.receive',
+      'DeliveryWebhookIntake.receive',
       'HealthController.live',
       'HealthController.ready',
       'HomeController.home',

@@ -1,4 +1,15 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Controller, Headers, HttpCode, Logger, Param, Post, Query, Req } from '@nestjs/common';
+import {
+  ApiBody,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
+import { ApiErrors, example } from '../common/api-docs';
+import { Public } from '../tenants/auth/auth.decorators';
 import { CommonError } from '../common/app-error';
 import { Clock } from '../common/clock';
 import { TtlCache } from '../common/ttl-cache';
@@ -8,10 +19,19 @@ import { MetricsService } from '../metrics/metrics.service';
 import { DispatchStore } from '../reward-dispatch/dispatch.store';
 import { WebhookKey, WebhookKeyStore } from './webhook-key.store';
 import { WebhookSignatureInvalidError } from './delivery-webhooks.errors';
-import { deliveryWebhookBody, parseJson, servedEnvironment } from './webhook-body';
+import {
+  type WebhookRequest,
+  deliveryWebhookBody,
+  notJson,
+  notJsonType,
+  notServed,
+  parseJson,
+  servedEnvironment,
+  tooLarge,
+} from './webhook-body';
 import { deliveryOutcome } from './delivery-reconciler';
 import { WebhookEventStore } from './webhook-event.store';
-import { parseSignature, signatureMatches, signedForms } from './webhook-signature';
+import { SIGNATURE_HEADER, parseSignature, signatureMatches, signedForms } from './webhook-signature';
 
 export type WebhookOutcome = 'applied' | 'duplicate' | 'ignored';
 
@@ -33,14 +53,15 @@ const EVENT_NAME = /^[A-Za-z0-9_.]{1,64}$/;
 const RESOURCE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
- * The rewards service's delivery webhooks (`POST /webhooks/rewards/{environment}?account=<registration id>`):
- * the signature is checked against the registration's key (else, bounded, against the environment's keys), the event
- * is deduplicated by its `uuid`, and `REWARDS.DELIVERY.SUCCEEDED|FAILED` is applied to the reward the service knows as
- * `payload.resource.id` — among the rewards of the connections registered with the same upstream webhook (the same
- * account) only — through `DispatchStore.recordDelivery`, which is idempotent and never lets an older event replace a
- * newer state. Anything else signed correctly is answered 2xx and ignored (logged once per kind and event type).
+ * Where the rewards service posts its delivery webhooks (`POST /webhooks/rewards/{environment}?account=<registration
+ * id>`): outside `/v1`, no API key — the signature is the authentication. The signature is checked against the
+ * registration's key (else, bounded, against the environment's keys), the event is deduplicated by its `uuid`, and
+ * `REWARDS.DELIVERY.SUCCEEDED|FAILED` is applied to the reward the service knows as `payload.resource.id` — among the
+ * rewards of the connections registered with the same upstream webhook (the same account) only — through
+ * `DispatchStore.recordDelivery`, which is idempotent and never lets an older event replace a newer state. Anything else signed correctly is answered 2xx and ignored (logged once per kind and event type).
  */
-@Injectable()
+@ApiTags('delivery webhooks')
+@Controller('webhooks/rewards')
 export class DeliveryWebhookIntake {
   private readonly logger = new Logger(DeliveryWebhookIntake.name);
   private readonly registrations: TtlCache<WebhookKey | null>;
@@ -68,13 +89,61 @@ export class DeliveryWebhookIntake {
     );
   }
 
+  @Post(':environment')
+  @Public()
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'DeliveryWebhooksController_receive', // as published (generated clients name their call by it)
+    summary:
+      'The rewards service’s webhooks (REWARDS.DELIVERY.SUCCEEDED / FAILED), registered by the gateway per connection. ' +
+      'Signed with HMAC-SHA256 of the body and the webhook’s private key; 401 webhook_signature_invalid otherwise. ' +
+      'Deduplicated by uuid; other events are answered 200 and ignored. JSON, at most 64 KiB.',
+  })
+  @ApiParam({ name: 'environment', enum: ['sandbox', 'production'] })
+  @ApiQuery({
+    name: 'account',
+    required: false,
+    description: 'The registration id the gateway put in the URL.',
+  })
+  @ApiHeader({
+    name: 'Tremendous-Webhook-Signature',
+    description: 'sha256=<hex HMAC-SHA256(private key, body)>',
+  })
+  @ApiBody({
+    description:
+      'The event exactly as the rewards service sends it: only a body signed with the webhook’s private key is accepted.',
+    schema: { type: 'object' },
+    examples: {
+      succeeded: {
+        summary: 'A reward was delivered (needs the service’s signature)',
+        value: {
+          event: 'REWARDS.DELIVERY.SUCCEEDED',
+          uuid: '9c3b2a41-7d0e-4f5a-8b6c-1e2d3f4a5b6c',
+          created_utc: '2026-11-23T17:23:05.629+00:00',
+          payload: { resource: { id: '4SBVBQGUZOGR', type: 'rewards' }, meta: {} },
+        },
+      },
+    },
+  })
+  @ApiOkResponse({
+    description: 'Recorded (`applied`), seen before (`duplicate`) or not a delivery event (`ignored`).',
+    schema: { type: 'object', example: { received: true, outcome: 'applied' } },
+  })
+  @ApiErrors(
+    example(notJson(), 'the body does not parse, or is empty'),
+    example(new WebhookSignatureInvalidError(), 'no signature, or one that matches no key the gateway holds'),
+    example(notServed(), 'an environment this gateway does not serve'),
+    example(tooLarge(), 'a body over 64 KiB'),
+    example(notJsonType('text/plain'), 'a body that is not application/json (or compressed)'),
+  )
   async receive(
-    environment: string,
-    account: string | undefined,
-    signature: string | string[] | undefined,
-    raw: Buffer | undefined,
+    @Param('environment') environment: string,
+    @Query('account') query: unknown,
+    @Headers(SIGNATURE_HEADER) signature: string | undefined,
+    @Req() { body: raw }: WebhookRequest,
   ): Promise<{ received: true; outcome: WebhookOutcome }> {
     const env = servedEnvironment(this.environments, environment);
+    const account = typeof query === 'string' ? query : undefined;
     const provided = parseSignature(signature);
     if (!provided) return this.badSignature();
     if (!raw) throw new CommonError(400, 'invalid_json', 'The webhook has no body.');

@@ -7,7 +7,6 @@ import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { Retention } from '../retention/retention';
 import { DeliveryReconciler, EVENTS_KEPT_DAYS } from './delivery-reconciler';
 import { DeliveryWebhookIntake } from './delivery-webhook.intake';
-import { DeliveryWebhooksController } from './delivery-webhooks.controller';
 import { WebhookEventStore } from './webhook-event.store';
 import { WebhookKeyStore } from './webhook-key.store';
 import { WebhookRegistrar } from './webhook-registrar';
@@ -24,15 +23,9 @@ import { WebhookRegistrar } from './webhook-registrar';
     ConnectionsModule,
     RewardDispatchModule,
   ],
-  controllers: [DeliveryWebhooksController],
-  providers: [
-    WebhookEventStore,
-    WebhookKeyStore,
-    DeliveryWebhookIntake,
-    WebhookRegistrar,
-    DeliveryReconciler,
-  ],
-  exports: [DeliveryWebhookIntake, WebhookRegistrar, DeliveryReconciler],
+  controllers: [DeliveryWebhookIntake],
+  providers: [WebhookEventStore, WebhookKeyStore, WebhookRegistrar, DeliveryReconciler],
+  exports: [WebhookRegistrar, DeliveryReconciler],
 })
 export class DeliveryWebhooksModule {
   constructor(retention: Retention, events: WebhookEventStore) {

@@ -1,5 +1,5 @@
-import type { RewardsEnvironment } from '../config/app-config';
-import type { RewardStatus, SettledStatus } from '../reward-dispatch/dispatch.view';
+import type { ConnectionRow } from '../connections/connection-state.store';
+import type { DispatchRow, RewardRow, RewardStatus, SettledStatus } from '../reward-dispatch/dispatch.view';
 
 /**
  * The events a tenant can subscribe an endpoint to: the public contract, in one place. Each event has one builder
@@ -35,37 +35,22 @@ export type TenantEvent = ReturnType<
 export type WebhookEventType = TenantEvent['type'];
 export type TenantEventOf<T extends WebhookEventType> = Extract<TenantEvent, { type: T }>;
 
-/** A dispatch as its store holds it (a DispatchRow has these). */
-export interface DispatchFacts {
-  id: string;
-  tenant_id: string;
-  environment: RewardsEnvironment;
-  idempotency_key: string;
-}
-
-/** A reward as its store holds it (a RewardRow has these), as of the change. */
-export interface RewardFacts {
-  position: number;
-  external_id: string;
-  upstream_reward_id: string | null;
-  upstream_order_id: string | null;
-  delivery_method: string | null;
-}
+/** A dispatch and a reward as their store holds them (a DispatchRow, a RewardRow), as of the change. */
+export type DispatchFacts = Pick<DispatchRow, 'id' | 'tenant_id' | 'environment' | 'idempotency_key'>;
+export type RewardFacts = Pick<
+  RewardRow,
+  'position' | 'external_id' | 'upstream_reward_id' | 'upstream_order_id' | 'delivery_method'
+>;
 
 /** The delivery outcome the store recorded for a reward (`status`: the reward's, `sent` or `pending_approval`). */
-export interface DeliveryFacts extends RewardFacts {
-  status: RewardStatus;
-  delivery_status: string | null;
-  delivery_reason: string | null;
-  delivery_event_at: Date | null;
-}
+export type DeliveryFacts = RewardFacts &
+  Pick<RewardRow, 'status' | 'delivery_status'> & {
+    delivery_reason: string | null;
+    delivery_event_at: Date | null;
+  };
 
 /** A connection as its store holds it, as of the change. */
-export interface ConnectionFacts {
-  id: string;
-  tenant_id: string;
-  environment: RewardsEnvironment;
-}
+export type ConnectionFacts = Pick<ConnectionRow, 'id' | 'tenant_id' | 'environment'>;
 
 const iso = (at: Date) => at.toISOString();
 const event = <T extends string, D>(type: T, at: Date, data: D) => ({ type, timestamp: iso(at), data });
