@@ -8,8 +8,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { DispatchStore } from '../reward-dispatch/dispatch.store';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { RewardsApi } from '../token-vault/rewards-api.service';
-import { ConnectionNotActiveError, ConnectionNotFoundError } from '../token-vault/token-vault.errors';
-import { WebhookRegistrar } from './webhook-registrar';
+import { WebhookRegistrar, isGone } from './webhook-registrar';
 import { rootSpan } from '../common/tracing';
 import { serving } from '../common/request-context';
 
@@ -118,7 +117,7 @@ export class DeliveryReconciler implements OnApplicationBootstrap, OnModuleDestr
           .getReward(reward.upstream_reward_id, CHECK_TIMEOUT_MS),
       );
     } catch (error) {
-      const gone = error instanceof ConnectionNotActiveError || error instanceof ConnectionNotFoundError;
+      const gone = isGone(error);
       const unknown = error instanceof RewardsApiError && error.status === 404;
       if (gone || unknown) {
         await this.store.stopDeliveryCheck(reward.dispatch_id, reward.position);

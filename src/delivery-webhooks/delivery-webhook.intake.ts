@@ -39,7 +39,7 @@ export type WebhookOutcome = 'applied' | 'duplicate' | 'ignored';
 const DELIVERY_EVENT = /^REWARDS\.DELIVERY\.(SUCCEEDED|FAILED)$/;
 
 /** Keys of this many distinct webhooks are tried when an event's URL names no usable registration. */
-export const FALLBACK_KEYS = 10;
+const FALLBACK_KEYS = 10;
 const KEY_TTL_MS = 60_000;
 const UNKNOWN_TTL_MS = 30_000;
 const FALLBACK_TTL_MS = 15_000;

@@ -10,7 +10,7 @@ import { WebhookSignatureInvalidError } from './delivery-webhooks.errors';
 import { SIGNATURE_HEADER, parseSignature } from './webhook-signature';
 
 /** A delivery webhook is a few hundred bytes; anything above this is refused before more is read. */
-export const MAX_WEBHOOK_BODY_BYTES = 64 * 1024;
+const MAX_WEBHOOK_BODY_BYTES = 64 * 1024;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The request as the controller sees it: the raw body (the bytes the signature is over). */

@@ -14,7 +14,7 @@ import { WebhookKeyStore } from './webhook-key.store';
 import { rootSpan } from '../common/tracing';
 
 /** The registration call at connect: the browser waits for it, so it is short. */
-export const REGISTER_TIMEOUT_MS = 5_000;
+const REGISTER_TIMEOUT_MS = 5_000;
 /** A registration under way is due again after this (its process may have died). */
 const ATTEMPT_LEASE_MS = 2 * 60_000;
 const RETRY_MAX_MS = 3600_000;
@@ -48,12 +48,8 @@ export class WebhookRegistrar implements OnModuleInit {
     this.lastAdopt = clock.now();
   }
 
-  get enabled(): boolean {
-    return this.config.deliveryWebhooksRegister;
-  }
-
   onModuleInit(): void {
-    if (this.enabled)
+    if (this.config.deliveryWebhooksRegister)
       this.activation.register('delivery-webhook', async (c) => {
         await this.registerAtConnect(c);
       });
@@ -72,7 +68,7 @@ export class WebhookRegistrar implements OnModuleInit {
 
   /** One background pass: adopts unregistered live connections (now and then) and retries what is due. */
   async retryDue(): Promise<number> {
-    if (!this.enabled) return 0;
+    if (!this.config.deliveryWebhooksRegister) return 0;
     const now = this.clock.now();
     if (now - this.lastAdopt >= ADOPT_EVERY_MS) {
       this.lastAdopt = now;
@@ -116,7 +112,7 @@ export class WebhookRegistrar implements OnModuleInit {
       return true;
     } catch (error) {
       // A connection that is gone or needs a new consent is not retried (a reconnect is a new connection).
-      const gone = error instanceof ConnectionNotActiveError || error instanceof ConnectionNotFoundError;
+      const gone = isGone(error);
       const reason = describe(error);
       const retryAt = gone
         ? null
@@ -146,6 +142,10 @@ export function registrationRetryMs(baseMs: number, attempts: number, random = M
   const base = Math.min(RETRY_MAX_MS, baseMs * 2 ** Math.min(attempts, 20));
   return Math.round(base * (0.8 + random() * 0.4));
 }
+
+/** The connection is gone or needs a new consent: asking the service again cannot help. */
+export const isGone = (error: unknown): boolean =>
+  error instanceof ConnectionNotActiveError || error instanceof ConnectionNotFoundError;
 
 /** Why an attempt failed, in our terms: a code, the service's status and message — never a key or token. */
 function describe(error: unknown): string {

@@ -43,7 +43,7 @@ export function isForbiddenAddress(address: string): boolean {
 }
 
 /** Raised when a target is refused; its `code` lets the sender tell it from a network error. */
-export class ForbiddenTargetError extends Error {
+class ForbiddenTargetError extends Error {
   readonly code = 'ERR_WEBHOOK_TARGET_FORBIDDEN';
   constructor(
     readonly host: string,

@@ -20,17 +20,10 @@ export interface ClaimedDelivery {
 }
 
 /** An endpoint in trouble, for the ops dashboard. */
-export interface FailingEndpoint {
-  endpoint_id: string;
-  tenant_id: string;
-  url: string;
-  failing_since: Date | null;
-  consecutive_failures: number;
-  last_error: string | null;
-  disabled: boolean;
-  disabled_at: Date | null;
-  disabled_reason: string | null;
-}
+export type FailingEndpoint = { endpoint_id: string; tenant_id: string } & Pick<
+  WebhookResponse,
+  'url' | 'failing_since' | 'consecutive_failures' | 'last_error' | 'disabled_at' | 'disabled_reason'
+> & { disabled: boolean };
 
 /** An endpoint as the API shows it (WebhookResponse). */
 const ENDPOINT = `id, url, events,

@@ -15,7 +15,7 @@ import { hostOf, isForbiddenTargetError, pinnedLookup, resolveChecked } from './
 import { type ClaimedDelivery, WebhookStore } from './webhook.store';
 
 /** Deliveries in flight per endpoint on one instance. */
-export const PER_ENDPOINT_IN_FLIGHT = 4;
+const PER_ENDPOINT_IN_FLIGHT = 4;
 /** Delivered and failed rows are kept this long (the deliveries view), then purged. */
 export const OUTBOX_KEPT_DAYS = 30;
 const GAUGE_EVERY_MS = 15_000;

@@ -19,7 +19,7 @@ import { ALL_EVENTS, MAX_URL_LENGTH, WEBHOOK_EVENT_TYPES } from '../webhook-even
 
 /** An absolute http(s) URL that WHATWG `new URL()` accepts, without credentials or a fragment. */
 @ValidatorConstraint({ name: 'webhookUrl' })
-export class WebhookUrl implements ValidatorConstraintInterface {
+class WebhookUrl implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
     if (!isBrowserUrl(value)) return false;
     const url = new URL(value as string);
@@ -32,7 +32,7 @@ export class WebhookUrl implements ValidatorConstraintInterface {
 
 /** `["*"]` alone, or a non-empty list of distinct known event types. */
 @ValidatorConstraint({ name: 'webhookEvents' })
-export class WildcardAlone implements ValidatorConstraintInterface {
+class WildcardAlone implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
     return !Array.isArray(value) || !value.includes(ALL_EVENTS) || value.length === 1;
   }
