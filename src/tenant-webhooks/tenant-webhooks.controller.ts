@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Body, Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import {
@@ -31,7 +31,7 @@ import {
   endpointNotFound,
 } from './tenant-webhooks.errors';
 import { hostOf, isForbiddenTargetError, resolveChecked } from './target-guard';
-import { ALL_EVENTS, MAX_ENDPOINTS_PER_TENANT, SECRET_PREFIX, WEBHOOK_EVENT_TYPES } from './webhook-events';
+import { ALL_EVENTS, SECRET_PREFIX, WEBHOOK_EVENT_TYPES } from './webhook-events';
 import { WebhookStore } from './webhook.store';
 import { WebhookWorker } from './webhook.worker';
 import {
@@ -104,15 +104,11 @@ export class TenantWebhooksController {
     @Body() dto: CreateWebhookDto,
   ): Promise<CreatedWebhookResponse> {
     await this.checkTarget(dto.url);
-    const id = randomUUID();
     const secret = `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;
     const events = dto.events.includes(ALL_EVENTS)
       ? [ALL_EVENTS]
       : WEBHOOK_EVENT_TYPES.filter((e) => dto.events.includes(e));
-    const row = await this.store.insertEndpoint(
-      { id, tenant_id: tenantId, url: dto.url, events, secret },
-      MAX_ENDPOINTS_PER_TENANT,
-    );
+    const row = await this.store.insertEndpoint(tenantId, dto.url, events, secret);
     if (!row) throw endpointLimitReached();
     // After the store's own transaction committed. The host only: a URL's query may carry the receiver's secret.
     await this.audit.recordCommitted('webhook_endpoint.created', {

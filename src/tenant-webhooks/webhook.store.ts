@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { InFlightCounts } from '../common/claim-loop';
 import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
 import { Vault, WEBHOOK_SECRET } from '../token-vault/vault.service';
 import type { DeliveryResponse, WebhookResponse } from './dto/webhook.dto';
-import type { TenantEvent } from './webhook-events';
+import { MAX_ENDPOINTS_PER_TENANT, type TenantEvent } from './webhook-events';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 
@@ -80,24 +81,22 @@ export class WebhookStore {
   ) {}
 
   /**
-   * Registers an endpoint unless the tenant has `max` already (under a per-tenant advisory lock, so two concurrent
-   * registrations cannot both take the last place). Returns null at the limit.
+   * Registers an endpoint unless the tenant has MAX_ENDPOINTS_PER_TENANT already (under a per-tenant advisory lock, so
+   * two concurrent registrations cannot both take the last place). Returns null at the limit.
    */
-  async insertEndpoint(
-    row: { id: string; tenant_id: string; url: string; events: string[]; secret: string },
-    max: number,
-  ): Promise<WebhookResponse | null> {
-    const secretEnc = this.vault.seal(WEBHOOK_SECRET, row.id, row.secret);
+  async insertEndpoint(tenantId: string, url: string, events: string[], secret: string) {
+    const id = randomUUID();
+    const secretEnc = this.vault.seal(WEBHOOK_SECRET, id, secret);
     return this.db.transaction(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(hashtext('rg_webhook_endpoints'), hashtext($1))`, [
-        row.tenant_id,
+        tenantId,
       ]);
       const { rows } = await tx.query<WebhookResponse>(
         `INSERT INTO webhook_endpoints (id, tenant_id, url, events, secret_enc)
          SELECT $1::uuid, $2::varchar, $3::varchar, $4::text[], $5::text
           WHERE (SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $2::varchar) < $6::int
          RETURNING ${ENDPOINT}`,
-        [row.id, row.tenant_id, row.url, row.events, secretEnc, max],
+        [id, tenantId, url, events, secretEnc, MAX_ENDPOINTS_PER_TENANT],
       );
       return rows[0] ?? null;
     });

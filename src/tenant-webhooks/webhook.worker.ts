@@ -105,9 +105,9 @@ export class WebhookWorker extends LoopWorker {
 
   private async deliver(row: ClaimedDelivery): Promise<void> {
     const secret = this.secretOf(row);
-    const outcome: AttemptOutcome = secret
+    const outcome = secret
       ? await this.send(row, secret, new Date(this.clock.now()))
-      : { ok: false, statusCode: null, kind: 'network_error', error: UNDECRYPTABLE };
+      : failed('network_error', UNDECRYPTABLE);
     // Never the URL, the body or the secret in the trace.
     trace.getActiveSpan()?.setAttributes({
       'webhook.outcome': outcome.ok ? 'delivered' : outcome.kind,
