@@ -10,10 +10,7 @@ export class WebhookKey {
   readonly #secret: string;
 
   constructor(
-    /** The opaque id the gateway put in the webhook URL (`?account=`). */
-    readonly registrationId: string,
     readonly connectionId: string,
-    readonly environment: RewardsEnvironment,
     /** The service's id of the account's webhook (one per organization: connections of one account share it). */
     readonly webhookId: string,
     secret: string,
@@ -39,7 +36,6 @@ export interface DueRegistration {
 interface KeyRow {
   id: string;
   connection_id: string;
-  environment: RewardsEnvironment;
   webhook_id: string;
   private_key_enc: string;
 }
@@ -173,13 +169,8 @@ export class WebhookKeyStore {
 
   private toKey(row: KeyRow): WebhookKey | null {
     try {
-      return new WebhookKey(
-        row.id,
-        row.connection_id,
-        row.environment,
-        row.webhook_id,
-        this.vault.open(WEBHOOK_KEY, row.connection_id, row.private_key_enc),
-      );
+      const secret = this.vault.open(WEBHOOK_KEY, row.connection_id, row.private_key_enc);
+      return new WebhookKey(row.connection_id, row.webhook_id, secret);
     } catch (error) {
       if (!(error instanceof VaultDecryptionError)) throw error;
       this.logger.warn(

@@ -91,10 +91,6 @@ export class WebhookRegistrar implements OnModuleInit {
     return due.length;
   }
 
-  urlFor(environment: RewardsEnvironment, registrationId: string): string {
-    return `${this.publicBaseUrl}/webhooks/rewards/${environment}?account=${registrationId}`;
-  }
-
   private async attempt(
     id: string,
     connectionId: string,
@@ -105,7 +101,10 @@ export class WebhookRegistrar implements OnModuleInit {
     try {
       const webhook = await this.rewardsApi
         .forConnection(connectionId, priority)
-        .registerWebhook(this.urlFor(environment, id), REGISTER_TIMEOUT_MS);
+        .registerWebhook(
+          `${this.publicBaseUrl}/webhooks/rewards/${environment}?account=${id}`,
+          REGISTER_TIMEOUT_MS,
+        );
       await this.keys.markRegistered(id, connectionId, webhook.id, webhook.private_key);
       this.metrics.webhookRegistrations.inc({ outcome: 'registered' });
       this.logger.log({ connectionId, environment, webhookId: webhook.id }, 'delivery webhook registered');
