@@ -124,7 +124,7 @@ export class TenantWebhooksController {
   @ApiOkResponse({ type: WebhookListResponse })
   @ApiErrors(TENANT_ROUTE)
   async list(@Param('tenant') tenantId: string): Promise<WebhookListResponse> {
-    return { webhooks: await this.store.listEndpoints(tenantId) };
+    return { webhooks: await this.store.endpoints(tenantId) };
   }
 
   @Get(':id')
@@ -220,7 +220,7 @@ export class TenantWebhooksController {
   }
 
   private async require(tenantId: string, id: string): Promise<WebhookResponse> {
-    const row = await this.store.findEndpoint(tenantId, id);
+    const [row] = await this.store.endpoints(tenantId, id);
     if (!row) throw endpointNotFound(id);
     return row;
   }

@@ -107,20 +107,14 @@ export class WebhookStore {
     return this.vault.open(WEBHOOK_SECRET, row.endpoint_id, row.secret_enc);
   }
 
-  async listEndpoints(tenantId: string): Promise<WebhookResponse[]> {
+  /** The tenant's endpoints, oldest first; only endpoint `id`, when given. */
+  async endpoints(tenantId: string, id?: string): Promise<WebhookResponse[]> {
     const { rows } = await this.db.main.query<WebhookResponse>(
-      `SELECT ${ENDPOINT} FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY created_at, id`,
-      [tenantId],
+      `SELECT ${ENDPOINT} FROM webhook_endpoints
+        WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id = $2) ORDER BY created_at, id`,
+      [tenantId, id ?? null],
     );
     return rows;
-  }
-
-  async findEndpoint(tenantId: string, id: string): Promise<WebhookResponse | null> {
-    const { rows } = await this.db.main.query<WebhookResponse>(
-      `SELECT ${ENDPOINT} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2`,
-      [tenantId, id],
-    );
-    return rows[0] ?? null;
   }
 
   /** Deletes the endpoint and its outbox rows (pending ones are not delivered any more). */
