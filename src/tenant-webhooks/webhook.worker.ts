@@ -76,9 +76,9 @@ export class WebhookWorker extends LoopWorker {
     );
   }
 
+  /** The agent closes while the loop stops: deliveries under way end at once instead of holding shutdown. */
   override async onModuleDestroy(): Promise<void> {
-    await super.onModuleDestroy();
-    await this.agent.destroy().catch(() => undefined);
+    await Promise.all([super.onModuleDestroy(), this.agent.destroy().catch(() => undefined)]);
   }
 
   protected async claim(free: number): Promise<Claimed> {
