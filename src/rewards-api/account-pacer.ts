@@ -75,8 +75,30 @@ export class AccountPacer {
   ): Promise<Slot> {
     if (pacing.rps <= 0) return { at: performance.now() };
     const stop = this.metrics?.pacingWait.startTimer({ priority });
+    const base = spacingMs(pacing);
+    const horizon = priority === 'bulk' ? 1.5 * base : maxWaitMs;
     try {
-      return await this.take(account, pacing, priority, maxWaitMs);
+      for (;;) {
+        const known = this.knownWaitMs(account);
+        if (horizon !== null && priority === 'interactive' && known > horizon)
+          throw new SlotTooFarError(known);
+        const slot = await this.reserve(account, pacing, base, horizon);
+        if (slot === null) {
+          if (priority === 'interactive') {
+            const waitMs = await this.nextSlotInMs(account, pacing);
+            this.sawSlot(account, performance.now() + waitMs);
+            throw new SlotTooFarError(waitMs);
+          }
+          this.metrics?.pacingRetakes.inc({ reason: 'deferred' });
+          await sleep(base); // bulk, and the next slot is further out: let interactive requests have it
+          continue;
+        }
+        const at = slot.asked + Math.max(0, slot.waitMs);
+        this.sawSlot(account, at);
+        const left = at - performance.now();
+        if (left > 0) await sleep(left);
+        if (!this.missed({ at })) return { at };
+      }
     } finally {
       stop?.();
     }
@@ -87,36 +109,6 @@ export class AccountPacer {
     if (performance.now() - slot.at <= LATE_MS) return false;
     this.metrics?.pacingRetakes.inc({ reason: 'late' });
     return true;
-  }
-
-  private async take(
-    account: string,
-    pacing: PacingConfig,
-    priority: Priority,
-    maxWaitMs: number | null,
-  ): Promise<Slot> {
-    const base = spacingMs(pacing);
-    const horizon = priority === 'bulk' ? 1.5 * base : maxWaitMs;
-    for (;;) {
-      const known = this.knownWaitMs(account);
-      if (horizon !== null && priority === 'interactive' && known > horizon) throw new SlotTooFarError(known);
-      const slot = await this.reserve(account, pacing, base, horizon);
-      if (slot === null) {
-        if (priority === 'interactive') {
-          const waitMs = await this.nextSlotInMs(account, pacing);
-          this.sawSlot(account, performance.now() + waitMs);
-          throw new SlotTooFarError(waitMs);
-        }
-        this.metrics?.pacingRetakes.inc({ reason: 'deferred' });
-        await sleep(base); // bulk, and the next slot is further out: let interactive requests have it
-        continue;
-      }
-      const at = slot.asked + Math.max(0, slot.waitMs);
-      this.sawSlot(account, at);
-      const left = at - performance.now();
-      if (left > 0) await sleep(left);
-      if (!this.missed({ at })) return { at };
-    }
   }
 
   /** At least how far out (ms) the account's next slot is, as this process knows. */
@@ -150,14 +142,6 @@ export class AccountPacer {
       values: [account, MIN_FACTOR, retryAfterMs],
     });
     this.metrics?.upstreamThrottled.inc();
-  }
-
-  async state(account: string): Promise<{ factor: number; throttled429: number } | null> {
-    const { rows } = await this.db.main.query<{ factor: number; throttled_429: string }>(
-      `SELECT factor, throttled_429 FROM account_pace WHERE account_key = $1`,
-      [account],
-    );
-    return rows[0] ? { factor: rows[0].factor, throttled429: Number(rows[0].throttled_429) } : null;
   }
 
   /**

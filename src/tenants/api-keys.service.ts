@@ -1,4 +1,4 @@
-import { HttpStatus, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Database } from '../database/database';
 import { NotificationsService } from '../database/notifications.service';
 import type { Sql } from '../database/sql';
@@ -7,7 +7,7 @@ import { sha256Hex } from '../common/digest';
 import { InjectConfig } from '../config/config.module';
 import { AuditLog } from '../audit/audit-log.service';
 import { Clock } from '../common/clock';
-import { TenantsError } from './tenants.errors';
+import { apiKeyAlreadyRotated, apiKeyNotFound } from './tenants.errors';
 import type { ApiKeyResponse, CreatedApiKeyResponse, RotatedApiKeyResponse } from './dto/tenant.dto';
 import { API_KEY_SCOPES, type ApiKeyScope, isApiKeyScope, type Principal } from './auth/principal';
 
@@ -153,7 +153,7 @@ export class ApiKeysService {
       }
       return revoked;
     });
-    if (rows.length === 0) throw keyNotFound(keyId);
+    if (rows.length === 0) throw apiKeyNotFound(keyId);
     for (const row of rows) this.cache.delete(row.key_hash);
   }
 
@@ -183,13 +183,13 @@ export class ApiKeysService {
         [keyId, tenantId],
       );
       const old = rows[0];
-      if (!old || (old.expires_at && old.expires_at.getTime() <= now)) throw keyNotFound(keyId);
+      if (!old || (old.expires_at && old.expires_at.getTime() <= now)) throw apiKeyNotFound(keyId);
       // A statement after the lock sees a successor committed while we waited for it.
       const { rows: successors } = await tx.query<{ id: string }>(
         `SELECT id FROM api_keys WHERE rotated_from = $1`,
         [keyId],
       );
-      if (successors[0]) throw alreadyRotated(keyId, successors[0].id);
+      if (successors[0]) throw apiKeyAlreadyRotated(keyId, successors[0].id);
       const { rows: updated } = await tx.query<ApiKeyRow>(
         `UPDATE api_keys SET expires_at = $2 WHERE id = $1 RETURNING ${KEY_COLUMNS}`,
         [keyId, expiresAt],
@@ -197,7 +197,7 @@ export class ApiKeysService {
       const successor = await createApiKey(tx, tenantId, old.name, old.scopes, keyId).catch(
         (error: unknown) => {
           // Two rotations of one key at once: the unique index on rotated_from lets one through.
-          if ((error as { code?: string }).code === '23505') throw alreadyRotated(keyId, null);
+          if ((error as { code?: string }).code === '23505') throw apiKeyAlreadyRotated(keyId, null);
           throw error;
         },
       );
@@ -296,23 +296,6 @@ export class ApiKeysService {
     );
     return rows.length > 0;
   }
-}
-
-function keyNotFound(keyId: string): TenantsError {
-  return new TenantsError(
-    HttpStatus.NOT_FOUND,
-    'api_key_not_found',
-    `No active API key ${keyId} for this tenant.`,
-  );
-}
-
-function alreadyRotated(keyId: string, successorId: string | null): TenantsError {
-  return new TenantsError(
-    HttpStatus.CONFLICT,
-    'api_key_already_rotated',
-    `API key ${keyId} was already rotated; rotate its successor instead.`,
-    [{ field: 'keyId', reason: 'already rotated', successor_id: successorId }],
-  );
 }
 
 function toResponse(row: ApiKeyRow): ApiKeyResponse {

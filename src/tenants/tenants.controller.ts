@@ -11,6 +11,7 @@ import {
   ApiErrors,
   ApiJsonBody,
   JSON_BODY,
+  example,
   OPERATOR_KEY_REQUIRED,
   OPERATOR_ROUTE,
   TENANT_ROUTE,
@@ -21,6 +22,7 @@ import { OperatorOnly, RequiresScope } from './auth/auth.decorators';
 import { API_KEY_SCOPES } from './auth/principal';
 import { ApiKeysService, DEFAULT_ROTATION_GRACE_S } from './api-keys.service';
 import { TenantsService } from './tenants.service';
+import { apiKeyAlreadyRotated, apiKeyNotFound, tenantExists } from './tenants.errors';
 import {
   ApiKeyResponse,
   CreateApiKeyDto,
@@ -33,6 +35,7 @@ import {
 } from './dto/tenant.dto';
 
 const RETURN_URL = 'https://platform.example.com/settings/rewards';
+const KEY_ID = '3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f';
 
 @ApiTags('tenants')
 @ApiBearerAuth()
@@ -57,13 +60,7 @@ export class TenantsController {
     OPERATOR_ROUTE,
     JSON_BODY,
     validationFailed('id', 'id must be a slug: lowercase letters, digits and inner dashes, 1–63 characters'),
-    {
-      status: 409,
-      code: 'tenant_exists',
-      message: 'A tenant with id "acme" already exists.',
-      details: [{ field: 'id', reason: 'already taken' }],
-      when: 'the id is taken',
-    },
+    example(tenantExists('acme'), 'the id is taken'),
   )
   create(@Body() dto: CreateTenantDto): Promise<TenantResponse> {
     return this.tenants.create(dto);
@@ -169,23 +166,12 @@ export class TenantsController {
     OPERATOR_KEY_REQUIRED,
     JSON_BODY,
     validationFailed('grace_period_seconds', 'grace_period_seconds must not be greater than 604800'),
-    {
-      status: 404,
-      code: 'api_key_not_found',
-      message: 'No active API key 3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f for this tenant.',
-      when: 'no such key for this tenant, or it is revoked or expired',
-    },
+    example(apiKeyNotFound(KEY_ID), 'no such key for this tenant, or it is revoked or expired'),
     notAUuid('POST', '/v1/tenants/acme/api-keys/123/rotate'),
-    {
-      status: 409,
-      code: 'api_key_already_rotated',
-      message:
-        'API key 3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f was already rotated; rotate its successor instead.',
-      details: [
-        { field: 'keyId', reason: 'already rotated', successor_id: '9a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d' },
-      ],
-      when: 'the key has a successor already',
-    },
+    example(
+      apiKeyAlreadyRotated(KEY_ID, '9a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d'),
+      'the key has a successor already',
+    ),
   )
   async rotateKey(
     @Param('tenant') tenant: string,
@@ -216,12 +202,7 @@ export class TenantsController {
   @ApiErrors(
     TENANT_ROUTE,
     OPERATOR_KEY_REQUIRED,
-    {
-      status: 404,
-      code: 'api_key_not_found',
-      message: 'No active API key 3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f for this tenant.',
-      when: 'no such active key for this tenant',
-    },
+    example(apiKeyNotFound(KEY_ID), 'no such active key for this tenant'),
     notAUuid('DELETE', '/v1/tenants/acme/api-keys/123'),
   )
   async revokeKey(

@@ -33,6 +33,25 @@ export class TenantNotFoundError extends TenantsError {
   }
 }
 
+export const tenantExists = (id: string) =>
+  new TenantsError(
+    HttpStatus.CONFLICT,
+    'tenant_exists',
+    `A tenant with id ${JSON.stringify(id)} already exists.`,
+    [{ field: 'id', reason: 'already taken' }],
+  );
+
+export const apiKeyNotFound = (keyId: string) =>
+  new TenantsError(HttpStatus.NOT_FOUND, 'api_key_not_found', `No active API key ${keyId} for this tenant.`);
+
+export const apiKeyAlreadyRotated = (keyId: string, successorId: string | null) =>
+  new TenantsError(
+    HttpStatus.CONFLICT,
+    'api_key_already_rotated',
+    `API key ${keyId} was already rotated; rotate its successor instead.`,
+    [{ field: 'keyId', reason: 'already rotated', successor_id: successorId }],
+  );
+
 /** A tenant key that holds none of the scopes a route accepts; names what is missing (and what the key holds). */
 export class InsufficientScopeError extends TenantsError {
   constructor(required: readonly ApiKeyScope[], held: readonly ApiKeyScope[]) {

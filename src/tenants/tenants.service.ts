@@ -1,14 +1,12 @@
-import { HttpStatus, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { AuditLog } from '../audit/audit-log.service';
 import { Clock } from '../common/clock';
 import { TtlCache } from '../common/ttl-cache';
 import { Database } from '../database/database';
 import { NotificationsService } from '../database/notifications.service';
 import { Retention, RetentionJob } from '../retention/retention';
-import { TenantNotFoundError, TenantsError } from './tenants.errors';
+import { TenantNotFoundError, tenantExists } from './tenants.errors';
 import type { CreateTenantDto, TenantResponse, UpdateTenantDto } from './dto/tenant.dto';
-
-export { TenantNotFoundError } from './tenants.errors';
 
 const CACHE_TTL_MS = 5_000;
 
@@ -70,12 +68,7 @@ export class TenantsService {
       return inserted;
     });
     if (!rows[0]) {
-      throw new TenantsError(
-        HttpStatus.CONFLICT,
-        'tenant_exists',
-        `A tenant with id ${JSON.stringify(dto.id)} already exists.`,
-        [{ field: 'id', reason: 'already taken' }],
-      );
+      throw tenantExists(dto.id);
     }
     return toResponse(rows[0]);
   }

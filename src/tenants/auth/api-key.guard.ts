@@ -1,7 +1,7 @@
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { HttpStatus, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 import type { AuditActor, AuditVia } from '../../audit/audit-actions';
 import { currentRequestContext } from '../../common/request-context';
@@ -36,6 +36,10 @@ export class ApiKeyGuard implements CanActivate {
     private readonly tenants: TenantsService,
   ) {}
 
+  /**
+   * Throws tenant_not_found, operator_key_required or insufficient_scope, in that order: another tenant's path is a
+   * 404 whatever the key's scopes, so scopes reveal nothing about other tenants.
+   */
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const rules = this.rulesOf(context);
     if (rules.public) return true;
@@ -43,12 +47,24 @@ export class ApiKeyGuard implements CanActivate {
     // A body-carrying request was already authenticated from its headers, before its body was read (earlyAuth).
     const principal = req.principal ?? (await this.authenticate(req, rules.basicAllowed));
     req.principal = principal;
-    await this.authorize(
-      principal,
-      (req.params as { tenant?: string } | undefined)?.tenant,
-      rules.operatorOnly,
-      rules.scopes,
-    );
+    const tenant = (req.params as { tenant?: string } | undefined)?.tenant;
+    if (principal.kind === 'tenant' && tenant !== undefined && tenant !== principal.tenantId) {
+      throw new TenantNotFoundError(tenant);
+    }
+    // A route that declares no scope is an operator's: failing closed if a route forgets its decorator.
+    if (principal.kind !== 'operator' && (rules.operatorOnly || rules.scopes.length === 0)) {
+      throw new TenantsError(
+        HttpStatus.FORBIDDEN,
+        'operator_key_required',
+        'This operation needs an operator API key.',
+      );
+    }
+    if (principal.kind === 'tenant' && !rules.scopes.some((scope) => principal.scopes.includes(scope))) {
+      throw new InsufficientScopeError(rules.scopes, principal.scopes);
+    }
+    // The tenant in the path must exist on every route (an unknown tenant is tenant_not_found, never e.g.
+    // connection_not_found); 5-second cache. A tenant key's own tenant exists by construction.
+    if (principal.kind === 'operator' && tenant !== undefined) await this.tenants.cached(tenant);
     // The caller of the changes this request makes, for the audit trail (request-context.ts).
     const requestContext = currentRequestContext();
     if (requestContext) requestContext.actor = actorOf(principal, rules.basicAllowed ? 'dashboard' : 'api');
@@ -74,37 +90,7 @@ export class ApiKeyGuard implements CanActivate {
     return rules;
   }
 
-  /**
-   * May this principal use a route of `tenantParam` (undefined: a route without one) that accepts `scopes`? Throws
-   * tenant_not_found, operator_key_required or insufficient_scope, in that order: another tenant's path is a 404
-   * whatever the key's scopes, so scopes reveal nothing about other tenants.
-   */
-  async authorize(
-    principal: Principal,
-    tenantParam: string | undefined,
-    operatorOnly = false,
-    scopes: readonly ApiKeyScope[] = [],
-  ): Promise<void> {
-    if (principal.kind === 'tenant' && tenantParam !== undefined && tenantParam !== principal.tenantId) {
-      throw new TenantNotFoundError(tenantParam);
-    }
-    // A route that declares no scope is an operator's: failing closed if a route forgets its decorator.
-    if (principal.kind !== 'operator' && (operatorOnly || scopes.length === 0)) {
-      throw new TenantsError(
-        HttpStatus.FORBIDDEN,
-        'operator_key_required',
-        'This operation needs an operator API key.',
-      );
-    }
-    if (principal.kind === 'tenant' && !scopes.some((scope) => principal.scopes.includes(scope))) {
-      throw new InsufficientScopeError(scopes, principal.scopes);
-    }
-    // The tenant in the path must exist on every route (an unknown tenant is tenant_not_found, never e.g.
-    // connection_not_found); 5-second cache. A tenant key's own tenant exists by construction.
-    if (principal.kind === 'operator' && tenantParam !== undefined) await this.tenants.cached(tenantParam);
-  }
-
-  async authenticate(req: AuthRequest, basicAllowed = false): Promise<Principal> {
+  private async authenticate(req: FastifyRequest, basicAllowed = false): Promise<Principal> {
     const challenge = basicAllowed
       ? 'Basic realm="Rewards Gateway ops", charset="UTF-8"'
       : 'Bearer realm="rewards-gateway"';
@@ -178,9 +164,6 @@ export function actorOf(principal: Principal, via: AuditVia): AuditActor {
     ? { type: 'operator_env_key', id: null, name: null, via }
     : { type: 'operator_key', id: principal.keyId, name: principal.name, via };
 }
-
-/** What authentication reads of a request: its headers and the client address (Fastify's `req.ip` when there). */
-type AuthRequest = Pick<IncomingMessage, 'headers' | 'socket'> & { ip?: string };
 
 function unauthorized(code: TenantErrorCode, message: string, challenge: string): TenantsError {
   return new TenantsError(HttpStatus.UNAUTHORIZED, code, message, [], { 'WWW-Authenticate': challenge });

@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
@@ -24,6 +25,20 @@ import { API_KEY_SCOPES, type ApiKeyScope, isApiKeyScope } from '../auth/princip
 
 const URL_OPTIONS = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
 
+/** Up to 20 absolute http(s) URLs a browser may be sent to; listed bottom-up, the order stacked decorators run in. */
+const ReturnUrls = () =>
+  applyDecorators(
+    MaxLength(2000, { each: true }),
+    Validate(BrowserUrl, { each: true }),
+    IsUrl(URL_OPTIONS, { each: true, message: 'each return_urls entry must be an absolute http(s) URL' }),
+    ArrayMaxSize(20),
+    IsArray(),
+  );
+
+/** A timestamp that may be null, as an ISO 8601 string. */
+const NullableDateTime = (description?: string) =>
+  ApiProperty({ format: 'date-time', nullable: true, type: String, description });
+
 export class CreateTenantDto {
   @ApiProperty({
     example: 'acme-corp',
@@ -46,11 +61,7 @@ export class CreateTenantDto {
     description: 'Allow-list of URLs a connect session may return the browser to.',
   })
   @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(20)
-  @IsUrl(URL_OPTIONS, { each: true, message: 'each return_urls entry must be an absolute http(s) URL' })
-  @Validate(BrowserUrl, { each: true })
-  @MaxLength(2000, { each: true })
+  @ReturnUrls()
   return_urls?: string[];
 
   @ApiPropertyOptional({ example: 'BALANCE', description: 'Funding source used when a send names none.' })
@@ -69,11 +80,7 @@ export class UpdateTenantDto {
 
   @ApiPropertyOptional({ type: [String], example: ['https://platform.example.com/settings/rewards'] })
   @ValidateIf((o: UpdateTenantDto) => o.return_urls !== undefined)
-  @IsArray()
-  @ArrayMaxSize(20)
-  @IsUrl(URL_OPTIONS, { each: true, message: 'each return_urls entry must be an absolute http(s) URL' })
-  @Validate(BrowserUrl, { each: true })
-  @MaxLength(2000, { each: true })
+  @ReturnUrls()
   return_urls?: string[];
 
   @ApiPropertyOptional({ example: 'BALANCE', nullable: true, description: 'null clears it.' })
@@ -148,21 +155,11 @@ export class ApiKeyResponse {
   @ApiProperty({ type: [String], enum: API_KEY_SCOPES, example: ['rewards:send', 'rewards:read'] })
   scopes: string[];
   @ApiProperty({ format: 'date-time' }) created_at: string;
-  @ApiProperty({
-    format: 'date-time',
-    nullable: true,
-    type: String,
-    description: 'Last successful use, written at most about once a minute per gateway instance.',
-  })
+  @NullableDateTime('Last successful use, written at most about once a minute per gateway instance.')
   last_used_at: string | null;
-  @ApiProperty({
-    format: 'date-time',
-    nullable: true,
-    type: String,
-    description: 'When the key stops working: the end of a rotated key’s grace period. Null: no expiry.',
-  })
+  @NullableDateTime('When the key stops working: the end of a rotated key’s grace period. Null: no expiry.')
   expires_at: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true, type: String }) revoked_at: string | null;
+  @NullableDateTime() revoked_at: string | null;
   @ApiProperty({
     format: 'uuid',
     nullable: true,
