@@ -29,20 +29,20 @@ export abstract class CallRecorder {
   abstract exchange<R>(what: UpstreamExchange, send: () => Promise<R>): Promise<R>;
 }
 
+const OPERATIONS: Record<string, UpstreamOperation> = {
+  'POST /orders': 'create_order',
+  'POST /webhooks': 'register_webhook',
+  'GET /orders/:id': 'get_order',
+  'GET /rewards/:id': 'get_reward',
+  'GET /rewards': 'list_rewards',
+  'GET /fields': 'list_fields',
+  'GET /organizations': 'probe',
+};
+
 /** The operation of an `/api/v2` request, from its method and path (no ids, no query kept). */
 export function operationOf(method: string, path: string): UpstreamOperation {
-  const bare = path.split('?')[0];
-  if (method === 'POST') {
-    if (bare === '/orders') return 'create_order';
-    if (bare === '/webhooks') return 'register_webhook';
-    return 'other';
-  }
-  if (bare.startsWith('/orders/')) return 'get_order';
-  if (bare.startsWith('/rewards/')) return 'get_reward';
-  if (bare === '/rewards') return 'list_rewards';
-  if (bare === '/fields') return 'list_fields';
-  if (bare === '/organizations') return 'probe';
-  return 'other';
+  const [, collection, id] = /^\/([^/?]*)(\/[^?]*)?/.exec(path) ?? [];
+  return OPERATIONS[`${method} /${collection}${id ? '/:id' : ''}`] ?? 'other';
 }
 
 export function recorded<R>(

@@ -137,7 +137,10 @@ export class ConnectionClient {
     body?: unknown,
   ): Promise<ApiResponse<T>> {
     const method = body === undefined ? 'GET' : 'POST';
-    const env = this.environment(await this.tokens.environmentOf(this.connectionId));
+    const name = await this.tokens.environmentOf(this.connectionId);
+    const env = this.environments[name];
+    if (!env)
+      throw new RewardsApiError('rejected', `the ${name} environment is not configured on this gateway`);
     let throttled = 0;
     let unauthorized = 0;
     let refusedBefore: number | null = null;
@@ -157,8 +160,16 @@ export class ConnectionClient {
           () => this.http.call<T>(env, token.token, method, path, body, timeoutMs),
         );
       } catch (error) {
-        if (isUnauthorized(error)) {
-          if (++unauthorized > MAX_UNAUTHORIZED_RETRIES) throw tooManyUnauthorized(error);
+        if (!(error instanceof RewardsApiError)) throw error;
+        if (error.kind === 'unauthorized') {
+          // 401 after 401 without a verdict on the grant: worth trying again later.
+          if (++unauthorized > MAX_UNAUTHORIZED_RETRIES)
+            throw new RewardsApiError(
+              'transient',
+              `the rewards service answered 401 to ${MAX_UNAUTHORIZED_RETRIES + 1} tokens in a row (${error.message})`,
+              401,
+              error.body,
+            );
           refusedBefore = await span(
             'token',
             () => this.tokens.unauthorized(this.connectionId, token, this.clock.now(), refusedBefore),
@@ -166,7 +177,7 @@ export class ConnectionClient {
           );
           continue;
         }
-        if (!this.paced(env) || !isThrottled(error) || ++throttled > MAX_THROTTLED_RETRIES) throw error;
+        if (!this.paced(env) || error.status !== 429 || ++throttled > MAX_THROTTLED_RETRIES) throw error;
         await this.pacer?.throttled(this.connectionId, (error.retryAfterSeconds ?? 1) * 1000);
       }
     }
@@ -207,36 +218,10 @@ export class ConnectionClient {
     );
     return turn;
   }
-
-  private environment(name: RewardsEnvironment): RewardsEnvironmentConfig {
-    const env = this.environments[name];
-    if (!env)
-      throw new RewardsApiError('rejected', `the ${name} environment is not configured on this gateway`);
-    return env;
-  }
 }
 
 const MAX_THROTTLED_RETRIES = 5;
 const MAX_UNAUTHORIZED_RETRIES = 3;
-
-function isThrottled(error: unknown): error is RewardsApiError {
-  return error instanceof RewardsApiError && error.status === 429;
-}
-
-function isUnauthorized(error: unknown): error is RewardsApiError {
-  return error instanceof RewardsApiError && error.kind === 'unauthorized';
-}
-
-/** 401 after 401 without a verdict on the grant: worth trying again later. */
-
-function tooManyUnauthorized(error: RewardsApiError): RewardsApiError {
-  return new RewardsApiError(
-    'transient',
-    `the rewards service answered 401 to ${MAX_UNAUTHORIZED_RETRIES + 1} tokens in a row (${error.message})`,
-    401,
-    error.body,
-  );
-}
 
 /** A 2xx without a usable order cannot be trusted: treat it as an unknown outcome (a retry is deduplicated). */
 function requireOrder(order: UpstreamOrder | undefined, status: number): UpstreamOrder {

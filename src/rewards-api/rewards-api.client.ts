@@ -17,10 +17,10 @@ export interface TokenSet {
   expiresAt: Date;
 }
 
+/** A 2xx answer of an `/api/v2` call, its JSON body parsed. */
 export interface ApiResponse<T = unknown> {
   status: number;
   body: T;
-  headers: Record<string, string | string[] | undefined>;
 }
 
 interface RawResponse {
@@ -62,30 +62,10 @@ export class RewardsApiClient implements OnModuleDestroy {
     maxResponseSize: 16 * 1024 * 1024,
   });
 
-  /** Each base URL as origin + path prefix (the mounted sandbox's is `/sandbox`). */
-  private readonly targets = new Map<string, Target>();
-
   constructor(
     private readonly clock: Clock,
     @Optional() private readonly metrics?: MetricsService,
   ) {}
-
-  private target(baseUrl: string): Target {
-    let target = this.targets.get(baseUrl);
-    if (!target) {
-      const url = new URL(baseUrl);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:')
-        throw new Error(`${url.protocol} is not an HTTP base URL`);
-      target = {
-        origin: url.origin,
-        prefix: url.pathname.replace(/\/+$/, ''),
-        host: url.hostname,
-        port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
-      };
-      this.targets.set(baseUrl, target);
-    }
-    return target;
-  }
 
   async onModuleDestroy(): Promise<void> {
     await this.agent.close();
@@ -149,8 +129,7 @@ export class RewardsApiClient implements OnModuleDestroy {
       timeoutMs,
     );
     const json = parseJson(res);
-    if (res.status >= 200 && res.status < 300)
-      return { status: res.status, body: json as T, headers: res.headers };
+    if (res.status >= 200 && res.status < 300) return { status: res.status, body: json as T };
     const message = upstreamMessage(json) ?? `rewards service answered ${res.status}`;
     if (res.status === 401) throw new RewardsApiError('unauthorized', message, 401, json);
     if (res.status === 429 || res.status >= 500)
@@ -176,11 +155,15 @@ export class RewardsApiClient implements OnModuleDestroy {
       async (span) => {
         const stop = this.metrics?.upstreamLatency.startTimer({ route });
         try {
-          const { origin, prefix, host, port } = this.target(baseUrl);
-          span.setAttributes({ 'server.address': host, 'server.port': port });
+          // The base URL's path is a prefix (the mounted sandbox's is `/sandbox`).
+          const url = new URL(baseUrl);
+          if (url.protocol !== 'http:' && url.protocol !== 'https:')
+            throw new Error(`${url.protocol} is not an HTTP base URL`);
+          const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+          span.setAttributes({ 'server.address': url.hostname, 'server.port': port });
           const res = await this.agent.request({
-            origin,
-            path: prefix + path,
+            origin: url.origin,
+            path: url.pathname.replace(/\/+$/, '') + path,
             method: init.method,
             headers: init.headers,
             body: init.body,
@@ -211,13 +194,6 @@ export class RewardsApiClient implements OnModuleDestroy {
       { 'http.request.method': init.method, 'url.template': template },
     );
   }
-}
-
-interface Target {
-  origin: string;
-  prefix: string;
-  host: string;
-  port: number;
 }
 
 /** A bounded route label: `POST /orders`, `GET /rewards` (no ids, no query). */

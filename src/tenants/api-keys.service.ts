@@ -7,10 +7,12 @@ import { sha256Hex } from '../common/digest';
 import { InjectConfig } from '../config/config.module';
 import { AuditLog } from '../audit/audit-log.service';
 import { Clock } from '../common/clock';
+import { TtlCache } from '../common/ttl-cache';
 import { apiKeyAlreadyRotated, apiKeyNotFound } from './tenants.errors';
 import type { ApiKeyResponse, CreatedApiKeyResponse, RotatedApiKeyResponse } from './dto/tenant.dto';
 import { API_KEY_SCOPES, type ApiKeyScope, isApiKeyScope, type Principal } from './auth/principal';
 
+/** How long this process trusts what it read of a key (a revocation elsewhere is also pushed: NOTIFY). */
 const CACHE_TTL_MS = 10_000;
 /** A key prefix that matches no key is remembered this long: repeated junk keys cost no database lookup. */
 const UNKNOWN_PREFIX_TTL_MS = 60_000;
@@ -67,11 +69,8 @@ export async function createApiKey(
 
 interface CacheEntry {
   principal: Principal;
-  /** When this process must read the key again (a revocation elsewhere is also pushed: NOTIFY). */
-  expiresAt: number;
   /** The key's own end (a rotated key's grace), checked at every use: an expired key fails wherever it is cached. */
   keyExpiresAt: number | null;
-  lastUsedWrite: number;
 }
 
 /**
@@ -82,9 +81,11 @@ interface CacheEntry {
 @Injectable()
 export class ApiKeysService {
   private readonly logger = new Logger(ApiKeysService.name);
-  private readonly cache = new Map<string, CacheEntry>();
+  private readonly cache: TtlCache<CacheEntry>;
+  private readonly unknownPrefixes: TtlCache<true>;
+  /** The keys whose last use this process recorded within the last minute. */
+  private readonly lastUseWritten: TtlCache<true>;
   private readonly operatorKeyHash: Buffer;
-  private readonly unknownPrefixes = new Map<string, number>();
 
   constructor(
     private readonly db: Database,
@@ -94,6 +95,9 @@ export class ApiKeysService {
     private readonly clock: Clock,
   ) {
     this.operatorKeyHash = Buffer.from(sha256Hex(operatorApiKey), 'hex');
+    this.cache = new TtlCache(clock, CACHE_MAX_ENTRIES);
+    this.unknownPrefixes = new TtlCache(clock, CACHE_MAX_ENTRIES);
+    this.lastUseWritten = new TtlCache(clock, CACHE_MAX_ENTRIES);
     notifications.onEviction((eviction) => {
       if (eviction === null) this.cache.clear();
       else if (eviction.kind === 'api_key') this.cache.delete(eviction.hash);
@@ -235,27 +239,37 @@ export class ApiKeysService {
     if (timingSafeEqual(Buffer.from(hash, 'hex'), this.operatorKeyHash)) {
       return { kind: 'operator', keyId: null, name: null };
     }
+    const entry = this.cache.get(hash)?.value ?? (await this.read(hash, keyPrefix(presented)));
     const now = this.clock.now();
-    let entry = this.cache.get(hash);
-    if (!entry || entry.expiresAt <= now) {
-      const prefix = keyPrefix(presented);
-      if (prefix && (this.unknownPrefixes.get(prefix) ?? 0) > now) return null;
-      const { rows } = await this.db.main.query<
-        Pick<ApiKeyRow, 'id' | 'tenant_id' | 'name' | 'scopes' | 'expires_at'>
-      >(
-        `SELECT id, tenant_id, name, scopes, expires_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
-        [hash],
-      );
-      const row = rows[0];
-      if (!row) {
-        this.cache.delete(hash);
-        if (prefix && !(await this.prefixInUse(prefix))) {
-          if (this.unknownPrefixes.size >= CACHE_MAX_ENTRIES) this.unknownPrefixes.clear();
-          this.unknownPrefixes.set(prefix, now + UNKNOWN_PREFIX_TTL_MS);
-        }
-        return null;
+    if (!entry || (entry.keyExpiresAt !== null && entry.keyExpiresAt <= now)) return null;
+    // Last use is recorded at most once a minute per key and process, never on the request's critical path.
+    if (!this.lastUseWritten.get(hash)) {
+      this.lastUseWritten.set(hash, true, LAST_USED_WRITE_INTERVAL_MS);
+      this.db.main
+        .query(`UPDATE api_keys SET last_used_at = $2 WHERE key_hash = $1`, [hash, new Date(now)])
+        .catch((error: unknown) => this.logger.warn(`could not record API key use: ${String(error)}`));
+    }
+    return entry.principal;
+  }
+
+  /** A key not in the cache, from the database (then cached); null when none is active, its prefix remembered. */
+  private async read(hash: string, prefix: string | null): Promise<CacheEntry | null> {
+    if (prefix && this.unknownPrefixes.get(prefix)) return null;
+    const { rows } = await this.db.main.query<
+      Pick<ApiKeyRow, 'id' | 'tenant_id' | 'name' | 'scopes' | 'expires_at'>
+    >(
+      `SELECT id, tenant_id, name, scopes, expires_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+      [hash],
+    );
+    const row = rows[0];
+    if (!row) {
+      if (prefix && !(await this.prefixInUse(prefix))) {
+        this.unknownPrefixes.set(prefix, true, UNKNOWN_PREFIX_TTL_MS);
       }
-      const principal: Principal =
+      return null;
+    }
+    const entry: CacheEntry = {
+      principal:
         row.tenant_id === null
           ? { kind: 'operator', keyId: row.id, name: row.name }
           : {
@@ -264,29 +278,11 @@ export class ApiKeysService {
               keyId: row.id,
               name: row.name,
               scopes: row.scopes.filter(isApiKeyScope),
-            };
-      if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
-      entry = {
-        principal,
-        expiresAt: now + CACHE_TTL_MS,
-        keyExpiresAt: row.expires_at?.getTime() ?? null,
-        lastUsedWrite: entry?.lastUsedWrite ?? 0,
-      };
-      this.cache.set(hash, entry);
-    }
-    if (entry.keyExpiresAt !== null && entry.keyExpiresAt <= now) return null;
-    this.touch(hash, entry);
-    return entry.principal;
-  }
-
-  /** Records last use at most once a minute per key and process; never on the request's critical path. */
-  private touch(hash: string, entry: { lastUsedWrite: number }): void {
-    const now = this.clock.now();
-    if (now - entry.lastUsedWrite < LAST_USED_WRITE_INTERVAL_MS) return;
-    entry.lastUsedWrite = now;
-    this.db.main
-      .query(`UPDATE api_keys SET last_used_at = $2 WHERE key_hash = $1`, [hash, new Date(now)])
-      .catch((error: unknown) => this.logger.warn(`could not record API key use: ${String(error)}`));
+            },
+      keyExpiresAt: row.expires_at?.getTime() ?? null,
+    };
+    this.cache.set(hash, entry, CACHE_TTL_MS);
+    return entry;
   }
 
   private async prefixInUse(prefix: string): Promise<boolean> {
