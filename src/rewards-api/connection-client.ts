@@ -202,8 +202,8 @@ export class ConnectionClient {
   }
 
   private pace(env: RewardsEnvironmentConfig): Promise<Slot | null> {
-    if (!this.pacer || !this.paced(env)) return Promise.resolve(null);
     const pacer = this.pacer;
+    if (!pacer || !this.paced(env)) return Promise.resolve(null);
     const turn = this.pacingTurn.then(() =>
       pacer.acquire(
         this.connectionId,

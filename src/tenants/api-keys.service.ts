@@ -24,22 +24,13 @@ export function keyPrefix(presented: string): string | null {
   return /^rg[ko]_[A-Za-z0-9_-]{4}/.test(presented) ? presented.slice(0, 8) : null;
 }
 
-/** An API key's row; only its SHA-256 hash is stored. `tenant_id` null: an operator key. */
-interface ApiKeyRow {
-  id: string;
+type NullableDates = 'last_used_at' | 'expires_at' | 'revoked_at';
+/** An API key's row: the response's fields, its dates as Dates; `tenant_id` null: an operator key. */
+type ApiKeyRow = Omit<ApiKeyResponse, 'scopes' | 'created_at' | NullableDates> & {
   tenant_id: string | null;
-  name: string;
-  /** The first characters of the key, to recognise it in listings. */
-  prefix: string;
   scopes: ApiKeyScope[];
   created_at: Date;
-  last_used_at: Date | null;
-  revoked_at: Date | null;
-  /** The end of a rotated key's grace period. */
-  expires_at: Date | null;
-  /** On a successor: the key it replaced. */
-  rotated_from: string | null;
-}
+} & Record<NullableDates, Date | null>;
 
 const KEY_COLUMNS = `id, tenant_id, name, prefix, scopes, created_at, last_used_at, revoked_at, expires_at, rotated_from`;
 
@@ -105,7 +96,7 @@ export class ApiKeysService {
     });
   }
 
-  /** A tenant's key, or with `tenantId` null an operator's. */
+  /** A tenant's key, or with `tenantId` null an operator's. Only its SHA-256 hash is stored. */
   async create(
     tenantId: string | null,
     name: string,

@@ -12,13 +12,12 @@ import {
   ApiJsonBody,
   JSON_BODY,
   example,
-  OPERATOR_KEY_REQUIRED,
   OPERATOR_ROUTE,
   TENANT_ROUTE,
   notAUuid,
   validationFailed,
 } from '../common/api-docs';
-import { OperatorOnly, RequiresScope } from './auth/auth.decorators';
+import { ForOperators, OperatorOnly, RequiresScope } from './auth/auth.decorators';
 import { API_KEY_SCOPES } from './auth/principal';
 import { ApiKeysService, DEFAULT_ROTATION_GRACE_S } from './api-keys.service';
 import { TenantsService } from './tenants.service';
@@ -36,6 +35,9 @@ import {
 
 const RETURN_URL = 'https://platform.example.com/settings/rewards';
 const KEY_ID = '3f2b8c1e-5d4a-4e7b-9c0d-2a1b3c4d5e6f';
+
+/** The key id in the path; one that is not a UUID is answered like an unknown route. */
+const KeyId = () => Param('keyId', new ParseUUIDPipe({ errorHttpStatusCode: 404 }));
 
 @ApiTags('tenants')
 @ApiBearerAuth()
@@ -76,7 +78,6 @@ export class TenantsController {
   }
 
   @Patch(':tenant')
-  @OperatorOnly()
   @ApiOperation({
     summary: 'Change a tenant’s name, return URL allow-list or default funding source (operator key).',
   })
@@ -87,9 +88,7 @@ export class TenantsController {
       value: { name: 'Acme Corporation', return_urls: [RETURN_URL], default_funding_source_id: 'BALANCE' },
     },
   })
-  @ApiErrors(
-    TENANT_ROUTE,
-    OPERATOR_KEY_REQUIRED,
+  @ForOperators(
     JSON_BODY,
     validationFailed('return_urls', 'each return_urls entry must be an absolute http(s) URL'),
   )
@@ -98,7 +97,6 @@ export class TenantsController {
   }
 
   @Delete(':tenant')
-  @OperatorOnly()
   @HttpCode(202)
   @ApiOperation({
     summary: 'Delete a tenant (operator key): gone at once, its data removed in the background.',
@@ -108,13 +106,12 @@ export class TenantsController {
       '`tenant.deleted`. The retention job then removes its dispatches, rewards, events and the rest in bounded ' +
       'batches, the tenant row last. 202 with no body.',
   })
-  @ApiErrors(TENANT_ROUTE, OPERATOR_KEY_REQUIRED)
+  @ForOperators()
   async remove(@Param('tenant') tenant: string): Promise<void> {
     await this.tenants.delete(tenant);
   }
 
   @Post(':tenant/api-keys')
-  @OperatorOnly()
   @ApiOperation({
     summary: 'Create an API key for the tenant; the plaintext key is returned once (operator key).',
   })
@@ -129,9 +126,7 @@ export class TenantsController {
       value: { name: 'payroll-sender', scopes: ['rewards:send', 'rewards:read'] },
     },
   })
-  @ApiErrors(
-    TENANT_ROUTE,
-    OPERATOR_KEY_REQUIRED,
+  @ForOperators(
     JSON_BODY,
     validationFailed('name', 'name must be a string'),
     validationFailed(
@@ -148,7 +143,6 @@ export class TenantsController {
   }
 
   @Post(':tenant/api-keys/:keyId/rotate')
-  @OperatorOnly()
   @ApiOperation({
     summary:
       'Rotate a key: a successor with the same name and scopes (its key returned once); the old key keeps working until `expires_at` (operator key).',
@@ -161,9 +155,7 @@ export class TenantsController {
     default: { summary: 'The old key keeps working 24 hours', value: {} },
     hour: { summary: 'The old key keeps working one more hour', value: { grace_period_seconds: 3600 } },
   })
-  @ApiErrors(
-    TENANT_ROUTE,
-    OPERATOR_KEY_REQUIRED,
+  @ForOperators(
     JSON_BODY,
     validationFailed('grace_period_seconds', 'grace_period_seconds must not be greater than 604800'),
     example(apiKeyNotFound(KEY_ID), 'no such key for this tenant, or it is revoked or expired'),
@@ -175,7 +167,7 @@ export class TenantsController {
   )
   async rotateKey(
     @Param('tenant') tenant: string,
-    @Param('keyId', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) keyId: string,
+    @KeyId() keyId: string,
     @Body() dto: RotateApiKeyDto,
   ): Promise<RotatedApiKeyResponse> {
     return this.apiKeys.rotate(tenant, keyId, dto.grace_period_seconds ?? DEFAULT_ROTATION_GRACE_S);
@@ -195,20 +187,14 @@ export class TenantsController {
   }
 
   @Delete(':tenant/api-keys/:keyId')
-  @OperatorOnly()
   @HttpCode(204)
   @ApiOperation({ summary: 'Revoke an API key (operator key).' })
   @ApiNoContentResponse()
-  @ApiErrors(
-    TENANT_ROUTE,
-    OPERATOR_KEY_REQUIRED,
+  @ForOperators(
     example(apiKeyNotFound(KEY_ID), 'no such active key for this tenant'),
     notAUuid('DELETE', '/v1/tenants/acme/api-keys/123'),
   )
-  async revokeKey(
-    @Param('tenant') tenant: string,
-    @Param('keyId', new ParseUUIDPipe({ errorHttpStatusCode: 404 })) keyId: string,
-  ): Promise<void> {
+  async revokeKey(@Param('tenant') tenant: string, @KeyId() keyId: string): Promise<void> {
     await this.tenants.require(tenant);
     await this.apiKeys.revoke(tenant, keyId);
   }

@@ -1,6 +1,12 @@
 import { SetMetadata, applyDecorators } from '@nestjs/common';
 import { ApiExtension } from '@nestjs/swagger';
-import { ApiErrors, insufficientScope } from '../../common/api-docs';
+import {
+  ApiErrors,
+  type ErrorExample,
+  insufficientScope,
+  OPERATOR_KEY_REQUIRED,
+  TENANT_ROUTE,
+} from '../../common/api-docs';
 import type { ApiKeyScope } from './principal';
 import { BASIC_AUTH_ALLOWED, OPERATOR_ONLY, PUBLIC_ROUTE, REQUIRED_SCOPES } from './principal';
 
@@ -9,6 +15,10 @@ export const Public = () => SetMetadata(PUBLIC_ROUTE, true);
 
 /** A route only an operator key may call. */
 export const OperatorOnly = () => SetMetadata(OPERATOR_ONLY, true);
+
+/** A route of one tenant for operator keys only, with the error answers it adds to those of every such route. */
+export const ForOperators = (...errors: (ErrorExample | readonly ErrorExample[])[]) =>
+  applyDecorators(OperatorOnly(), ApiErrors(TENANT_ROUTE, OPERATOR_KEY_REQUIRED, ...errors));
 
 /**
  * A route a tenant key may call when it holds one of `scopes` (operator keys hold every scope); otherwise
