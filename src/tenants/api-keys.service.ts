@@ -24,15 +24,13 @@ export function keyPrefix(presented: string): string | null {
   return /^rg[ko]_[A-Za-z0-9_-]{4}/.test(presented) ? presented.slice(0, 8) : null;
 }
 
-type NullableDates = 'last_used_at' | 'expires_at' | 'revoked_at';
-/** An API key's row: the response's fields, its dates as Dates; `tenant_id` null: an operator key. */
-type ApiKeyRow = Omit<ApiKeyResponse, 'scopes' | 'created_at' | NullableDates> & {
-  tenant_id: string | null;
-  scopes: ApiKeyScope[];
-  created_at: Date;
-} & Record<NullableDates, Date | null>;
+/** An API key's row as the API answers it (only its SHA-256 hash is stored). */
+type ApiKeyRow = ApiKeyResponse & { scopes: ApiKeyScope[] };
 
-const KEY_COLUMNS = `id, tenant_id, name, prefix, scopes, created_at, last_used_at, revoked_at, expires_at, rotated_from`;
+/** The columns of ApiKeyRow: times as ISO 8601 UTC with milliseconds, the one form of every time the API answers. */
+const KEY_COLUMNS = `id, name, prefix, scopes, ${['created_at', 'last_used_at', 'expires_at', 'revoked_at']
+  .map((c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${c}`)
+  .join(', ')}, rotated_from`;
 
 /** The longest grace period a rotation may give the old key, and the default. */
 export const MAX_ROTATION_GRACE_S = 7 * 24 * 3600;
@@ -118,15 +116,15 @@ export class ApiKeysService {
       return created;
     });
     this.unknownPrefixes.delete(row.prefix);
-    return { ...toResponse(row), key };
+    return { ...row, key };
   }
 
   async list(tenantId: string): Promise<ApiKeyResponse[]> {
     const { rows } = await this.db.main.query<ApiKeyRow>(
-      `SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 ORDER BY created_at`,
+      `SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 ORDER BY api_keys.created_at`,
       [tenantId],
     );
-    return rows.map(toResponse);
+    return rows;
   }
 
   async revoke(tenantId: string | null, keyId: string): Promise<void> {
@@ -178,7 +176,7 @@ export class ApiKeysService {
         [keyId, tenantId],
       );
       const old = rows[0];
-      if (!old || (old.expires_at && old.expires_at.getTime() <= now)) throw apiKeyNotFound(keyId);
+      if (!old || (old.expires_at && Date.parse(old.expires_at) <= now)) throw apiKeyNotFound(keyId);
       // A statement after the lock sees a successor committed while we waited for it.
       const { rows: successors } = await tx.query<{ id: string }>(
         `SELECT id FROM api_keys WHERE rotated_from = $1`,
@@ -217,9 +215,9 @@ export class ApiKeysService {
     this.cache.delete(result.oldHash);
     this.unknownPrefixes.delete(result.successor.row.prefix);
     return {
-      ...toResponse(result.successor.row),
+      ...result.successor.row,
       key: result.successor.key,
-      previous_key: toResponse(result.previous),
+      previous_key: result.previous,
     };
   }
 
@@ -247,7 +245,7 @@ export class ApiKeysService {
   private async read(hash: string, prefix: string | null): Promise<CacheEntry | null> {
     if (prefix && this.unknownPrefixes.get(prefix)) return null;
     const { rows } = await this.db.main.query<
-      Pick<ApiKeyRow, 'id' | 'tenant_id' | 'name' | 'scopes' | 'expires_at'>
+      Pick<ApiKeyRow, 'id' | 'name' | 'scopes'> & { tenant_id: string | null; expires_at: Date | null }
     >(
       `SELECT id, tenant_id, name, scopes, expires_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
       [hash],
@@ -283,18 +281,4 @@ export class ApiKeysService {
     );
     return rows.length > 0;
   }
-}
-
-function toResponse(row: ApiKeyRow): ApiKeyResponse {
-  return {
-    id: row.id,
-    name: row.name,
-    prefix: row.prefix,
-    scopes: row.scopes,
-    created_at: row.created_at.toISOString(),
-    last_used_at: row.last_used_at?.toISOString() ?? null,
-    expires_at: row.expires_at?.toISOString() ?? null,
-    revoked_at: row.revoked_at?.toISOString() ?? null,
-    rotated_from: row.rotated_from,
-  };
 }
