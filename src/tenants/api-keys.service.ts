@@ -127,39 +127,34 @@ export class ApiKeysService {
     return rows;
   }
 
-  async revoke(tenantId: string | null, keyId: string): Promise<void> {
-    // The revocation, its record and its eviction message commit together: every instance forgets the key at once.
-    const rows = await this.db.transaction(async (tx) => {
-      const { rows: revoked } = await tx.query<{ key_hash: string; name: string }>(
+  /**
+   * Revokes the tenant's key `keyId`, or with `keyId` null (offboarding, in the transaction `tx` that deletes the
+   * tenant) every key of the tenant. The revocation, its record and its eviction message commit together: every
+   * instance forgets the key at once.
+   */
+  async revoke(tenantId: string | null, keyId: string | null, tx?: Sql): Promise<void> {
+    const revoke = async (tx: Sql) => {
+      const { rows } = await tx.query<{ id: string; key_hash: string; name: string }>(
         `UPDATE api_keys SET revoked_at = now()
-          WHERE id = $1 AND revoked_at IS NULL AND tenant_id IS NOT DISTINCT FROM $2
-          RETURNING key_hash, name`,
-        [keyId, tenantId],
+          WHERE tenant_id IS NOT DISTINCT FROM $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR id = $2)
+          RETURNING id, key_hash, name`,
+        [tenantId, keyId],
       );
-      for (const row of revoked) {
-        await this.audit.record(
-          'api_key.revoked',
-          { tenantId, target: { type: 'api_key', id: keyId }, details: { name: row.name } },
-          tx,
-        );
+      for (const row of rows) {
+        if (keyId !== null) {
+          await this.audit.record(
+            'api_key.revoked',
+            { tenantId, target: { type: 'api_key', id: row.id }, details: { name: row.name } },
+            tx,
+          );
+        }
         await this.notifications.publish({ kind: 'api_key', hash: row.key_hash }, tx);
       }
-      return revoked;
-    });
-    if (rows.length === 0) throw apiKeyNotFound(keyId);
+      return rows;
+    };
+    const rows = await (tx ? revoke(tx) : this.db.transaction(revoke));
+    if (keyId !== null && rows.length === 0) throw apiKeyNotFound(keyId);
     for (const row of rows) this.cache.delete(row.key_hash);
-  }
-
-  /** Offboarding (in the transaction that deletes the tenant): every key of the tenant revoked, on every instance. */
-  async revokeAll(tx: Sql, tenantId: string): Promise<void> {
-    const { rows } = await tx.query<{ key_hash: string }>(
-      `UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND revoked_at IS NULL RETURNING key_hash`,
-      [tenantId],
-    );
-    for (const row of rows) {
-      await this.notifications.publish({ kind: 'api_key', hash: row.key_hash }, tx);
-      this.cache.delete(row.key_hash);
-    }
   }
 
   /**

@@ -20,7 +20,7 @@ import { Retention } from '../retention/retention';
 })
 export class TenantsModule {
   constructor(retention: Retention, tenants: TenantsService, keys: ApiKeysService) {
-    retention.onOffboard((tx, tenantId) => keys.revokeAll(tx, tenantId));
+    retention.onOffboard((tx, tenantId) => keys.revoke(tenantId, null, tx));
     retention.registerTenantStep({ name: 'tenants', final: true, purge: (id) => tenants.remove(id) });
   }
 }
