@@ -165,23 +165,21 @@ export class ApiKeysService {
     const now = this.clock.now();
     const expiresAt = new Date(now + graceSeconds * 1000);
     const result = await this.db.transaction(async (tx) => {
+      // The old key's new end, if it is still active: the row stays locked until the rotation commits.
       const { rows } = await tx.query<ApiKeyRow & { key_hash: string }>(
-        `SELECT ${KEY_COLUMNS}, key_hash FROM api_keys
-          WHERE id = $1 AND tenant_id = $2 AND revoked_at IS NULL FOR UPDATE`,
-        [keyId, tenantId],
+        `UPDATE api_keys SET expires_at = $3
+          WHERE id = $1 AND tenant_id = $2 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $4)
+          RETURNING ${KEY_COLUMNS}, key_hash`,
+        [keyId, tenantId, expiresAt, new Date(now)],
       );
-      const old = rows[0];
-      if (!old || (old.expires_at && Date.parse(old.expires_at) <= now)) throw apiKeyNotFound(keyId);
+      if (!rows[0]) throw apiKeyNotFound(keyId);
+      const { key_hash: oldHash, ...old } = rows[0];
       // A statement after the lock sees a successor committed while we waited for it.
       const { rows: successors } = await tx.query<{ id: string }>(
         `SELECT id FROM api_keys WHERE rotated_from = $1`,
         [keyId],
       );
       if (successors[0]) throw apiKeyAlreadyRotated(keyId, successors[0].id);
-      const { rows: updated } = await tx.query<ApiKeyRow>(
-        `UPDATE api_keys SET expires_at = $2 WHERE id = $1 RETURNING ${KEY_COLUMNS}`,
-        [keyId, expiresAt],
-      );
       const successor = await createApiKey(tx, tenantId, old.name, old.scopes, keyId).catch(
         (error: unknown) => {
           // Two rotations of one key at once: the unique index on rotated_from lets one through.
@@ -203,9 +201,9 @@ export class ApiKeysService {
         },
         tx,
       );
-      await this.notifications.publish({ kind: 'api_key', hash: old.key_hash }, tx);
+      await this.notifications.publish({ kind: 'api_key', hash: oldHash }, tx);
       await this.notifications.publish({ kind: 'api_key_prefix', prefix: successor.row.prefix }, tx);
-      return { previous: updated[0], oldHash: old.key_hash, successor };
+      return { previous: old, oldHash, successor };
     });
     this.cache.delete(result.oldHash);
     this.unknownPrefixes.delete(result.successor.row.prefix);
