@@ -11,7 +11,6 @@ import type {
   UpstreamOrder,
   UpstreamReward,
   UpstreamOrganization,
-  UpstreamRewardDetail,
   UpstreamWebhook,
 } from './rewards-api.types';
 
@@ -109,11 +108,8 @@ export class ConnectionClient {
     return { id: w.id, url: typeof w.url === 'string' ? w.url : url, private_key: w.private_key };
   }
 
-  async getReward(id: string, timeoutMs = API_CALL_TIMEOUT_MS): Promise<UpstreamRewardDetail> {
-    const res = await this.call<{ reward?: UpstreamRewardDetail }>(
-      `/rewards/${encodeURIComponent(id)}`,
-      timeoutMs,
-    );
+  async getReward(id: string, timeoutMs = API_CALL_TIMEOUT_MS): Promise<UpstreamReward> {
+    const res = await this.call<{ reward?: UpstreamReward }>(`/rewards/${encodeURIComponent(id)}`, timeoutMs);
     const reward = res.body.reward;
     if (!reward || typeof reward.id !== 'string')
       throw new RewardsApiError('transient', `the rewards service answered ${res.status} without a reward`);

@@ -26,7 +26,8 @@ export interface ApiResponse<T = unknown> {
 interface RawResponse {
   status: number;
   text: string;
-  headers: Record<string, string | string[] | undefined>;
+  /** The wait its `Retry-After` header asks for, in seconds. */
+  retryAfter: number | null;
 }
 
 export const TOKEN_CALL_TIMEOUT_MS = 10_000;
@@ -103,7 +104,7 @@ export class RewardsApiClient implements OnModuleDestroy {
     if (error === 'invalid_client' || res.status === 401)
       throw fail('invalid_client', 'the rewards service rejected the client credentials');
     if (res.status === 429 || res.status >= 500)
-      throw fail('transient', `token endpoint answered ${res.status}`, retryAfter(res, this.clock.now()));
+      throw fail('transient', `token endpoint answered ${res.status}`, res.retryAfter);
     throw fail('rejected', `token endpoint answered ${res.status} ${error}`);
   }
 
@@ -133,7 +134,7 @@ export class RewardsApiClient implements OnModuleDestroy {
     const message = upstreamMessage(json) ?? `rewards service answered ${res.status}`;
     if (res.status === 401) throw new RewardsApiError('unauthorized', message, 401, json);
     if (res.status === 429 || res.status >= 500)
-      throw new RewardsApiError('transient', message, res.status, json, retryAfter(res, this.clock.now()));
+      throw new RewardsApiError('transient', message, res.status, json, res.retryAfter);
     throw new RewardsApiError('rejected', message, res.status, json);
   }
 
@@ -174,7 +175,15 @@ export class RewardsApiClient implements OnModuleDestroy {
           stop?.({ status: String(res.statusCode) });
           span.setAttribute('http.response.status_code', res.statusCode);
           if (res.statusCode >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
-          return { status: res.statusCode, text, headers: res.headers };
+          const retryAfter = res.headers['retry-after'];
+          return {
+            status: res.statusCode,
+            text,
+            retryAfter: retryAfterSeconds(
+              Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+              this.clock.now(),
+            ),
+          };
         } catch (error) {
           stop?.({ status: 'error' });
           const code = (error as { code?: string }).code;
@@ -209,11 +218,6 @@ function parseJson(res: RawResponse): unknown {
   } catch {
     return { raw: res.text.slice(0, 500) };
   }
-}
-
-function retryAfter(res: RawResponse, now: number): number | null {
-  const raw = res.headers['retry-after'];
-  return retryAfterSeconds(Array.isArray(raw) ? raw[0] : raw, now);
 }
 
 /** A `Retry-After` header's wait in seconds — delay-seconds, or an HTTP date counted from `now` (epoch ms) — or null. */

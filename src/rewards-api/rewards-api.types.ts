@@ -5,7 +5,8 @@ export interface UpstreamReward {
   value: { denomination: number; currency_code: string };
   recipient: { name?: string | null; email?: string | null; phone?: string | null };
   products?: string[];
-  delivery?: { method: string; status: string; link?: string };
+  /** `status`: SCHEDULED, PENDING, SUCCEEDED, FAILED or a newer value; `failure_reason` on `GET /rewards/{id}`. */
+  delivery?: { method: string; status: string; link?: string; failure_reason?: string };
   custom_fields?: { id: string; value: string | null; label: string }[];
   created_at?: string;
 }
@@ -52,11 +53,6 @@ export interface UpstreamWebhook {
   /** The HMAC key of `Tremendous-Webhook-Signature`: stored only encrypted, never logged. */
   private_key: string;
 }
-
-/** `GET /rewards/{id}`; `delivery.status`: SCHEDULED, PENDING, SUCCEEDED, FAILED or a newer value. */
-export type UpstreamRewardDetail = UpstreamReward & {
-  delivery?: { method: string; status: string; failure_reason?: string };
-};
 
 export interface UpstreamOrganization {
   id: string;
