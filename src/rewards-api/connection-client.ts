@@ -51,7 +51,7 @@ export interface UpstreamField {
  */
 export class ConnectionClient {
   /** This client's requests take their slots one after another (bulk work never holds more than one ahead). */
-  private pacingTurn: Promise<void> = Promise.resolve();
+  private pacingTurn: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly http: RewardsApiClient,
@@ -208,10 +208,7 @@ export class ConnectionClient {
         this.waitUntil === null ? null : Math.max(0, this.waitUntil - this.clock.now()),
       ),
     );
-    this.pacingTurn = turn.then(
-      () => undefined,
-      () => undefined,
-    );
+    this.pacingTurn = turn.catch(() => undefined);
     return turn;
   }
 }
