@@ -121,7 +121,7 @@ export class AccountPacer {
   }
 
   /** How far out the account's next slot is (ms, ≤ 0 = now), as every instance sees it. */
-  async nextSlotInMs(account: string, pacing: PacingConfig): Promise<number> {
+  private async nextSlotInMs(account: string, pacing: PacingConfig): Promise<number> {
     const { rows } = await this.db.relaxed.query<{ wait_ms: number }>({
       name: 'rg_pace_next',
       text: `SELECT extract(epoch FROM (tat - make_interval(secs => $3::float8 * $2::float8 / factor / 1000) - clock_timestamp())) * 1000 AS wait_ms

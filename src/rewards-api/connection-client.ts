@@ -232,7 +232,7 @@ function requireOrder(order: UpstreamOrder | undefined, status: number): Upstrea
 }
 
 /** The one organization of a `GET /organizations` list; null for none, several, or one without a usable id. */
-export function onlyOrganization(list: unknown): UpstreamOrganization | null {
+function onlyOrganization(list: unknown): UpstreamOrganization | null {
   if (!Array.isArray(list) || list.length !== 1) return null;
   const org = list[0] as { id?: unknown; name?: unknown } | null;
   if (!org || typeof org.id !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(org.id)) return null;

@@ -5,7 +5,7 @@ import { RewardsApiClient } from './rewards-api.client';
 import { Retention } from '../retention/retention';
 
 /** An account's pacing state not used for this long is deleted. */
-export const PACE_KEPT_DAYS = 7;
+const PACE_KEPT_DAYS = 7;
 
 @Module({
   imports: [MetricsModule],

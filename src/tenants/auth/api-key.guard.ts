@@ -158,7 +158,7 @@ interface RouteRules {
 }
 
 /** The audit trail's view of a caller; `via` says whether through the API or the dashboard's pages. */
-export function actorOf(principal: Principal, via: AuditVia): AuditActor {
+function actorOf(principal: Principal, via: AuditVia): AuditActor {
   if (principal.kind === 'tenant') return { type: 'api_key', id: principal.keyId, name: principal.name, via };
   return principal.keyId === null
     ? { type: 'operator_env_key', id: null, name: null, via }

@@ -7,8 +7,8 @@ import { TenantsError } from '../tenants.errors';
 
 /** Failed authentications allowed per client address, and per key prefix, in a window; then 429 for the block. */
 export const AUTH_FAILURES_ALLOWED = 20;
-export const AUTH_FAILURE_WINDOW_S = 60;
-export const AUTH_BLOCK_S = 60;
+const AUTH_FAILURE_WINDOW_S = 60;
+const AUTH_BLOCK_S = 60;
 
 /**
  * Throttles failed authentications per client address and per key prefix, counted in Postgres (`auth_failures`) so

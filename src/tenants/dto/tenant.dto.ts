@@ -101,7 +101,7 @@ export class TenantResponse {
 
 /** Each entry one of the API key scopes; the unknown ones named. */
 @ValidatorConstraint({ name: 'knownScopes' })
-export class KnownScopes implements ValidatorConstraintInterface {
+class KnownScopes implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
     return !Array.isArray(value) || value.every(isApiKeyScope);
   }
