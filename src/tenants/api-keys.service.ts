@@ -24,10 +24,7 @@ export function keyPrefix(presented: string): string | null {
   return /^rg[ko]_[A-Za-z0-9_-]{4}/.test(presented) ? presented.slice(0, 8) : null;
 }
 
-/** An API key's row as the API answers it (only its SHA-256 hash is stored). */
-type ApiKeyRow = ApiKeyResponse & { scopes: ApiKeyScope[] };
-
-/** The columns of ApiKeyRow: times as ISO 8601 UTC with milliseconds, the one form of every time the API answers. */
+/** An API key's columns as the API answers them (only its SHA-256 hash is stored), times in ISO 8601 UTC with ms. */
 const KEY_COLUMNS = `id, name, prefix, scopes, ${['created_at', 'last_used_at', 'expires_at', 'revoked_at']
   .map((c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${c}`)
   .join(', ')}, rotated_from`;
@@ -46,9 +43,9 @@ export async function createApiKey(
   name: string,
   scopes: readonly ApiKeyScope[] = API_KEY_SCOPES,
   rotatedFrom: string | null = null,
-): Promise<{ row: ApiKeyRow; key: string }> {
+): Promise<{ row: ApiKeyResponse; key: string }> {
   const key = `${tenantId ? 'rgk' : 'rgo'}_${randomBytes(32).toString('base64url')}`;
-  const { rows } = await db.query<ApiKeyRow>(
+  const { rows } = await db.query<ApiKeyResponse>(
     `INSERT INTO api_keys (tenant_id, name, key_hash, prefix, scopes, rotated_from) VALUES ($1, $2, $3, $4, $5, $6)
      RETURNING ${KEY_COLUMNS}`,
     [tenantId, name, sha256Hex(key), key.slice(0, 8), [...scopes], rotatedFrom],
@@ -120,7 +117,7 @@ export class ApiKeysService {
   }
 
   async list(tenantId: string): Promise<ApiKeyResponse[]> {
-    const { rows } = await this.db.main.query<ApiKeyRow>(
+    const { rows } = await this.db.main.query<ApiKeyResponse>(
       `SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 ORDER BY api_keys.created_at`,
       [tenantId],
     );
@@ -166,7 +163,7 @@ export class ApiKeysService {
     const expiresAt = new Date(now + graceSeconds * 1000);
     const result = await this.db.transaction(async (tx) => {
       // The old key's new end, if it is still active: the row stays locked until the rotation commits.
-      const { rows } = await tx.query<ApiKeyRow & { key_hash: string }>(
+      const { rows } = await tx.query<ApiKeyResponse & { key_hash: string }>(
         `UPDATE api_keys SET expires_at = $3
           WHERE id = $1 AND tenant_id = $2 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $4)
           RETURNING ${KEY_COLUMNS}, key_hash`,
@@ -238,7 +235,7 @@ export class ApiKeysService {
   private async read(hash: string, prefix: string | null): Promise<CacheEntry | null> {
     if (prefix && this.unknownPrefixes.get(prefix)) return null;
     const { rows } = await this.db.main.query<
-      Pick<ApiKeyRow, 'id' | 'name' | 'scopes'> & { tenant_id: string | null; expires_at: Date | null }
+      Pick<ApiKeyResponse, 'id' | 'name' | 'scopes'> & { tenant_id: string | null; expires_at: Date | null }
     >(
       `SELECT id, tenant_id, name, scopes, expires_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
       [hash],

@@ -153,7 +153,7 @@ export class ApiKeyResponse {
   @ApiProperty() name: string;
   @ApiProperty({ example: 'rgk_Ab3x', description: 'The first characters of the key.' }) prefix: string;
   @ApiProperty({ type: [String], enum: API_KEY_SCOPES, example: ['rewards:send', 'rewards:read'] })
-  scopes: string[];
+  scopes: ApiKeyScope[];
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @NullableDateTime('Last successful use, written at most about once a minute per gateway instance.')
   last_used_at: string | null;
