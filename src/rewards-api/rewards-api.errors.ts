@@ -148,10 +148,5 @@ export function upstreamAppError(
   rejectedStatus?: number,
 ): UpstreamError {
   const failure = mapUpstreamError(error, what);
-  return new UpstreamError(
-    failure,
-    !failure.retryable && failure.code === 'upstream_rejected' && rejectedStatus
-      ? rejectedStatus
-      : failure.httpStatus,
-  );
+  return new UpstreamError(failure, failure.code === 'upstream_rejected' ? rejectedStatus : undefined);
 }
