@@ -10,13 +10,14 @@ export interface ErrorDetail {
 /**
  * The one error shape every module throws. `code` is a stable snake_case identifier platforms can switch on; the
  * global filter turns it into `{"error": {"code", "message", "details"}}` with `status`. Abstract: each module throws
- * its own subclass, whose constructor takes only the codes that module declares in its `*_ERROR_CODES` list (the
- * error table in docs/api.md is checked against those lists by a test). Messages never contain a token, key or secret.
+ * its own subclass, `AppError<ItsErrorCode>`, which takes only the codes that module declares in its `*_ERROR_CODES`
+ * list (the error table in docs/api.md is checked against those lists by a test). Messages never contain a token, key
+ * or secret.
  */
-export abstract class AppError extends Error {
-  protected constructor(
+export abstract class AppError<Code extends string = string> extends Error {
+  constructor(
     readonly status: HttpStatus,
-    readonly code: string,
+    readonly code: Code,
     message: string,
     readonly details: ErrorDetail[] = [],
     /** Extra response headers (e.g. Retry-After). */
@@ -50,17 +51,7 @@ export const COMMON_ERROR_CODES = [
 ] as const;
 export type CommonErrorCode = (typeof COMMON_ERROR_CODES)[number];
 
-export class CommonError extends AppError {
-  constructor(
-    status: HttpStatus,
-    code: CommonErrorCode,
-    message: string,
-    details: ErrorDetail[] = [],
-    headers: Record<string, string> = {},
-  ) {
-    super(status, code, message, details, headers);
-  }
-}
+export class CommonError extends AppError<CommonErrorCode> {}
 
 export class ValidationFailedError extends CommonError {
   constructor(details: ErrorDetail[], message = 'The request is invalid; see details for each field.') {

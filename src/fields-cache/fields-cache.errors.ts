@@ -1,5 +1,5 @@
 import { HttpStatus } from '@nestjs/common';
-import { AppError, type ErrorDetail } from '../common/app-error';
+import { AppError } from '../common/app-error';
 
 export const FIELDS_ERROR_CODES = [
   'fields_unavailable',
@@ -10,17 +10,7 @@ export const FIELDS_ERROR_CODES = [
 ] as const;
 export type FieldsErrorCode = (typeof FIELDS_ERROR_CODES)[number];
 
-export class FieldsError extends AppError {
-  constructor(
-    status: HttpStatus,
-    code: FieldsErrorCode,
-    message: string,
-    details: ErrorDetail[] = [],
-    headers: Record<string, string> = {},
-  ) {
-    super(status, code, message, details, headers);
-  }
-}
+export class FieldsError extends AppError<FieldsErrorCode> {}
 
 export class FieldsUnavailableError extends FieldsError {
   constructor() {

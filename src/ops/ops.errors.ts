@@ -1,11 +1,6 @@
-import type { HttpStatus } from '@nestjs/common';
 import { AppError } from '../common/app-error';
 
 export const OPS_ERROR_CODES = ['csrf_failed'] as const;
 export type OpsErrorCode = (typeof OPS_ERROR_CODES)[number];
 
-export class OpsError extends AppError {
-  constructor(status: HttpStatus, code: OpsErrorCode, message: string) {
-    super(status, code, message);
-  }
-}
+export class OpsError extends AppError<OpsErrorCode> {}

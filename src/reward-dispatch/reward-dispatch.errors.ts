@@ -1,5 +1,5 @@
 import { HttpStatus } from '@nestjs/common';
-import { AppError, type ErrorDetail } from '../common/app-error';
+import { AppError } from '../common/app-error';
 
 /** Every error code the send API answers with, besides the upstream's (rewards-api) and the vault's. */
 export const DISPATCH_ERROR_CODES = [
@@ -15,17 +15,7 @@ export const DISPATCH_ERROR_CODES = [
 ] as const;
 export type DispatchErrorCode = (typeof DISPATCH_ERROR_CODES)[number];
 
-export class DispatchError extends AppError {
-  constructor(
-    status: HttpStatus,
-    code: DispatchErrorCode,
-    message: string,
-    details: ErrorDetail[] = [],
-    headers: Record<string, string> = {},
-  ) {
-    super(status, code, message, details, headers);
-  }
-}
+export class DispatchError extends AppError<DispatchErrorCode> {}
 
 const KEY = 'Idempotency-Key';
 

@@ -11,11 +11,7 @@ export const TENANT_WEBHOOK_ERROR_CODES = [
 ] as const;
 export type TenantWebhookErrorCode = (typeof TENANT_WEBHOOK_ERROR_CODES)[number];
 
-class TenantWebhookError extends AppError {
-  constructor(status: HttpStatus, code: TenantWebhookErrorCode, message: string) {
-    super(status, code, message);
-  }
-}
+class TenantWebhookError extends AppError<TenantWebhookErrorCode> {}
 
 export const endpointNotFound = (id: string) =>
   new TenantWebhookError(

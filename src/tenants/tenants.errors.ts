@@ -1,5 +1,5 @@
 import { HttpStatus } from '@nestjs/common';
-import { AppError, type ErrorDetail } from '../common/app-error';
+import { AppError } from '../common/app-error';
 import type { ApiKeyScope } from './auth/principal';
 
 export const TENANT_ERROR_CODES = [
@@ -15,17 +15,7 @@ export const TENANT_ERROR_CODES = [
 ] as const;
 export type TenantErrorCode = (typeof TENANT_ERROR_CODES)[number];
 
-export class TenantsError extends AppError {
-  constructor(
-    status: HttpStatus,
-    code: TenantErrorCode,
-    message: string,
-    details: ErrorDetail[] = [],
-    headers: Record<string, string> = {},
-  ) {
-    super(status, code, message, details, headers);
-  }
-}
+export class TenantsError extends AppError<TenantErrorCode> {}
 
 export class TenantNotFoundError extends TenantsError {
   constructor(id: string) {
