@@ -17,7 +17,7 @@ import { Retention, RetentionJob } from './retention/retention';
 import { ConnectionsModule } from './connections/connections.module';
 import { DeliveryWebhooksModule } from './delivery-webhooks/delivery-webhooks.module';
 import { FieldsCacheModule } from './fields-cache/fields-cache.module';
-import { MetricsModule } from './metrics/metrics.module';
+import { MetricsService } from './metrics/metrics.service';
 import { OpsModule } from './ops/ops.module';
 import { RewardDispatchModule } from './reward-dispatch/reward-dispatch.module';
 import { TenantWebhooksModule } from './tenant-webhooks/tenant-webhooks.module';
@@ -35,12 +35,13 @@ export interface AppModuleOptions {
 export class AppModule {
   static forRoot(config: AppConfig, options: AppModuleOptions = {}): DynamicModule {
     // Global: every module injects the configuration's slices (InjectConfig) and the Clock, Postgres (the process's
-    // pools and cross-instance evictions), and retention (each module registers its purges).
+    // pools and cross-instance evictions), the metrics, and retention (each module registers its purges).
     const global = [
       ...configProviders(config),
       { provide: Clock, useValue: options.clock ?? systemClock },
       Database,
       NotificationsService,
+      MetricsService,
       Retention,
       RetentionJob,
     ];
@@ -51,7 +52,6 @@ export class AppModule {
         LoggerModule.forRoot(loggerParams(config.logLevel, options.logDestination)),
         ScheduleModule.forRoot(),
         AuditModule,
-        MetricsModule,
         ConnectionActivityModule,
         TenantsModule,
         TokenVaultModule,

@@ -1,7 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import type { ActivityConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
-import { MetricsModule } from '../metrics/metrics.module';
 import { Retention } from '../retention/retention';
 import { CallRecorder } from '../rewards-api/call-recorder';
 import { ActivityController } from './activity.controller';
@@ -11,7 +10,6 @@ import { ActivityStore } from './activity.store';
 /** The connection activity; global so the rewards client and the vault get their `CallRecorder` without importing it. */
 @Global()
 @Module({
-  imports: [MetricsModule],
   controllers: [ActivityController],
   providers: [ActivityStore, ActivityRecorder, { provide: CallRecorder, useExisting: ActivityRecorder }],
   exports: [ActivityStore, ActivityRecorder, CallRecorder],

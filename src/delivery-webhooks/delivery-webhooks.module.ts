@@ -1,7 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import { ConnectionsModule } from '../connections/connections.module';
-import { MetricsModule } from '../metrics/metrics.module';
 import { RewardDispatchModule } from '../reward-dispatch/reward-dispatch.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { Retention } from '../retention/retention';
@@ -16,13 +14,7 @@ import { WebhookRegistrar } from './webhook-registrar';
  * missed events. Outcomes are written through `DispatchStore.recordDelivery` (reward-dispatch owns those rows).
  */
 @Module({
-  imports: [
-    ScheduleModule.forRoot(),
-    MetricsModule,
-    TokenVaultModule,
-    ConnectionsModule,
-    RewardDispatchModule,
-  ],
+  imports: [TokenVaultModule, ConnectionsModule, RewardDispatchModule],
   controllers: [DeliveryWebhookIntake],
   providers: [WebhookEventStore, WebhookKeyStore, WebhookRegistrar, DeliveryReconciler],
   exports: [WebhookRegistrar, DeliveryReconciler],

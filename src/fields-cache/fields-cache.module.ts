@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { ConnectionsModule } from '../connections/connections.module';
-import { MetricsModule } from '../metrics/metrics.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { FieldsCacheController } from './fields-cache.controller';
 import { FieldsCacheService } from './fields-cache.service';
@@ -10,7 +9,7 @@ import { Retention } from '../retention/retention';
 export const FIELDS_KEPT_DAYS = 30;
 
 @Module({
-  imports: [MetricsModule, TokenVaultModule, ConnectionsModule],
+  imports: [TokenVaultModule, ConnectionsModule],
   controllers: [FieldsCacheController],
   providers: [FieldsCacheService],
   exports: [FieldsCacheService],

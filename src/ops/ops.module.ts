@@ -1,7 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import { TerminusModule } from '@nestjs/terminus';
-import { MetricsModule } from '../metrics/metrics.module';
 import { TenantWebhooksModule } from '../tenant-webhooks/tenant-webhooks.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
 import { AlertsModule } from './alerts.module';
@@ -16,8 +14,6 @@ import { OpsService } from './ops.service';
 @Module({
   imports: [
     TerminusModule.forRoot({ logger: false, errorLogStyle: 'json' }),
-    ScheduleModule.forRoot(),
-    MetricsModule,
     TokenVaultModule,
     TenantWebhooksModule,
     ConnectionsModule,

@@ -1,11 +1,9 @@
 import { Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import type { RetentionConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { Retention } from '../retention/retention';
 import { ConnectionsModule } from '../connections/connections.module';
 import { FieldsCacheModule } from '../fields-cache/fields-cache.module';
-import { MetricsModule } from '../metrics/metrics.module';
 import { RewardsApiModule } from '../rewards-api/rewards-api.module';
 import { TenantsModule } from '../tenants/tenants.module';
 import { TokenVaultModule } from '../token-vault/token-vault.module';
@@ -19,15 +17,7 @@ import { RewardListingService } from './reward-listing.service';
 
 /** The send API, idempotency, dispatch records, the retry worker, the approval reconciliation and reward listing. */
 @Module({
-  imports: [
-    ScheduleModule.forRoot(),
-    MetricsModule,
-    TenantsModule,
-    TokenVaultModule,
-    ConnectionsModule,
-    FieldsCacheModule,
-    RewardsApiModule,
-  ],
+  imports: [TenantsModule, TokenVaultModule, ConnectionsModule, FieldsCacheModule, RewardsApiModule],
   controllers: [RewardDispatchController],
   providers: [
     DispatchStore,

@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { MetricsModule } from '../metrics/metrics.module';
 import { AccountPacer } from './account-pacer';
 import { RewardsApiClient } from './rewards-api.client';
 import { Retention } from '../retention/retention';
@@ -8,7 +7,6 @@ import { Retention } from '../retention/retention';
 const PACE_KEPT_DAYS = 7;
 
 @Module({
-  imports: [MetricsModule],
   providers: [RewardsApiClient, AccountPacer],
   exports: [RewardsApiClient, AccountPacer],
 })

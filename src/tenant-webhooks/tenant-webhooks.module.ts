@@ -1,6 +1,4 @@
 import { Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
-import { MetricsModule } from '../metrics/metrics.module';
 import { VaultModule } from '../token-vault/vault.module';
 import { TenantWebhooksController } from './tenant-webhooks.controller';
 import { WebhookStore } from './webhook.store';
@@ -12,7 +10,7 @@ import { OUTBOX_KEPT_DAYS, WebhookWorker } from './webhook.worker';
  * describe, in their own transactions (`enqueueEvents` / `outboxInsert` need no injection).
  */
 @Module({
-  imports: [ScheduleModule.forRoot(), MetricsModule, VaultModule],
+  imports: [VaultModule],
   controllers: [TenantWebhooksController],
   providers: [WebhookStore, WebhookWorker],
   exports: [WebhookStore, WebhookWorker],

@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { MetricsModule } from '../metrics/metrics.module';
 import { RewardsApiModule } from '../rewards-api/rewards-api.module';
 import { AccessTokenProvider } from './access-token.provider';
 import { AppCredentialsStore } from './app-credentials.store';
@@ -8,7 +7,7 @@ import { VaultModule } from './vault.module';
 
 /** Grant storage, the access tokens with the cross-process refresh lock, and the connection-scoped `RewardsApi`. */
 @Module({
-  imports: [MetricsModule, RewardsApiModule, VaultModule],
+  imports: [RewardsApiModule, VaultModule],
   providers: [AccessTokenProvider, RewardsApi, AppCredentialsStore],
   exports: [AccessTokenProvider, RewardsApi, AppCredentialsStore, VaultModule],
 })
