@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { Clock } from '../common/clock';
+import { SingleFlight } from '../common/single-flight';
 import { TtlCache } from '../common/ttl-cache';
 import { NotificationsService } from '../database/notifications.service';
 import { MetricsService } from '../metrics/metrics.service';
@@ -55,7 +56,7 @@ function normalise(raw: UpstreamField[]): Field[] {
 export class FieldsCacheService {
   private readonly logger = new Logger(FieldsCacheService.name);
   private readonly memory: TtlCache<FieldsSnapshot>;
-  private readonly loading = new Map<string, Promise<FieldsSnapshot>>();
+  private readonly loading = new SingleFlight<FieldsSnapshot>();
 
   constructor(
     private readonly db: Database,
@@ -78,7 +79,7 @@ export class FieldsCacheService {
       return cached.value;
     }
     this.metrics.fieldsCache.inc({ event: 'miss' });
-    return this.singleFlight(connectionId, () => this.load(connectionId, false));
+    return this.loading.run(connectionId, () => this.load(connectionId, false));
   }
 
   /** One reload from the upstream, unless another caller (any instance) did one within the last 30 s. */
@@ -92,7 +93,7 @@ export class FieldsCacheService {
     if (rows.length === 0) return this.get(connectionId);
     this.metrics.fieldsCache.inc({ event: 'reload' });
     this.memory.delete(connectionId);
-    return this.singleFlight(connectionId, () => this.load(connectionId, true));
+    return this.loading.run(connectionId, () => this.load(connectionId, true));
   }
 
   /** Drops this process's copy only; the shared row stays. */
@@ -113,14 +114,6 @@ export class FieldsCacheService {
   async purge(connectionId: string): Promise<void> {
     this.memory.delete(connectionId);
     await this.db.main.query(`DELETE FROM fields_cache WHERE connection_id = $1`, [connectionId]);
-  }
-
-  private singleFlight(connectionId: string, work: () => Promise<FieldsSnapshot>): Promise<FieldsSnapshot> {
-    const running = this.loading.get(connectionId);
-    if (running) return running;
-    const promise = work().finally(() => this.loading.delete(connectionId));
-    this.loading.set(connectionId, promise);
-    return promise;
   }
 
   private async load(connectionId: string, skipShared: boolean): Promise<FieldsSnapshot> {

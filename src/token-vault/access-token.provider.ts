@@ -1,5 +1,6 @@
 import { Injectable, Logger, Optional } from '@nestjs/common';
 import { Clock } from '../common/clock';
+import { SingleFlight } from '../common/single-flight';
 import { MetricsService } from '../metrics/metrics.service';
 import type { Pool, PoolClient } from 'pg';
 import { NotificationsService } from '../database/notifications.service';
@@ -119,7 +120,7 @@ export class AccessTokenProvider implements TokenSource {
   private readonly logger = new Logger(AccessTokenProvider.name);
   private readonly cache = new Map<string, AccessToken>();
   private readonly knownEnvironments = new Map<string, RewardsEnvironment>();
-  private readonly inFlight = new Map<string, Promise<AccessToken>>();
+  private readonly inFlight = new SingleFlight<AccessToken>();
   private readonly lastUseWritten = new Map<string, number>();
   /** The lock pool: refreshes have their own share of the connection budget and cannot starve other queries. */
   private readonly pool: Pool;
@@ -232,15 +233,10 @@ export class AccessTokenProvider implements TokenSource {
     force: boolean,
     reuse: (row: GrantRow) => AccessToken | null,
   ): Promise<AccessToken> {
-    const running = this.inFlight.get(connectionId);
-    if (running) return running;
-    const work = async () => {
+    return this.inFlight.run(connectionId, async () => {
       const row = await this.readGrant(connectionId);
       return reuse(row) ?? this.refreshUnderLock(connectionId, row.generation, force);
-    };
-    const promise = work().finally(() => this.inFlight.delete(connectionId));
-    this.inFlight.set(connectionId, promise);
-    return promise;
+    });
   }
 
   private async readGrant(connectionId: string): Promise<GrantRow> {
