@@ -54,11 +54,12 @@ export class ConnectionsService {
     private readonly clock: Clock,
   ) {
     this.liveCache = new TtlCache(clock, 10_000);
-    notifications.onEviction((eviction) => {
-      if (eviction === null) this.liveCache.clear();
-      else if (eviction.kind === 'connection')
-        this.forget(eviction.id, eviction.tenant, eviction.environment);
-    });
+    // The token cache follows the same evictions itself (AccessTokenProvider).
+    notifications.evictFrom(
+      this.liveCache,
+      'connection',
+      ({ tenant, environment }) => `${tenant}/${environment}`,
+    );
   }
 
   resolveEnvironment(requested?: string | null): RewardsEnvironment {

@@ -27,9 +27,19 @@ export class NotificationsService implements OnApplicationBootstrap, OnModuleDes
 
   constructor(private readonly db: Database) {}
 
-  /** `handler(null)` means "forget everything" (the listener was down for a while). */
-  onEviction(handler: (eviction: Eviction | null) => void): void {
-    this.handlers.push(handler);
+  /**
+   * Keeps a process cache in step with the other instances: an eviction of `kind` drops the entry `key(eviction)`;
+   * the listener being down for a while (messages may have been missed) drops everything.
+   */
+  evictFrom<K extends Eviction['kind']>(
+    cache: { delete(key: string): unknown; clear(): void },
+    kind: K,
+    key: (eviction: Extract<Eviction, { kind: K }>) => string,
+  ): void {
+    this.handlers.push((eviction) => {
+      if (eviction === null) cache.clear();
+      else if (eviction.kind === kind) cache.delete(key(eviction as Extract<Eviction, { kind: K }>));
+    });
   }
 
   async publish(eviction: Eviction, on: Sql = this.db.main): Promise<void> {

@@ -66,10 +66,7 @@ export class FieldsCacheService {
     private readonly clock: Clock,
   ) {
     this.memory = new TtlCache(clock, 10_000);
-    notifications.onEviction((eviction) => {
-      if (eviction === null) this.memory.clear();
-      else if (eviction.kind === 'connection') this.memory.delete(eviction.id);
-    });
+    notifications.evictFrom(this.memory, 'connection', ({ id }) => id);
   }
 
   async get(connectionId: string): Promise<FieldsSnapshot> {

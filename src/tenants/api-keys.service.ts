@@ -84,11 +84,8 @@ export class ApiKeysService {
     this.cache = new TtlCache(clock, CACHE_MAX_ENTRIES);
     this.unknownPrefixes = new TtlCache(clock, CACHE_MAX_ENTRIES);
     this.lastUseWritten = new TtlCache(clock, CACHE_MAX_ENTRIES);
-    notifications.onEviction((eviction) => {
-      if (eviction === null) this.cache.clear();
-      else if (eviction.kind === 'api_key') this.cache.delete(eviction.hash);
-      else if (eviction.kind === 'api_key_prefix') this.unknownPrefixes.delete(eviction.prefix);
-    });
+    notifications.evictFrom(this.cache, 'api_key', ({ hash }) => hash);
+    notifications.evictFrom(this.unknownPrefixes, 'api_key_prefix', ({ prefix }) => prefix);
   }
 
   /** A tenant's key, or with `tenantId` null an operator's. Only its SHA-256 hash is stored. */

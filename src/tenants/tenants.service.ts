@@ -37,10 +37,7 @@ export class TenantsService {
     clock: Clock,
   ) {
     this.cache = new TtlCache(clock, 10_000);
-    notifications.onEviction((eviction) => {
-      if (eviction === null) this.cache.clear();
-      else if (eviction.kind === 'tenant') this.cache.delete(eviction.id);
-    });
+    notifications.evictFrom(this.cache, 'tenant', ({ id }) => id);
   }
 
   /** The tenant, from a 5-second memory cache (hot path; settings changes reach other instances within 5 s). */

@@ -144,10 +144,7 @@ export class AccessTokenProvider implements TokenSource {
   ) {
     this.pool = db.lock;
     // Another instance disconnected or replaced the connection: forget its token here too.
-    notifications?.onEviction((eviction) => {
-      if (eviction === null) this.cache.clear();
-      else if (eviction.kind === 'connection') this.cache.delete(eviction.id);
-    });
+    notifications?.evictFrom(this.cache, 'connection', ({ id }) => id);
   }
 
   /** A valid access token for the connection; refreshes (once, cluster-wide) when needed. */
