@@ -32,6 +32,21 @@ describe('TtlCache: entries that expire by the injected clock', () => {
     expect(cache.get('c')?.value).toBe(4);
   });
 
+  it('getOrLoad: answers a live entry without loading, else loads and keeps what it loaded', async () => {
+    const clock = new ManualClock();
+    const cache = new TtlCache<string>(clock, 10);
+    const load = jest.fn(() => Promise.resolve('loaded'));
+    await expect(cache.getOrLoad('a', 1_000, load)).resolves.toBe('loaded');
+    await expect(cache.getOrLoad('a', 1_000, load)).resolves.toBe('loaded');
+    expect(load).toHaveBeenCalledTimes(1);
+    clock.advance(1_000);
+    await expect(cache.getOrLoad('a', 1_000, () => Promise.resolve('again'))).resolves.toBe('again');
+    await expect(cache.getOrLoad('b', 1_000, () => Promise.reject(new Error('down')))).rejects.toThrow(
+      'down',
+    );
+    expect(cache.get('b')).toBeUndefined();
+  });
+
   it('forgets on delete and clear', () => {
     const cache = new TtlCache<number>(new ManualClock(), 10);
     cache.set('a', 1, 1_000);

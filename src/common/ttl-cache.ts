@@ -21,6 +21,15 @@ export class TtlCache<V> {
     return undefined;
   }
 
+  /** The entry's value, else what `load` answers, then kept for `ttlMs` (a failed load keeps nothing). */
+  async getOrLoad(key: string, ttlMs: number, load: () => Promise<V>): Promise<V> {
+    const hit = this.get(key);
+    if (hit) return hit.value;
+    const value = await load();
+    this.set(key, value, ttlMs);
+    return value;
+  }
+
   set(key: string, value: V, ttlMs: number): void {
     this.entries.delete(key);
     if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as string);

@@ -198,15 +198,12 @@ export class ConnectionsService {
     environment?: string | null,
   ): Promise<{ id: string; environment: RewardsEnvironment }> {
     const env = this.resolveEnvironment(environment);
-    const key = `${tenantId}/${env}`;
-    const cached = this.liveCache.get(key);
-    if (cached) return cached.value;
-    // With none live, the last one ended: a disconnected connection answers 409 (as needs_reauth); none ever, 404.
-    const row =
-      (await this.state.findLive(this.db.main, tenantId, env)) ?? (await this.latest(tenantId, env));
-    const value = { id: live(row, env, tenantId).id, environment: env };
-    this.liveCache.set(key, value, LIVE_CACHE_TTL_MS);
-    return value;
+    return this.liveCache.getOrLoad(`${tenantId}/${env}`, LIVE_CACHE_TTL_MS, async () => {
+      // With none live, the last one ended: a disconnected connection answers 409 (as needs_reauth); none ever, 404.
+      const row =
+        (await this.state.findLive(this.db.main, tenantId, env)) ?? (await this.latest(tenantId, env));
+      return { id: live(row, env, tenantId).id, environment: env };
+    });
   }
 
   async getConnection(tenantId: string, environment?: string): Promise<ConnectionResponse> {

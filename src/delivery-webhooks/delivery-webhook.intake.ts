@@ -175,8 +175,10 @@ export class DeliveryWebhookIntake {
       const key = await this.registrationKey(env, account);
       if (key) return signatureMatches(provided, key, forms) ? key : null;
     }
-    for (const key of await this.fallbackKeys(env)) if (signatureMatches(provided, key, forms)) return key;
-    return null;
+    const fallback = await this.fallback.getOrLoad(env, FALLBACK_TTL_MS, () =>
+      this.keys.environmentKeys(env, FALLBACK_KEYS),
+    );
+    return fallback.find((key) => signatureMatches(provided, key, forms)) ?? null;
   }
 
   private async registrationKey(env: RewardsEnvironment, id: string): Promise<WebhookKey | null> {
@@ -188,14 +190,6 @@ export class DeliveryWebhookIntake {
     if (found === 'unregistered') return null;
     this.registrations.set(cacheKey, found, found ? KEY_TTL_MS : UNKNOWN_TTL_MS);
     return found;
-  }
-
-  private async fallbackKeys(env: RewardsEnvironment): Promise<WebhookKey[]> {
-    const cached = this.fallback.get(env);
-    if (cached) return cached.value;
-    const keys = await this.keys.environmentKeys(env, FALLBACK_KEYS);
-    this.fallback.set(env, keys, FALLBACK_TTL_MS);
-    return keys;
   }
 
   private async handle(env: RewardsEnvironment, key: WebhookKey, parsed: unknown): Promise<WebhookOutcome> {

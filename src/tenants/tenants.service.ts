@@ -42,11 +42,7 @@ export class TenantsService {
 
   /** The tenant, from a 5-second memory cache (hot path; settings changes reach other instances within 5 s). */
   async cached(id: string): Promise<Tenant> {
-    const hit = this.cache.get(id);
-    if (hit) return hit.value;
-    const tenant = await this.require(id);
-    this.cache.set(id, tenant, CACHE_TTL_MS);
-    return tenant;
+    return this.cache.getOrLoad(id, CACHE_TTL_MS, () => this.require(id));
   }
 
   async create(dto: CreateTenantDto): Promise<TenantResponse> {
