@@ -1,11 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import typeis from 'type-is';
 import { CommonError, nulCharacterError } from './app-error';
-import { readCapped, refuseCompressed } from './json-body';
+import { readCapped, refuseCompressed, utf8Text } from './json-body';
 
 /** The dashboard's forms carry a CSRF token and nothing else: a few hundred bytes. */
 const MAX_FORM_BYTES = 8 * 1024;
-const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * The body reader of the dashboard's form posts (`application/x-www-form-urlencoded`), with the JSON reader's rules
@@ -26,14 +25,7 @@ export async function readFormBody(
     MAX_FORM_BYTES,
     () => new CommonError(413, 'payload_too_large', tooLarge),
   );
-  let text: string;
-  try {
-    text = decoder.decode(bytes);
-  } catch {
-    throw new CommonError(400, 'bad_request', 'The form body is not valid UTF-8.', [
-      { field: 'body', reason: 'invalid UTF-8 byte sequence' },
-    ]);
-  }
+  const text = utf8Text(bytes, 'bad_request', 'The form body is not valid UTF-8.');
   const body = Object.create(null) as Record<string, string | string[]>;
   for (const [name, value] of new URLSearchParams(text)) {
     // NUL characters cannot be stored in Postgres text: refused by name, as in JSON bodies.

@@ -124,16 +124,18 @@ export function readCapped(
   });
 }
 
+/** A body's bytes as text, or our 400 with `code` and `message` when they are not UTF-8. */
+export function utf8Text(bytes: Buffer, code: 'bad_request' | 'invalid_json', message: string): string {
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    throw new CommonError(400, code, message, [{ field: 'body', reason: 'invalid UTF-8 byte sequence' }]);
+  }
+}
+
 /** Bytes → a checked JSON value (throws our 400s). */
 function parse(bytes: Buffer, limits: BodyLimits): unknown {
-  let text: string;
-  try {
-    text = decoder.decode(bytes);
-  } catch {
-    throw new CommonError(400, 'invalid_json', 'The request body is not valid UTF-8.', [
-      { field: 'body', reason: 'invalid UTF-8 byte sequence' },
-    ]);
-  }
+  const text = utf8Text(bytes, 'invalid_json', 'The request body is not valid UTF-8.');
   let value: unknown;
   try {
     value = JSON.parse(text);
