@@ -1,6 +1,7 @@
 import { Injectable, Logger, Optional } from '@nestjs/common';
 import { Clock } from '../common/clock';
 import { SingleFlight } from '../common/single-flight';
+import { TtlCache } from '../common/ttl-cache';
 import { MetricsService } from '../metrics/metrics.service';
 import type { Pool, PoolClient } from 'pg';
 import { NotificationsService } from '../database/notifications.service';
@@ -121,7 +122,7 @@ export class AccessTokenProvider implements TokenSource {
   private readonly cache = new Map<string, AccessToken>();
   private readonly knownEnvironments = new Map<string, RewardsEnvironment>();
   private readonly inFlight = new SingleFlight<AccessToken>();
-  private readonly lastUseWritten = new Map<string, number>();
+  private readonly lastUseWritten: TtlCache<true>;
   /** The lock pool: refreshes have their own share of the connection budget and cannot starve other queries. */
   private readonly pool: Pool;
   private readonly appCredentials = new AppCredentialsStore();
@@ -143,6 +144,7 @@ export class AccessTokenProvider implements TokenSource {
     private readonly tokens: TokensConfig = { refreshLockTimeoutMs: 5_000, appCredentialsRetryMs: 10_000 },
   ) {
     this.pool = db.lock;
+    this.lastUseWritten = new TtlCache(clock, 10_000);
     // Another instance disconnected or replaced the connection: forget its token here too.
     notifications?.evictFrom(this.cache, 'connection', ({ id }) => id);
   }
@@ -216,9 +218,8 @@ export class AccessTokenProvider implements TokenSource {
 
   /** Records `last_used_at` at most once a minute per connection and process, off the caller's path. */
   private markUsed(connectionId: string): void {
-    const now = this.clock.now();
-    if (now - (this.lastUseWritten.get(connectionId) ?? 0) < LAST_USED_WRITE_INTERVAL_MS) return;
-    this.lastUseWritten.set(connectionId, now);
+    if (this.lastUseWritten.get(connectionId)) return;
+    this.lastUseWritten.set(connectionId, true, LAST_USED_WRITE_INTERVAL_MS);
     this.connections
       .markUsed(this.pool, connectionId)
       .catch((error: Error) => this.logger.warn(`could not record connection use: ${error.message}`));
