@@ -5,6 +5,7 @@ import type { Sql } from '../database/sql';
 import { cursorPage, decodeCursor, encodeCursor } from '../common/page-query.dto';
 import type { AuditAction, AuditActorType, AuditTargetType, AuditVia } from './audit-actions';
 import type { AuditEventListResponse, AuditEventResponse, AuditQueryDto } from './dto/audit.dto';
+import { batchDelete, purgeBatch } from '../retention/purge-batch';
 
 const DAY_MS = 24 * 60 * 60_000;
 
@@ -75,8 +76,7 @@ export function listingStatement(filter: AuditListFilter): { text: string; value
 }
 
 /** Retention: of the `$2` oldest records by id (a bounded range of the primary key), those older than the cutoff. */
-export const PURGE_SQL = `DELETE FROM audit_events
-  WHERE id = ANY (ARRAY(SELECT id FROM audit_events ORDER BY id LIMIT $2)) AND at < $1`;
+export const PURGE_SQL = batchDelete.oldest('audit_events', 'at');
 
 /**
  * Every statement on `audit_events`: appends, the listing, and the retention purge — the only DELETE the table's
@@ -121,8 +121,7 @@ export class AuditStore {
     const cutoff = new Date(this.clock.now() - days * DAY_MS);
     return this.db.transaction(async (tx) => {
       await tx.query(`SELECT set_config('rg.audit_retention', 'on', true)`);
-      const { rowCount } = await tx.query(PURGE_SQL, [cutoff, limit]);
-      return rowCount ?? 0;
+      return purgeBatch(tx, PURGE_SQL, cutoff, limit);
     });
   }
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
 import { cursorPage, decodeCursor, encodeCursor, invalidCursor } from '../common/page-query.dto';
 import type { ActivityListResponse, ActivityQueryDto, ActivityResponse } from './dto/activity.dto';
+import { batchDelete, purgeBatch } from '../retention/purge-batch';
 
 export const ACTIVITY_OUTCOMES = ['success', 'throttled', 'unauthorized', 'rejected', 'unavailable'] as const;
 export type ActivityOutcome = (typeof ACTIVITY_OUTCOMES)[number];
@@ -93,12 +94,10 @@ export const SUMMARY_SQL = `SELECT count(*)::int AS calls,
          ORDER BY created_at DESC, id DESC LIMIT $4) a`;
 
 /** Retention: of the `$2` oldest rows by id (a bounded range of the primary key), those older than the cutoff. */
-export const PURGE_SQL = `DELETE FROM connection_activity
-  WHERE id = ANY (ARRAY(SELECT id FROM connection_activity ORDER BY id LIMIT $2)) AND created_at < $1`;
+export const PURGE_SQL = batchDelete.oldest('connection_activity', 'created_at');
 
 /** A deleted tenant's rows, a batch at a time (a range of the tenant's listing index). */
-export const PURGE_TENANT_SQL = `DELETE FROM connection_activity
-  WHERE id = ANY (ARRAY(SELECT id FROM connection_activity WHERE tenant_id = $1 LIMIT $2))`;
+export const PURGE_TENANT_SQL = batchDelete.matching('connection_activity', 'id', 'tenant_id = $1');
 
 function decodeActivityCursor(cursor: string): { at: Date; id: string } {
   const [iso, id] = decodeCursor(cursor, /^\d{4}-\d\d-\d\dT[\d:.]+Z$/, /^[1-9]\d{0,17}$/);
@@ -169,14 +168,12 @@ export class ActivityStore {
   }
 
   /** Retention: deletes at most `limit` rows older than `cutoff`, oldest first; returns how many. */
-  async purgeOlderThan(cutoff: Date, limit: number): Promise<number> {
-    const { rowCount } = await this.db.main.query(PURGE_SQL, [cutoff, limit]);
-    return rowCount ?? 0;
+  purgeOlderThan(cutoff: Date, limit: number): Promise<number> {
+    return purgeBatch(this.db.main, PURGE_SQL, cutoff, limit);
   }
 
   /** A tenant leaving: deletes at most `limit` of its rows (batches keep each transaction short). */
-  async purgeTenant(tenantId: string, limit: number): Promise<number> {
-    const { rowCount } = await this.db.main.query(PURGE_TENANT_SQL, [tenantId, limit]);
-    return rowCount ?? 0;
+  purgeTenant(tenantId: string, limit: number): Promise<number> {
+    return purgeBatch(this.db.main, PURGE_TENANT_SQL, tenantId, limit);
   }
 }

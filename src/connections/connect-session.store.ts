@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { RewardsEnvironment } from '../config/app-config';
 import type { Sql } from '../database/sql';
+import { batchDelete, purgeBatch } from '../retention/purge-batch';
 
 export interface ConnectSession {
   id: string;
@@ -68,11 +69,7 @@ export class ConnectSessionStore {
   }
 
   /** Retention: deletes up to `limit` sessions that expired before `olderThan`. */
-  async purgeExpired(q: Sql, olderThan: Date, limit: number): Promise<number> {
-    const { rowCount } = await q.query(
-      `DELETE FROM connect_sessions WHERE id IN (SELECT id FROM connect_sessions WHERE expires_at < $1 LIMIT $2)`,
-      [olderThan, limit],
-    );
-    return rowCount ?? 0;
+  purgeExpired(q: Sql, olderThan: Date, limit: number): Promise<number> {
+    return purgeBatch(q, batchDelete.matching('connect_sessions', 'id', 'expires_at < $1'), olderThan, limit);
   }
 }

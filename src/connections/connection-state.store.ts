@@ -5,6 +5,7 @@ import type { Sql } from '../database/sql';
 import { connectionNeedsReauth, connectionRecovered } from '../tenant-webhooks/webhook-events';
 import { enqueueEvents } from '../tenant-webhooks/webhook.store';
 import type { ConnectionStatus } from '../token-vault/access-token.provider';
+import { purgeBatch } from '../retention/purge-batch';
 
 export interface ConnectionRow {
   id: string;
@@ -263,11 +264,8 @@ export class ConnectionStateStore implements ConnectionStatus {
   }
 
   /** Retention: deletes up to `limit` connection events recorded before `olderThan`. */
-  async purgeOldEvents(q: Sql, olderThan: Date, limit: number): Promise<number> {
-    const { rowCount } = await q.query(
-      `DELETE FROM connection_events WHERE ctid IN (SELECT ctid FROM connection_events WHERE at < $1 LIMIT $2)`,
-      [olderThan, limit],
-    );
-    return rowCount ?? 0;
+  purgeOldEvents(q: Sql, olderThan: Date, limit: number): Promise<number> {
+    const text = `DELETE FROM connection_events WHERE ctid IN (SELECT ctid FROM connection_events WHERE at < $1 LIMIT $2)`;
+    return purgeBatch(q, text, olderThan, limit);
   }
 }

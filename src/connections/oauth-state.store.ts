@@ -4,6 +4,7 @@ import { sha256Hex } from '../common/digest';
 import type { FastifyRequest } from 'fastify';
 import { Database } from '../database/database';
 import { OAUTH_VERIFIER, Vault } from '../token-vault/vault.service';
+import { batchDelete, purgeBatch } from '../retention/purge-batch';
 
 export const STATE_TTL_MS = 10 * 60_000;
 export const BROWSER_COOKIE = 'rg_connect';
@@ -28,13 +29,9 @@ export class PgStateStore {
   ) {}
 
   /** Retention: deletes up to `limit` states (used or not) that expired before `olderThan`. */
-  async purgeExpired(olderThan: Date, limit: number): Promise<number> {
-    const { rowCount } = await this.db.main.query(
-      `DELETE FROM oauth_states WHERE state_hash IN (
-         SELECT state_hash FROM oauth_states WHERE expires_at < $1 LIMIT $2)`,
-      [olderThan, limit],
-    );
-    return rowCount ?? 0;
+  purgeExpired(olderThan: Date, limit: number): Promise<number> {
+    const text = batchDelete.matching('oauth_states', 'state_hash', 'expires_at < $1');
+    return purgeBatch(this.db.main, text, olderThan, limit);
   }
 
   /** passport-oauth2 calls this (5 arguments: PKCE-aware) when it builds the authorization redirect. */

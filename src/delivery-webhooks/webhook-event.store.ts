@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Database } from '../database/database';
+import { purgeBatch } from '../retention/purge-batch';
 
 /**
  * Every statement that writes `webhook_events`: the `uuid` of each delivery webhook handled, recorded after its change
@@ -32,23 +33,17 @@ export class WebhookEventStore {
   }
 
   /** Retention: deletes up to `limit` events received before `olderThan`; returns how many. */
-  async purgeOlderThan(olderThan: Date, limit: number): Promise<number> {
-    const { rowCount } = await this.db.main.query(
-      `DELETE FROM webhook_events WHERE uuid IN (
-         SELECT uuid FROM webhook_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)`,
-      [olderThan, limit],
-    );
-    return rowCount ?? 0;
+  purgeOlderThan(olderThan: Date, limit: number): Promise<number> {
+    const text = `DELETE FROM webhook_events WHERE uuid IN (
+       SELECT uuid FROM webhook_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)`;
+    return purgeBatch(this.db.main, text, olderThan, limit);
   }
 
   /** A deleted tenant: up to `limit` events of its connections (`webhook_events_connection_idx`); returns how many. */
-  async purgeTenant(tenantId: string, limit: number): Promise<number> {
-    const { rowCount } = await this.db.main.query(
-      `DELETE FROM webhook_events WHERE uuid = ANY(ARRAY(
-         SELECT e.uuid FROM connections c, LATERAL (SELECT uuid FROM webhook_events WHERE connection_id = c.id LIMIT $2) e
-          WHERE c.tenant_id = $1 LIMIT $2))`,
-      [tenantId, limit],
-    );
-    return rowCount ?? 0;
+  purgeTenant(tenantId: string, limit: number): Promise<number> {
+    const text = `DELETE FROM webhook_events WHERE uuid = ANY(ARRAY(
+       SELECT e.uuid FROM connections c, LATERAL (SELECT uuid FROM webhook_events WHERE connection_id = c.id LIMIT $2) e
+        WHERE c.tenant_id = $1 LIMIT $2))`;
+    return purgeBatch(this.db.main, text, tenantId, limit);
   }
 }

@@ -10,6 +10,7 @@ import { FieldsUnavailableError } from './fields-cache.errors';
 import type { UpstreamField } from '../rewards-api/connection-client';
 import { RewardsApiError } from '../rewards-api/rewards-api.errors';
 import { RewardsApi } from '../token-vault/rewards-api.service';
+import { batchDelete, purgeBatch } from '../retention/purge-batch';
 
 /** A custom field of the rewards account, as cached and as the fields route lists it. */
 export class FieldView {
@@ -99,13 +100,9 @@ export class FieldsCacheService {
   }
 
   /** Retention: deletes up to `limit` copies fetched before `olderThan` (reloaded on next use). */
-  async purgeStale(olderThan: Date, limit: number): Promise<number> {
-    const { rowCount } = await this.db.main.query(
-      `DELETE FROM fields_cache
-        WHERE connection_id = ANY(ARRAY(SELECT connection_id FROM fields_cache WHERE fetched_at < $1 LIMIT $2))`,
-      [olderThan, limit],
-    );
-    return rowCount ?? 0;
+  purgeStale(olderThan: Date, limit: number): Promise<number> {
+    const text = batchDelete.matching('fields_cache', 'connection_id', 'fetched_at < $1');
+    return purgeBatch(this.db.main, text, olderThan, limit);
   }
 
   async purge(connectionId: string): Promise<void> {

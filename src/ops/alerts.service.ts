@@ -7,6 +7,7 @@ import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
 import { AppCredentialsStore } from '../token-vault/app-credentials.store';
 import { ConnectionStateStore } from '../connections/connection-state.store';
+import { batchDelete, purgeBatch } from '../retention/purge-batch';
 
 export const SIGNATURE_HEADER = 'X-Rewards-Gateway-Signature';
 const MAX_ATTEMPTS = 12;
@@ -136,11 +137,7 @@ export class AlertsService {
   }
 
   /** Retention: deletes up to `limit` alerts raised before `olderThan`, oldest first. */
-  async purgeOlderThan(olderThan: Date, limit: number): Promise<number> {
-    const { rowCount } = await this.db.main.query(
-      `DELETE FROM ops_alerts WHERE id = ANY(ARRAY(SELECT id FROM ops_alerts ORDER BY id LIMIT $2)) AND created_at < $1`,
-      [olderThan, limit],
-    );
-    return rowCount ?? 0;
+  purgeOlderThan(olderThan: Date, limit: number): Promise<number> {
+    return purgeBatch(this.db.main, batchDelete.oldest('ops_alerts', 'created_at'), olderThan, limit);
   }
 }

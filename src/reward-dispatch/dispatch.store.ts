@@ -34,6 +34,7 @@ import {
   statusOf,
   totalOf,
 } from './dispatch.view';
+import { purgeBatch } from '../retention/purge-batch';
 
 /** A change to one reward row, applied only while the reward is unsettled (`pending` / `sending`). */
 export interface RewardUpdate {
@@ -888,8 +889,8 @@ export class DispatchStore {
   }
 
   /** Retention: deletes up to `limit` settled dispatches created before `olderThan` (with their rewards). */
-  async expire(olderThan: Date, limit: number): Promise<number> {
-    return (await this.db.main.query(DISPATCH_SQL.expire, [olderThan, limit])).rowCount ?? 0;
+  expire(olderThan: Date, limit: number): Promise<number> {
+    return purgeBatch(this.db.main, DISPATCH_SQL.expire, olderThan, limit);
   }
 
   /** Retention: redacts the recipients of up to `limit` settled dispatches created before `olderThan`. */
@@ -902,8 +903,8 @@ export class DispatchStore {
   }
 
   /** A deleted tenant: removes up to `limit` of its dispatches (with their rewards). */
-  async purgeTenant(tenantId: string, limit: number): Promise<number> {
-    return (await this.db.main.query(DISPATCH_SQL.purgeTenant, [tenantId, limit])).rowCount ?? 0;
+  purgeTenant(tenantId: string, limit: number): Promise<number> {
+    return purgeBatch(this.db.main, DISPATCH_SQL.purgeTenant, tenantId, limit);
   }
 
   /**

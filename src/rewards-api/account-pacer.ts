@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { PacingConfig } from '../config/app-config';
 import { Database } from '../database/database';
 import { MetricsService } from '../metrics/metrics.service';
+import { batchDelete, purgeBatch } from '../retention/purge-batch';
 
 /** Interactive sends (answered inline) go ahead of bulk work (batches, probes, approval checks). */
 export type Priority = 'interactive' | 'bulk';
@@ -57,13 +58,9 @@ export class AccountPacer {
   ) {}
 
   /** Retention: deletes up to `limit` accounts not paced since `olderThan` (they start again idle). */
-  async purgeIdle(olderThan: Date, limit: number): Promise<number> {
-    const { rowCount } = await this.db.main.query(
-      `DELETE FROM account_pace
-        WHERE account_key = ANY(ARRAY(SELECT account_key FROM account_pace WHERE updated_at < $1 LIMIT $2))`,
-      [olderThan, limit],
-    );
-    return rowCount ?? 0;
+  purgeIdle(olderThan: Date, limit: number): Promise<number> {
+    const text = batchDelete.matching('account_pace', 'account_key', 'updated_at < $1');
+    return purgeBatch(this.db.main, text, olderThan, limit);
   }
 
   /** Waits for `account`'s next slot (check `missed` right before sending); beyond `maxWaitMs`: SlotTooFarError. */

@@ -6,6 +6,7 @@ import type { Sql } from '../database/sql';
 import { Vault, WEBHOOK_SECRET } from '../token-vault/vault.service';
 import type { DeliveryResponse, WebhookResponse } from './dto/webhook.dto';
 import { MAX_ENDPOINTS_PER_TENANT, type TenantEvent } from './webhook-events';
+import { purgeBatch } from '../retention/purge-batch';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 
@@ -307,28 +308,23 @@ export class WebhookStore {
   }
 
   /** Retention: deletes up to `limit` delivered or failed rows queued before `olderThan`; returns how many. */
-  async purgeOld(olderThan: Date, limit: number): Promise<number> {
-    const { rowCount } = await this.db.main.query(
-      `DELETE FROM webhook_outbox WHERE id IN (
-         SELECT o.id FROM webhook_endpoints e,
-                LATERAL (SELECT id FROM webhook_outbox
-                          WHERE endpoint_id = e.id AND created_at < $1 AND status <> 'pending'
-                          ORDER BY created_at LIMIT $2) o
-          LIMIT $2)`,
-      [olderThan, limit],
-    );
-    return rowCount ?? 0;
+  purgeOld(olderThan: Date, limit: number): Promise<number> {
+    const text = `DELETE FROM webhook_outbox WHERE id IN (
+       SELECT o.id FROM webhook_endpoints e,
+              LATERAL (SELECT id FROM webhook_outbox
+                        WHERE endpoint_id = e.id AND created_at < $1 AND status <> 'pending'
+                        ORDER BY created_at LIMIT $2) o
+        LIMIT $2)`;
+    return purgeBatch(this.db.main, text, olderThan, limit);
   }
 
   /** A deleted tenant: up to `limit` of its queued events, then (none left) its endpoints. Returns the rows deleted. */
   async purgeTenant(tenantId: string, limit: number): Promise<number> {
-    const { rowCount } = await this.db.main.query(
-      `DELETE FROM webhook_outbox WHERE id IN (
-         SELECT o.id FROM webhook_endpoints e, LATERAL (SELECT id FROM webhook_outbox WHERE endpoint_id = e.id LIMIT $2) o
-          WHERE e.tenant_id = $1 LIMIT $2)`,
-      [tenantId, limit],
-    );
-    if (rowCount) return rowCount;
+    const outbox = `DELETE FROM webhook_outbox WHERE id IN (
+       SELECT o.id FROM webhook_endpoints e, LATERAL (SELECT id FROM webhook_outbox WHERE endpoint_id = e.id LIMIT $2) o
+        WHERE e.tenant_id = $1 LIMIT $2)`;
+    const events = await purgeBatch(this.db.main, outbox, tenantId, limit);
+    if (events) return events;
     const endpoints = await this.db.main.query(`DELETE FROM webhook_endpoints WHERE tenant_id = $1`, [
       tenantId,
     ]);
