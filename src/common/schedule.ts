@@ -16,6 +16,18 @@ export function runEvery(
   return timer;
 }
 
+/** `runEvery`, starting at a random moment within `ms` (timer `<name>-start`): instances started together spread out. */
+export function runEverySpread(
+  scheduler: SchedulerRegistry,
+  name: string,
+  ms: number,
+  tick: () => void,
+): void {
+  const start = setTimeout(() => runEvery(scheduler, name, ms, tick), Math.random() * ms);
+  start.unref();
+  scheduler.addTimeout(`${name}-start`, start);
+}
+
 /** `work`'s outcome, or a rejection with `message` once `ms` have passed (the work itself is not cancelled). */
 export async function withTimeout<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

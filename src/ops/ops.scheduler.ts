@@ -4,7 +4,7 @@ import type { OpsConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { AlertsService } from './alerts.service';
 import { OpsService } from './ops.service';
-import { OnePass, runEvery } from '../common/schedule';
+import { OnePass, runEvery, runEverySpread } from '../common/schedule';
 
 const ALERT_INTERVAL_MS = 2_000;
 
@@ -25,14 +25,9 @@ export class OpsScheduler implements OnApplicationBootstrap, OnModuleDestroy {
     this.ops.gauges.start(this.scheduler);
     runEvery(this.scheduler, 'ops-alerts', ALERT_INTERVAL_MS, () => void this.runAlerts());
     if (this.config.probeIntervalMs > 0) {
-      // Instances spread out: each starts at a random offset within the interval.
-      const start = setTimeout(() => {
-        runEvery(this.scheduler, 'ops-probes', this.config.probeIntervalMs, () => {
-          void this.ops.probeIdle().catch((e: unknown) => this.logger.warn(`probe pass: ${String(e)}`));
-        });
-      }, Math.random() * this.config.probeIntervalMs);
-      start.unref();
-      this.scheduler.addTimeout('ops-probes-start', start);
+      runEverySpread(this.scheduler, 'ops-probes', this.config.probeIntervalMs, () => {
+        void this.ops.probeIdle().catch((e: unknown) => this.logger.warn(`probe pass: ${String(e)}`));
+      });
     }
   }
 

@@ -2,7 +2,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy }
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { Clock } from '../common/clock';
-import { runEvery } from '../common/schedule';
+import { runEverySpread } from '../common/schedule';
 import type { RetentionConfig } from '../config/app-config';
 import { InjectConfig } from '../config/config.module';
 import { Database } from '../database/database';
@@ -78,12 +78,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   onApplicationBootstrap(): void {
-    const start = setTimeout(
-      () => runEvery(this.scheduler, 'retention', this.config.intervalMs, () => this.nudge()),
-      Math.random() * this.config.intervalMs,
-    );
-    start.unref();
-    this.scheduler.addTimeout('retention-start', start);
+    runEverySpread(this.scheduler, 'retention', this.config.intervalMs, () => this.nudge());
   }
 
   async onModuleDestroy(): Promise<void> {
