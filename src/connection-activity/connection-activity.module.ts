@@ -20,10 +20,7 @@ export class ConnectionActivityModule {
       name: 'connection_activity',
       days: config.retentionDays,
       purge: (olderThan, limit) => store.purgeOlderThan(olderThan, limit),
-    });
-    retention.registerTenantStep({
-      name: 'connection_activity',
-      purge: (id, limit) => store.purgeTenant(id, limit),
+      purgeTenant: (id, limit) => store.purgeTenant(id, limit),
     });
   }
 }

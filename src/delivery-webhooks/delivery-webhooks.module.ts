@@ -25,10 +25,7 @@ export class DeliveryWebhooksModule {
       name: 'webhook_events',
       days: EVENTS_KEPT_DAYS,
       purge: (olderThan, limit) => events.purgeOlderThan(olderThan, limit),
-    });
-    retention.registerTenantStep({
-      name: 'webhook_events',
-      purge: (id, limit) => events.purgeTenant(id, limit),
+      purgeTenant: (id, limit) => events.purgeTenant(id, limit),
     });
   }
 }

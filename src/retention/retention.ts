@@ -17,12 +17,14 @@ const LOCK_ID = 7_240_153;
 
 /**
  * An age limit: `purge(olderThan, limit)` deletes or redacts at most `limit` rows older than `olderThan` and returns
- * how many; it is called again until it returns less. `days` 0: kept forever.
+ * how many; it is called again until it returns less. `days` 0: kept forever. `purgeTenant`: the same table's rows of
+ * a deleted tenant, a tenant step under the same name.
  */
 export interface AgePurge {
   name: string;
   days: number;
   purge(olderThan: Date, limit: number): Promise<number>;
+  purgeTenant?: TenantPurge['purge'];
 }
 
 /** A step of removing a deleted tenant's data, like an age purge; `final` steps (the tenant row) run last, once. */
@@ -44,6 +46,7 @@ export class Retention {
 
   register(purge: AgePurge): void {
     this.ages.push(purge);
+    if (purge.purgeTenant) this.registerTenantStep({ name: purge.name, purge: purge.purgeTenant });
   }
 
   registerTenantStep(step: TenantPurge): void {

@@ -40,15 +40,12 @@ export class RewardDispatchModule {
       name: 'reward_dispatches',
       days: config.dispatchDays,
       purge: (olderThan, limit) => store.expire(olderThan, limit),
+      purgeTenant: (id, limit) => store.purgeTenant(id, limit),
     });
     retention.register({
       name: 'recipient_data',
       days: config.recipientDataDays,
       purge: (olderThan, limit) => store.redact(olderThan, limit),
-    });
-    retention.registerTenantStep({
-      name: 'reward_dispatches',
-      purge: (id, limit) => store.purgeTenant(id, limit),
     });
   }
 }

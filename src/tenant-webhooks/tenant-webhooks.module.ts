@@ -21,10 +21,7 @@ export class TenantWebhooksModule {
       name: 'webhook_outbox',
       days: OUTBOX_KEPT_DAYS,
       purge: (olderThan, limit) => store.purgeOld(olderThan, limit),
-    });
-    retention.registerTenantStep({
-      name: 'webhook_outbox',
-      purge: (id, limit) => store.purgeTenant(id, limit),
+      purgeTenant: (id, limit) => store.purgeTenant(id, limit),
     });
   }
 }
