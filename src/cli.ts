@@ -40,7 +40,7 @@ async function withDatabase<T>(fn: (config: AppConfig, db: Database) => Promise<
 }
 
 function auditOf(db: Database): AuditLog {
-  return new AuditLog(new AuditStore(db, systemClock), db, systemClock);
+  return new AuditLog(new AuditStore(db), db, systemClock);
 }
 
 async function main(args: string[]): Promise<number> {

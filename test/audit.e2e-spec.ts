@@ -605,8 +605,9 @@ describe('audit trail', () => {
 
     it('retention deletes records older than the given days, oldest first, in bounded batches — nothing else', async () => {
       const store = t.app.get(AuditStore);
+      const olderThan400Days = () => new Date(clock.now() - 400 * DAY_MS);
       const total = (await sql(`SELECT count(*)::int AS n FROM audit_events`))[0].n as number;
-      expect(await store.purgeOlderThan(400, 1000)).toBe(0);
+      expect(await store.purgeOlderThan(olderThan400Days(), 1000)).toBe(0);
       clock.advance(401 * DAY_MS);
       // A change made now (401 days on) stays.
       await request(t.baseUrl)
@@ -615,11 +616,11 @@ describe('audit trail', () => {
         .send({ name: 'Audited Later' })
         .expect(200);
       const oldest = (await sql(`SELECT id FROM audit_events ORDER BY id LIMIT 5`)).map((r) => r.id);
-      expect(await store.purgeOlderThan(400, 5)).toBe(5);
+      expect(await store.purgeOlderThan(olderThan400Days(), 5)).toBe(5);
       const left = (await sql(`SELECT id FROM audit_events ORDER BY id`)).map((r) => r.id);
       expect(left.some((id) => oldest.includes(id))).toBe(false);
       let purged = 5;
-      for (let n = 5; n === 5; purged += n) n = await store.purgeOlderThan(400, 5);
+      for (let n = 5; n === 5; purged += n) n = await store.purgeOlderThan(olderThan400Days(), 5);
       expect(purged).toBe(total);
       expect((await sql(`SELECT action FROM audit_events`)).map((r) => r.action)).toEqual(['tenant.updated']);
     });

@@ -18,7 +18,7 @@ export class AuditModule {
     retention.register({
       name: 'audit_events',
       days: config.retentionDays,
-      purge: (_olderThan, limit) => store.purgeOlderThan(config.retentionDays, limit),
+      purge: (olderThan, limit) => store.purgeOlderThan(olderThan, limit),
     });
   }
 }

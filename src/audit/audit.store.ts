@@ -1,13 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { Clock } from '../common/clock';
 import { Database } from '../database/database';
 import type { Sql } from '../database/sql';
 import { cursorPage, decodeCursor, encodeCursor } from '../common/page-query.dto';
 import type { AuditAction, AuditActorType, AuditTargetType, AuditVia } from './audit-actions';
 import type { AuditEventListResponse, AuditEventResponse, AuditQueryDto } from './dto/audit.dto';
 import { batchDelete, purgeBatch } from '../retention/purge-batch';
-
-const DAY_MS = 24 * 60 * 60_000;
 
 /** One record, as written. */
 export interface AuditEventInput {
@@ -84,10 +81,7 @@ export const PURGE_SQL = batchDelete.oldest('audit_events', 'at');
  */
 @Injectable()
 export class AuditStore {
-  constructor(
-    private readonly db: Database,
-    private readonly clock: Clock,
-  ) {}
+  constructor(private readonly db: Database) {}
 
   async insert(on: Sql, e: AuditEventInput): Promise<void> {
     await on.query(
@@ -116,12 +110,11 @@ export class AuditStore {
     return { events: page.map((row) => ({ ...row, at: row.at.toISOString() })), next_cursor };
   }
 
-  /** Retention: deletes at most `limit` records older than `days` (by this clock), oldest first; returns how many. */
-  async purgeOlderThan(days: number, limit: number): Promise<number> {
-    const cutoff = new Date(this.clock.now() - days * DAY_MS);
+  /** Retention: deletes at most `limit` records older than `olderThan`, oldest first; returns how many. */
+  purgeOlderThan(olderThan: Date, limit: number): Promise<number> {
     return this.db.transaction(async (tx) => {
       await tx.query(`SELECT set_config('rg.audit_retention', 'on', true)`);
-      return purgeBatch(tx, PURGE_SQL, cutoff, limit);
+      return purgeBatch(tx, PURGE_SQL, olderThan, limit);
     });
   }
 }
