@@ -5,7 +5,7 @@ import type { Sql } from '../database/sql';
 import { connectionNeedsReauth, connectionRecovered } from '../tenant-webhooks/webhook-events';
 import { enqueueEvents } from '../tenant-webhooks/webhook.store';
 import type { ConnectionStatus } from '../token-vault/access-token.provider';
-import { purgeBatch } from '../retention/purge-batch';
+import { batchDelete, purgeBatch } from '../retention/purge-batch';
 
 export interface ConnectionRow {
   id: string;
@@ -265,7 +265,6 @@ export class ConnectionStateStore implements ConnectionStatus {
 
   /** Retention: deletes up to `limit` connection events recorded before `olderThan`. */
   purgeOldEvents(q: Sql, olderThan: Date, limit: number): Promise<number> {
-    const text = `DELETE FROM connection_events WHERE ctid IN (SELECT ctid FROM connection_events WHERE at < $1 LIMIT $2)`;
-    return purgeBatch(q, text, olderThan, limit);
+    return purgeBatch(q, batchDelete.matching('connection_events', 'ctid', 'at < $1'), olderThan, limit);
   }
 }
