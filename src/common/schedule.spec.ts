@@ -1,4 +1,5 @@
-import { OnePass } from './schedule';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { OnePass, runEverySpread } from './schedule';
 
 /** A pass that runs until `finish` is called with how many it checked. */
 function held(): { pass: () => Promise<number>; finish: (n: number) => void; started: () => number } {
@@ -49,5 +50,26 @@ describe('OnePass: one pass of a background job at a time, stopped with the app'
     const one = new OnePass();
     void one.run(() => Promise.reject(new Error('database gone'))).catch(() => undefined);
     await expect(one.stop()).resolves.toBeUndefined();
+  });
+});
+
+describe('runEverySpread: a job every interval, the first tick at a random moment within it', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('registers the start timeout, then the interval under the name, and ticks every interval', () => {
+    jest.spyOn(Math, 'random').mockReturnValue(0.5);
+    const scheduler = new SchedulerRegistry();
+    const tick = jest.fn();
+    runEverySpread(scheduler, 'job', 1_000, tick);
+    expect(scheduler.doesExist('timeout', 'job-start')).toBe(true);
+    expect(scheduler.doesExist('interval', 'job')).toBe(false);
+    jest.advanceTimersByTime(500);
+    expect(scheduler.doesExist('interval', 'job')).toBe(true);
+    expect(tick).not.toHaveBeenCalled();
+    jest.advanceTimersByTime(2_000);
+    expect(tick).toHaveBeenCalledTimes(2);
+    scheduler.deleteInterval('job');
+    jest.restoreAllMocks();
   });
 });
