@@ -126,11 +126,11 @@ export class ApiKeysService {
    * tenant) every key of the tenant. The revocation, its record and its eviction message commit together: every
    * instance forgets the key at once.
    */
-  async revoke(tenantId: string | null, keyId: string | null, tx?: Sql): Promise<void> {
+  async revoke(tenantId: string, keyId: string | null, tx?: Sql): Promise<void> {
     const revoke = async (tx: Sql) => {
       const { rows } = await tx.query<{ id: string; key_hash: string; name: string }>(
         `UPDATE api_keys SET revoked_at = now()
-          WHERE tenant_id IS NOT DISTINCT FROM $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR id = $2)
+          WHERE tenant_id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR id = $2)
           RETURNING id, key_hash, name`,
         [tenantId, keyId],
       );
